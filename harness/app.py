@@ -1,0 +1,41 @@
+"""The Hydra app: ``python -m harness scenario=<name> backend=<name> budget=<smoke|local|paper> ...``.
+
+Composition validates everything against the structured configs before a job starts, so a bad key or value
+fails with Hydra's message naming it and writes no result file. Each job measures in a child process
+(`harness.runner`) and writes ``results.csv`` into its Hydra output directory.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig, OmegaConf
+
+from harness.config import register_configs
+from harness.progress import JobProgress
+from harness.runner import MeasurementFailed, run_measurement
+
+CONF_DIR = str(Path(__file__).resolve().parents[1] / "conf")
+
+register_configs()
+
+
+def _job_label(cfg: DictConfig) -> str:
+    hc = HydraConfig.get()
+    index = f"job {hc.job.num} " if hc.mode.name == "MULTIRUN" else ""
+    return f"{index}{cfg.scenario.name}/{cfg.backend.name}:{cfg.backend.get('executor', cfg.backend.get('mode', '-'))} w={cfg.workers}"
+
+
+@hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")
+def main(cfg: DictConfig) -> None:
+    job_dir = Path(HydraConfig.get().runtime.output_dir)
+    plain = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
+    rounds = cfg.budget.warmup_rounds + cfg.budget.rounds * cfg.budget.repetitions
+    with JobProgress(_job_label(cfg), total=rounds, quiet=cfg.quiet) as progress:
+        outcome = run_measurement(plain, job_dir, on_progress=progress.update)
+    summary = f"{_job_label(cfg)}: {outcome.status}, {outcome.rows} rows -> {job_dir / 'results.csv'}"
+    print(summary, file=sys.stderr)
+    if outcome.status != "ok":
+        raise MeasurementFailed(f"{outcome.status}: {outcome.message}")

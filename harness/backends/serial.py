@@ -1,0 +1,31 @@
+"""The serial backend: every role in the measuring process, one after another, no framework.
+
+It defines the reference checksum and the per-core ceiling that efficiency is measured against.
+"""
+from __future__ import annotations
+
+from scenarios.base import Backend, Clock, Scenario, Server, split_messages
+
+
+class SerialBackend(Backend):
+    name = "serial"
+    variant = "-"
+
+    def start(self, scenario: Scenario, server: Server) -> None:
+        self.server = server
+        self.workers_ = []
+        for i in range(scenario.num_workers):
+            self.workers_.append(scenario.make_worker(i))
+
+    def run(self, rounds: int, clock: Clock) -> None:
+        server, workers = self.server, self.workers_
+        n = len(workers)
+        clock.begin()
+        for _ in range(rounds):
+            msgs = split_messages(server.scatter(), n)
+            server.gather([w.step(m) for w, m in zip(workers, msgs)])
+            clock.tick()
+
+    def stop(self) -> None:
+        for w in getattr(self, "workers_", []):
+            w.close()

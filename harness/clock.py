@@ -1,0 +1,97 @@
+"""The round clock: turns a stream of ``tick()`` calls into warm-up, repetitions and per-round latencies.
+
+A backend calls ``tick()`` once after each completed round, wherever the server runs. The clock keeps the
+timed loop free of I/O: at a repetition boundary it hands the repetition to ``on_repetition`` (which may
+compute a checksum or send a message) and restarts the timer after that call returns, so that work is
+never counted. Progress is reported at most every ``progress_every_s`` seconds through one cheap callback.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+import numpy as np
+
+
+@dataclass
+class Repetition:
+    """One timed repetition: its index, wall seconds and per-round latencies (seconds)."""
+
+    index: int
+    seconds: float
+    latencies: np.ndarray
+
+
+class RoundClock:
+    """Counts rounds: ``warmup`` untimed, then ``repetitions`` x ``rounds`` timed."""
+
+    def __init__(
+        self,
+        rounds: int,
+        warmup: int,
+        repetitions: int,
+        on_repetition: Callable[[Repetition], None],
+        on_progress: Optional[Callable[[int, int], None]] = None,
+        progress_every_s: float = 0.5,
+        on_begin: Optional[Callable[[float], None]] = None,
+    ):
+        if rounds < 1 or repetitions < 1 or warmup < 0:
+            raise ValueError("rounds and repetitions must be >= 1 and warmup >= 0")
+        self.rounds = rounds
+        self.warmup = warmup
+        self.repetitions = repetitions
+        self.total_rounds = warmup + rounds * repetitions
+        self._on_repetition = on_repetition
+        self._on_progress = on_progress
+        self._on_begin = on_begin
+        self._progress_every = progress_every_s
+        self._lat = np.empty(rounds, dtype=np.float64)
+        self.done = 0
+        self.begun_at: Optional[float] = None
+        self._last = 0.0
+        self._rep_start = 0.0
+        self._next_progress = 0.0
+
+    def begin(self) -> None:
+        """The roles exist and the first round is about to start (ends the start-up interval)."""
+        if self.begun_at is None:
+            self.begun_at = time.perf_counter()
+            if self._on_begin is not None:
+                self._on_begin(self.begun_at)
+            now = time.perf_counter()
+            self._last = self._rep_start = now
+            self._next_progress = now + self._progress_every
+
+    def tick(self) -> None:
+        """One round is complete."""
+        now = time.perf_counter()
+        if self.begun_at is None:  # a backend that never called begin(): start-up ends at the first tick
+            self.begin()
+            now = time.perf_counter()
+        done = self.done
+        if done >= self.total_rounds:
+            raise RuntimeError(f"tick() after the last of {self.total_rounds} rounds")
+        self.done = done + 1
+        timed = done - self.warmup
+        if timed >= 0:
+            self._lat[timed % self.rounds] = now - self._last
+        self._last = now
+        if timed + 1 >= 0 and (timed + 1) % self.rounds == 0:
+            if timed + 1 == 0:  # end of warm-up: the first repetition starts now
+                self._rep_start = now
+            else:
+                rep = Repetition(timed // self.rounds, now - self._rep_start, self._lat.copy())
+                self._on_repetition(rep)
+                self._last = self._rep_start = time.perf_counter()
+        if self._on_progress is not None and now >= self._next_progress:
+            t0 = time.perf_counter()
+            self._on_progress(self.done, self.total_rounds)
+            after = time.perf_counter()
+            self._rep_start += after - t0  # the report is not part of any round
+            self._last += after - t0
+            self._next_progress = after + self._progress_every
+
+    @property
+    def finished(self) -> bool:
+        return self.done >= self.total_rounds

@@ -1,0 +1,133 @@
+"""Structured configs for the Hydra app, registered in Hydra's ConfigStore.
+
+Every group option in ``conf/`` names one of these schemas in its defaults list, so a misspelled key, an
+unknown option or a value of the wrong type fails at composition time, before anything runs, with Hydra's
+message naming the key.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, Optional
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import MISSING
+
+from scenarios.configs import (
+    ActorsConfig,
+    AtariConfig,
+    DqnConfig,
+    GymConfig,
+    MarlConfig,
+    ObjectSizeConfig,
+    OverheadConfig,
+)
+
+SCENARIO_SCHEMAS = {
+    "gym": GymConfig,
+    "atari": AtariConfig,
+    "dqn": DqnConfig,
+    "marl": MarlConfig,
+    "actors": ActorsConfig,
+    "object_size": ObjectSizeConfig,
+    "overhead": OverheadConfig,
+}
+
+
+@dataclass
+class BackendConfig:
+    name: str = "?"
+
+
+@dataclass
+class SerialConfig(BackendConfig):
+    """No framework: every role in the measuring process, one after another (the reference)."""
+
+    name: str = "serial"
+
+
+class Executor(str, Enum):
+    inline = "inline"
+    threads = "threads"
+    processes = "processes"
+
+
+@dataclass
+class ReactorConfig(BackendConfig):
+    """The reactor runtime: a server reactor and a bank of worker reactors, multiport connections."""
+
+    name: str = "reactor"
+    executor: Executor = Executor.processes
+
+
+class RayMode(str, Enum):
+    actors = "actors"
+    compiled = "compiled"
+
+
+@dataclass
+class RayConfig(BackendConfig):
+    """Ray: one actor per role (``actors``) or the same rounds as a Compiled Graph (``compiled``)."""
+
+    name: str = "ray"
+    mode: RayMode = RayMode.actors
+    #: roles packed into one actor (1 = the paper's one actor per env)
+    envs_per_actor: int = 1
+    #: None starts a local instance for the job; ``auto`` or ``host:port`` joins an existing cluster
+    address: Optional[str] = None
+    #: seconds a compiled graph waits for a result before it reports a timeout
+    compiled_timeout_s: float = 60.0
+
+
+@dataclass
+class VectorConfig(BackendConfig):
+    """gymnasium's AsyncVectorEnv: one process per env, shared-memory observations."""
+
+    name: str = "vector"
+
+
+BACKEND_SCHEMAS = {
+    "serial": SerialConfig,
+    "reactor": ReactorConfig,
+    "ray": RayConfig,
+    "vector": VectorConfig,
+}
+
+
+@dataclass
+class BudgetConfig:
+    """How much work one job does: rounds per repetition, untimed warm-up rounds, repetitions, timeout."""
+
+    name: str = MISSING
+    rounds: int = MISSING
+    warmup_rounds: int = MISSING
+    repetitions: int = MISSING
+    #: hard wall-clock limit for the whole measurement (start-up included); the child is killed past it
+    timeout_s: float = MISSING
+
+
+@dataclass
+class RunConfig:
+    """One job: a scenario on a backend under a budget, with the parallelism and the seed."""
+
+    scenario: Any = MISSING
+    backend: Any = MISSING
+    budget: BudgetConfig = MISSING
+    #: parallelism: worker processes, threads or Ray CPUs
+    workers: int = 2
+    seed: int = 0
+    #: BLAS / torch threads per worker process (recorded in every row)
+    threads_per_worker: int = 1
+    #: no progress bars
+    quiet: bool = False
+
+
+def register_configs() -> None:
+    """Register the schemas; ``conf/<group>/<option>.yaml`` files extend ``<option>_schema`` entries."""
+    cs = ConfigStore.instance()
+    cs.store(name="run_schema", node=RunConfig)
+    for name, schema in SCENARIO_SCHEMAS.items():
+        cs.store(group="scenario", name=f"{name}_schema", node=schema)
+    for name, schema in BACKEND_SCHEMAS.items():
+        cs.store(group="backend", name=f"{name}_schema", node=schema)
+    cs.store(group="budget", name="budget_schema", node=BudgetConfig)

@@ -1,0 +1,117 @@
+"""The measuring child process: builds one scenario on one backend, runs it, streams results to the parent.
+
+Started by `harness.runner` as ``python -m harness.measure FD`` in a new session, with the job spec (JSON)
+on stdin. It writes one JSON message per line to file descriptor FD:
+
+    {"type": "hello", ...row fields known before start-up}
+    {"type": "started", "startup_seconds": s}
+    {"type": "progress", "done": d, "total": t}            (at most every 0.5 s)
+    {"type": "repetition", "index": r, "seconds": s, "latencies": [...], "checksum": c, "extra": {...}}
+    {"type": "error", "message": m, "traceback": tb}         (then exit code 1)
+
+Nothing is printed or logged inside the timed loop; the clock excludes the time spent sending.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import traceback
+from typing import Any, Callable
+
+from omegaconf import OmegaConf
+
+
+def _config_object(schema: type, values: dict[str, Any]) -> Any:
+    """A typed dataclass instance from plain values (enums restored), as the roles expect."""
+    return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(schema), values))
+
+
+def pin_threads(threads: int) -> None:
+    """One BLAS / torch thread per worker unless configured otherwise (DESIGN.md measurement rules)."""
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ[var] = str(threads)
+    if "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(threads)
+
+
+def measure(spec: dict[str, Any], send: Callable[[dict[str, Any]], None]) -> None:
+    """Run the job described by ``spec`` and send its messages through ``send``."""
+    from harness.backends import make_backend
+    from harness.clock import Repetition, RoundClock
+    from harness.config import BACKEND_SCHEMAS, SCENARIO_SCHEMAS
+    from scenarios import make_scenario
+
+    pin_threads(int(spec["threads_per_worker"]))
+    scenario_cfg = _config_object(SCENARIO_SCHEMAS[spec["scenario"]["name"]], spec["scenario"])
+    backend_cfg = _config_object(BACKEND_SCHEMAS[spec["backend"]["name"]], spec["backend"])
+    budget = spec["budget"]
+
+    scenario = make_scenario(scenario_cfg, spec["seed"])
+    work = scenario.round_work_seconds()
+    send({
+        "type": "hello",
+        "unit": scenario.unit,
+        "round_work_ms": None if work is None else work * 1e3,
+        **scenario.row_fields(),
+    })
+
+    backend = make_backend(backend_cfg, spec["workers"])
+    server = scenario.make_server()
+    units = scenario.units_per_round() * int(budget["rounds"])
+
+    def on_repetition(rep: Repetition) -> None:
+        extra = dict(server.metrics())
+        if rep.index == clock.repetitions - 1:
+            extra.update(server.final_metrics())
+        send({
+            "type": "repetition",
+            "index": rep.index,
+            "units": units,
+            "seconds": rep.seconds,
+            "latencies": rep.latencies.tolist(),
+            "checksum": server.checksum(),
+            "extra": extra,
+        })
+
+    def on_progress(done: int, total: int) -> None:
+        send({"type": "progress", "done": done, "total": total})
+
+    t0 = time.perf_counter()
+
+    def on_begin(begun_at: float) -> None:
+        send({"type": "started", "startup_seconds": begun_at - t0})
+
+    clock = RoundClock(int(budget["rounds"]), int(budget["warmup_rounds"]), int(budget["repetitions"]),
+                       on_repetition, on_progress, on_begin=on_begin)
+    try:
+        backend.start(scenario, server)
+        backend.run(clock.total_rounds, clock)
+        if not clock.finished:
+            raise RuntimeError(f"backend ran {clock.done} of {clock.total_rounds} rounds")
+    finally:
+        backend.stop()
+        server.close()
+
+
+def main() -> int:
+    fd = int(sys.argv[1])
+    out = os.fdopen(fd, "w", buffering=1)
+
+    def send(msg: dict[str, Any]) -> None:
+        out.write(json.dumps(msg) + "\n")
+
+    spec = json.loads(sys.stdin.read())
+    try:
+        measure(spec, send)
+    except BaseException as exc:  # noqa: BLE001 - every failure becomes an error row in the parent
+        send({"type": "error", "message": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()})
+        out.close()
+        return 1
+    out.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,75 @@
+"""Who measured, where and with what: the ``metadata`` column of every results row."""
+from __future__ import annotations
+
+import datetime as _dt
+import functools
+import hashlib
+import importlib.metadata
+import json
+import os
+import platform
+import socket
+import subprocess
+from pathlib import Path
+from typing import Any, Mapping
+
+import psutil
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGES = ("ray", "torch", "numpy", "gymnasium", "ale-py", "hydra-core", "pettingzoo", "mpe2", "reactorbench")
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _version(dist: str) -> str:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return "-"
+
+
+def _git(*args: str) -> str:
+    try:
+        out = subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, timeout=10)
+        return out.stdout.strip() if out.returncode == 0 else "-"
+    except (OSError, subprocess.SubprocessError):
+        return "-"
+
+
+@functools.lru_cache(maxsize=1)
+def machine_metadata() -> dict[str, Any]:
+    """Facts that do not change during a sweep (cached: git and /proc are read once per process)."""
+    return {
+        "hostname": socket.gethostname(),
+        "cpu_model": _cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "ram_gb": round(psutil.virtual_memory().total / 2**30, 1),
+        "os": f"{platform.system()} {platform.release()}",
+        "python": platform.python_version(),
+        "versions": {name: _version(name) for name in PACKAGES},
+        "git_sha": _git("rev-parse", "HEAD"),
+        "git_dirty": bool(_git("status", "--porcelain", "--untracked-files=no")) ,
+    }
+
+
+def config_hash(config: Mapping[str, Any]) -> str:
+    """Short stable hash of the job's resolved configuration (scenario, backend, budget, workers, seed)."""
+    blob = json.dumps(config, sort_keys=True, default=str).encode()
+    return hashlib.blake2b(blob, digest_size=8).hexdigest()
+
+
+def job_metadata(config: Mapping[str, Any]) -> dict[str, Any]:
+    """Machine facts plus this job's start time, configuration hash and thread pinning."""
+    meta = dict(machine_metadata())
+    meta["started_at"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    meta["config_hash"] = config_hash(config)
+    meta["omp_num_threads"] = os.environ.get("OMP_NUM_THREADS", "")
+    return meta

@@ -1,0 +1,190 @@
+"""The isolated measurement runner: one fresh child process per measurement, a hard timeout, tidy rows.
+
+The parent (the Hydra job) starts ``python -m harness.measure`` in a new session, reads its messages, and
+appends one row per finished repetition to ``results.csv`` as it arrives. On an error, a timeout, or Ctrl-C
+it kills the child's whole process tree (Ray's daemons and reactor workers included), removes the
+reactor runtime's shared-memory segments (``/dev/shm/rb-<pid>-*``) of those processes, writes an ``error``
+or ``timeout`` row, and reports failure to the caller; rows already on disk stay.
+"""
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import numpy as np
+import psutil
+
+from harness.metadata import job_metadata
+from harness.results import ResultsWriter, make_row, timing_fields
+
+SHM_DIR = Path("/dev/shm")
+
+
+class MeasurementFailed(RuntimeError):
+    """The measurement ended with status ``error`` or ``timeout`` (its row is on disk)."""
+
+
+@dataclass
+class JobOutcome:
+    status: str
+    rows: int
+    message: str = ""
+    checksums: list[str] = field(default_factory=list)
+
+
+def backend_variant(backend: dict[str, Any]) -> str:
+    """The results row's ``variant``: the reactor executor, the Ray mode, or ``-``."""
+    for key in ("executor", "mode"):
+        if key in backend:
+            return str(backend[key])
+    return "-"
+
+
+def job_spec(cfg: dict[str, Any]) -> dict[str, Any]:
+    """The part of the resolved config that defines the measurement (sent to the child, hashed)."""
+    return {k: cfg[k] for k in ("scenario", "backend", "budget", "workers", "seed", "threads_per_worker")}
+
+
+def kill_tree(pid: int) -> None:
+    """SIGKILL a process, its session and every descendant; remove their reactor shm segments."""
+    try:
+        root = psutil.Process(pid)
+        procs = [root, *root.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        procs = []
+    pids = {p.pid for p in procs} | {pid}
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    for proc in procs:
+        try:
+            proc.kill()
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(procs, timeout=5)
+    remove_shm_segments(pids)
+
+
+def remove_shm_segments(pids: set[int]) -> int:
+    """Unlink ``/dev/shm/rb-<pid>-*`` left by killed reactor runs; returns how many were removed."""
+    removed = 0
+    for pid in pids:
+        for path in SHM_DIR.glob(f"rb-{pid}-*"):
+            try:
+                path.unlink()
+                removed += 1
+            except FileNotFoundError:
+                pass
+    return removed
+
+
+def run_measurement(
+    cfg: dict[str, Any],
+    job_dir: Path,
+    on_progress: Optional[Callable[[int, int], None]] = None,
+) -> JobOutcome:
+    """Measure one job in a child process; append its rows to ``job_dir/results.csv``."""
+    spec = job_spec(cfg)
+    budget = cfg["budget"]
+    scenario = cfg["scenario"]
+    writer = ResultsWriter(job_dir)
+    base: dict[str, Any] = {
+        "scenario": scenario["name"],
+        "backend": cfg["backend"]["name"],
+        "variant": backend_variant(cfg["backend"]),
+        "workers": cfg["workers"],
+        "num_envs": scenario.get("num_envs"),
+        "env_id": scenario.get("env_id", "-"),
+        "budget": budget["name"],
+        "seed": cfg["seed"],
+        "threads_per_worker": cfg["threads_per_worker"],
+        "params": {k: v for k, v in scenario.items() if k != "name"},
+        "metadata": job_metadata(spec),
+        "unit": None,
+    }
+    env = dict(os.environ)
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        env[var] = str(cfg["threads_per_worker"])
+    env["PYTHONUNBUFFERED"] = "1"
+    rfd, wfd = os.pipe()
+    child = subprocess.Popen(
+        [sys.executable, "-m", "harness.measure", str(wfd)],
+        stdin=subprocess.PIPE,
+        pass_fds=(wfd,),
+        start_new_session=True,
+        env=env,
+        cwd=str(Path(__file__).resolve().parents[1]),
+    )
+    os.close(wfd)
+    outcome = JobOutcome(status="ok", rows=0)
+    deadline = time.monotonic() + float(budget["timeout_s"])
+    reader = os.fdopen(rfd, "r")
+    try:
+        assert child.stdin is not None
+        child.stdin.write(json.dumps(spec).encode())
+        child.stdin.close()
+        failure: Optional[tuple[str, str]] = None
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                failure = ("timeout", f"measurement exceeded timeout_s={budget['timeout_s']}")
+                break
+            ready, _, _ = select.select([reader], [], [], min(remaining, 1.0))
+            if not ready:
+                continue
+            line = reader.readline()
+            if not line:  # the child closed its end: it finished or died
+                break
+            msg = json.loads(line)
+            kind = msg["type"]
+            if kind == "hello":
+                base["unit"] = msg["unit"]
+                base["num_envs"] = msg.get("num_envs", base["num_envs"])
+                base["env_id"] = msg.get("env_id", base["env_id"])
+                base["round_work_ms"] = msg.get("round_work_ms")
+            elif kind == "started":
+                base["startup_seconds"] = msg["startup_seconds"]
+            elif kind == "progress" and on_progress is not None:
+                on_progress(msg["done"], msg["total"])
+            elif kind == "repetition":
+                lat = np.asarray(msg["latencies"], dtype=float)
+                row = make_row(base, repetition=msg["index"], status="ok", checksum=msg["checksum"],
+                               extra=msg["extra"] or None, **timing_fields(msg["units"], msg["seconds"], lat))
+                writer.append(row)
+                writer.append_latencies(msg["index"], lat)
+                outcome.rows += 1
+                outcome.checksums.append(msg["checksum"])
+            elif kind == "error":
+                failure = ("error", msg["message"])
+                (job_dir / "error.txt").write_text(msg["traceback"])
+                sys.stderr.write(msg["traceback"])
+        if failure is None:
+            try:
+                code = child.wait(timeout=max(1.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                failure = ("timeout", f"measurement exceeded timeout_s={budget['timeout_s']} at exit")
+            else:
+                if code != 0:
+                    failure = ("error", f"measurement process exited with code {code}")
+    except BaseException:  # Ctrl-C or a bug here: the child must not outlive us; finished rows stay
+        kill_tree(child.pid)
+        child.wait()
+        raise
+    finally:
+        reader.close()
+    kill_tree(child.pid)  # also reaps anything a backend left behind
+    child.wait()
+    if failure is not None:
+        status, message = failure
+        writer.append(make_row(base, repetition=outcome.rows, status=status, error=message))
+        outcome.status, outcome.message = status, message
+    return outcome

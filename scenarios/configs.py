@@ -1,0 +1,108 @@
+"""Typed configuration of every scenario (Hydra structured configs; registered by `harness.config`).
+
+Kept free of heavy imports so that validating a config never loads gymnasium, ALE, torch or Ray.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+
+@dataclass
+class ScenarioConfig:
+    """Fields every scenario has."""
+
+    name: str = "?"
+
+
+@dataclass
+class GymConfig(ScenarioConfig):
+    """The paper's experiment 1: a bank of gymnasium environments stepped once per round."""
+
+    name: str = "gym"
+    env_id: str = "CartPole-v1"
+    num_envs: int = 15
+
+
+@dataclass
+class AtariConfig(ScenarioConfig):
+    """Experiment 1 on ALE: full RGB frames delivered to the server every round."""
+
+    name: str = "atari"
+    env_id: str = "ALE/Pong-v5"
+    num_envs: int = 15
+    #: the paper's code reset every env after every step (old gym API quirk); off by default
+    reset_every_step: bool = False
+    #: actions are drawn uniformly from range(num_actions); the paper drew from {0, 1}
+    num_actions: int = 2
+
+
+@dataclass
+class DqnConfig(ScenarioConfig):
+    """Synchronized parallel Q-learning on Blackjack-v1 (experiment 2)."""
+
+    name: str = "dqn"
+    env_id: str = "Blackjack-v1"
+    num_rollouts: int = 16
+    steps_per_round: int = 100
+    epsilon: float = 0.1
+    hidden: int = 32
+    buffer_capacity: int = 20_000
+    minibatch: int = 500
+    lr: float = 0.01
+    gamma: float = 0.99
+    target_sync_every: int = 10
+    eval_episodes: int = 200
+
+
+class MarlEnv(str, Enum):
+    simple_spread_v3 = "simple_spread_v3"
+    synthetic = "synthetic"
+
+
+@dataclass
+class MarlConfig(ScenarioConfig):
+    """Multi-agent inference (experiment 3): one torch policy per agent, joint env on the server."""
+
+    name: str = "marl"
+    env: MarlEnv = MarlEnv.simple_spread_v3
+    num_agents: int = 10
+    hidden: int = 64
+    #: observation and action sizes for the synthetic env (simple_spread derives its own)
+    synthetic_obs_dim: int = 18
+    synthetic_num_actions: int = 5
+    max_cycles: int = 25
+
+
+class WorkKind(str, Enum):
+    busy = "busy"
+    sleep = "sleep"
+
+
+@dataclass
+class ActorsConfig(ScenarioConfig):
+    """Microbenchmark "number of actors": broadcast an array to N clients, each works, copies and returns it."""
+
+    name: str = "actors"
+    num_clients: int = 2
+    payload_bytes: int = 0
+    work: WorkKind = WorkKind.busy
+    work_us: float = 0.0
+
+
+@dataclass
+class ObjectSizeConfig(ActorsConfig):
+    """Microbenchmark "object size": the actors round with 16 clients and a large payload."""
+
+    name: str = "object_size"
+    num_clients: int = 16
+    payload_bytes: int = 100_000
+
+
+@dataclass
+class OverheadConfig(ScenarioConfig):
+    """The reactor runtime's own overhead: a pass-through chain or a 1-to-N-to-1 fan (reactor backends only)."""
+
+    name: str = "overhead"
+    shape: str = "chain"
+    size: int = 1000

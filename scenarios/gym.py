@@ -1,0 +1,95 @@
+"""Gym simulation throughput (the paper's experiment 1): a bank of gymnasium envs, one step each per round.
+
+Worker ``i`` owns env ``i`` seeded with ``seed + i`` and an action RNG seeded from ``(seed, i)``; each
+round it draws one action, steps, resets on termination or truncation and returns the observation, reward
+and done flag. The server folds everything it receives into the checksum.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from scenarios.base import Broadcast, RunningChecksum, Scenario, Server, Worker
+
+
+def make_env(env_id: str) -> Any:
+    """A gymnasium env by id; ALE ids are registered on demand."""
+    import gymnasium as gym
+
+    if env_id.startswith("ALE/") or env_id.endswith(("-v4", "NoFrameskip-v4")):
+        import ale_py
+
+        gym.register_envs(ale_py)
+    return gym.make(env_id)
+
+
+class EnvWorker(Worker):
+    """One environment stepped with actions from its own seeded RNG."""
+
+    def __init__(self, env_id: str, seed: int, index: int, reset_every_step: bool = False,
+                 num_actions: int | None = None):
+        self.env = make_env(env_id)
+        self.seed = seed + index
+        self.rng = np.random.default_rng([seed, index])
+        self.reset_every_step = reset_every_step
+        self.num_actions = num_actions
+        self.env.action_space.seed(self.seed)
+        self.obs, _ = self.env.reset(seed=self.seed)
+
+    def _action(self) -> Any:
+        space = self.env.action_space
+        if self.num_actions is not None:
+            return int(self.rng.integers(self.num_actions))
+        if hasattr(space, "n"):
+            return int(self.rng.integers(space.n))
+        low, high = space.low, space.high
+        return self.rng.uniform(low, high).astype(space.dtype)
+
+    def step(self, msg: Any) -> tuple[Any, float, bool]:
+        obs, reward, terminated, truncated, _ = self.env.step(self._action())
+        done = bool(terminated or truncated)
+        if done or self.reset_every_step:
+            self.env.reset()
+        return obs, float(reward), done
+
+    def close(self) -> None:
+        self.env.close()
+
+
+class EnvServer(Server):
+    """Receives every env's observation, reward and done flag each round."""
+
+    def __init__(self) -> None:
+        self._sum = RunningChecksum()
+
+    def scatter(self) -> Broadcast:
+        return Broadcast(None)
+
+    def gather(self, results: Sequence[tuple[Any, float, bool]]) -> None:
+        update = self._sum.update
+        for obs, reward, done in results:
+            update(obs)
+            update(reward)
+            update(done)
+
+    def checksum(self) -> str:
+        return self._sum.hexdigest()
+
+
+class GymScenario(Scenario):
+    name = "gym"
+    unit = "env_steps"
+
+    @property
+    def num_workers(self) -> int:
+        return int(self.config.num_envs)
+
+    def make_server(self) -> Server:
+        return EnvServer()
+
+    def make_worker(self, index: int) -> Worker:
+        return EnvWorker(self.config.env_id, self.seed, index)
+
+    def units_per_round(self) -> int:
+        return self.num_workers
