@@ -17,6 +17,7 @@ from scenarios.configs import (
     ActorsConfig,
     AtariConfig,
     DqnConfig,
+    FaultConfig,
     GymConfig,
     MarlConfig,
     ObjectSizeConfig,
@@ -31,6 +32,7 @@ SCENARIO_SCHEMAS = {
     "actors": ActorsConfig,
     "object_size": ObjectSizeConfig,
     "overhead": OverheadConfig,
+    "fault": FaultConfig,
 }
 
 

@@ -9,6 +9,7 @@ from scenarios.base import Backend, Broadcast, RunningChecksum, Scenario, Server
 #: scenario name -> "module:Class"; imported only when used, so configs validate without heavy imports
 SCENARIOS: dict[str, str] = {
     "gym": "scenarios.gym:GymScenario",
+    "fault": "scenarios.fault:FaultScenario",
 }
 
 

@@ -106,3 +106,22 @@ class OverheadConfig(ScenarioConfig):
     name: str = "overhead"
     shape: str = "chain"
     size: int = 1000
+
+
+class FaultKind(str, Enum):
+    error = "error"
+    exit = "exit"
+    hang = "hang"
+
+
+@dataclass
+class FaultConfig(ScenarioConfig):
+    """A scenario that fails on purpose (tests of every backend's error, crash and timeout paths)."""
+
+    name: str = "fault"
+    num_workers: int = 2
+    #: the round (0-based, warm-up included) at which worker ``fail_worker`` fails
+    fail_at_round: int = 3
+    fail_worker: int = 1
+    #: raise an exception, kill its own process (``os._exit``), or hang forever
+    kind: FaultKind = FaultKind.error
