@@ -1,0 +1,315 @@
+# cython: language_level=3, boundscheck=False, wraparound=False
+"""Lock-free synchronization between worker processes over one shared-memory control block.
+
+Why this exists: the multi-process executor must meet N processes once or a few times per tag.
+A pipe or a queue costs tens of microseconds per message; a barrier on an atomic counter in
+shared memory costs well under a microsecond when the others are already spinning. So every
+process runs the same precomputed schedule and meets the others only here:
+
+* ``Barrier.arrive()``: a sense-reversing (generation-counting) barrier. The last arriver resets
+  the counter and bumps the generation word; the others wait for that word to change.
+* ``Barrier.arrive_reduce(...)``: the same barrier with a reduction folded in: every process
+  writes its earliest event tag, its stop tag and a flag word into its own cell (double-buffered
+  by the generation's parity, so a fast process cannot overwrite a cell that a slow one still
+  reads) and, after the barrier, everyone computes the same lexicographic minima and OR.
+* Waiting spins briefly (``pause``), then yields the core (``sched_yield``), then sleeps in
+  ``FUTEX_WAIT`` on the generation word with a time slice, so it never starves a process that
+  needs the core when workers outnumber cores. The releaser calls ``FUTEX_WAKE`` only when a
+  waiter has announced itself (Dekker-style handshake on seq_cst atomics: no lost wake-ups).
+* A shared stop word: the first process to fail (or the parent on interrupt) sets it with a
+  compare-and-swap; every waiter checks it and raises ``Aborted``. Between futex slices waiters
+  call a liveness ``check`` callable (the parent reaps dead children, a child checks its parent)
+  and ``PyErr_CheckSignals`` so that Ctrl-C is seen within one slice.
+
+Layout of the control block (bytes; each hot word on its own cache line)::
+
+    0     stop word (int32)            64   barrier count (int32)
+    128   barrier generation (int32)   192  futex waiter count (int32)
+    256   reduction cells: 2 parities x nproc x 8 int64 (64 bytes per cell)
+    then  per-process int64 counters (``COUNTERS`` each), then free space for the caller
+"""
+from libc.stdint cimport int32_t, int64_t
+from cpython.exc cimport PyErr_CheckSignals
+
+cdef extern from *:
+    """
+    #include <stdint.h>
+    #include <errno.h>
+    #include <limits.h>
+    #include <sched.h>
+    #include <signal.h>
+    #include <time.h>
+    #include <unistd.h>
+    #include <sys/prctl.h>
+    #include <sys/syscall.h>
+    #include <linux/futex.h>
+
+    static inline int rb_futex_wait(int32_t *addr, int32_t val, long long timeout_ns) {
+        struct timespec ts;
+        ts.tv_sec = (time_t)(timeout_ns / 1000000000LL);
+        ts.tv_nsec = (long)(timeout_ns % 1000000000LL);
+        long r = syscall(SYS_futex, addr, FUTEX_WAIT, val, &ts, NULL, 0);
+        return r == 0 ? 0 : errno;
+    }
+    static inline int rb_futex_wake(int32_t *addr) {
+        return (int)syscall(SYS_futex, addr, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+    }
+    static inline int32_t rb_load32(int32_t *p) { return __atomic_load_n(p, __ATOMIC_SEQ_CST); }
+    static inline void rb_store32(int32_t *p, int32_t v) { __atomic_store_n(p, v, __ATOMIC_SEQ_CST); }
+    static inline int32_t rb_add32(int32_t *p, int32_t v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
+    static inline int rb_cas32(int32_t *p, int32_t expected, int32_t desired) {
+        return __atomic_compare_exchange_n(p, &expected, desired, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+    }
+    static inline int64_t rb_load64(int64_t *p) { return __atomic_load_n(p, __ATOMIC_SEQ_CST); }
+    static inline void rb_store64(int64_t *p, int64_t v) { __atomic_store_n(p, v, __ATOMIC_SEQ_CST); }
+    static inline int64_t rb_add64(int64_t *p, int64_t v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
+    static inline void rb_pause(void) {
+    #if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+    #elif defined(__aarch64__)
+        __asm__ __volatile__("yield");
+    #endif
+    }
+    static inline long long rb_now_ns(void) {
+        struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+    }
+    static inline int rb_set_pdeathsig(int sig) { return prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0); }
+    """
+    int rb_futex_wait(int32_t *addr, int32_t val, long long timeout_ns) nogil
+    int rb_futex_wake(int32_t *addr) nogil
+    int32_t rb_load32(int32_t *p) nogil
+    void rb_store32(int32_t *p, int32_t v) nogil
+    int32_t rb_add32(int32_t *p, int32_t v) nogil
+    bint rb_cas32(int32_t *p, int32_t expected, int32_t desired) nogil
+    int64_t rb_load64(int64_t *p) nogil
+    void rb_store64(int64_t *p, int64_t v) nogil
+    int64_t rb_add64(int64_t *p, int64_t v) nogil
+    void rb_pause() nogil
+    long long rb_now_ns() nogil
+    int rb_set_pdeathsig(int sig) nogil
+    int sched_yield() nogil
+
+cdef enum:
+    OFF_STOP = 0
+    OFF_COUNT = 64
+    OFF_GEN = 128
+    OFF_WAITERS = 192
+    OFF_CELLS = 256
+    CELL_WORDS = 8            # int64 words per reduction cell (one cache line)
+    COUNTERS = 8              # int64 counters per process
+
+#: Largest int64: the "no event" tag component in reductions.
+NEVER = 0x7FFFFFFFFFFFFFFF
+
+
+class Aborted(Exception):
+    """Raised in a waiting process when another process set the shared stop word."""
+
+    def __init__(self, code: int):
+        super().__init__(f"stopped by another process (stop code {code})")
+        self.code = code
+
+
+def control_size(int nproc) -> int:
+    """Bytes of the control block for ``nproc`` processes (callers may use space past it)."""
+    return OFF_CELLS + 2 * nproc * CELL_WORDS * 8 + nproc * COUNTERS * 8
+
+
+def set_parent_death_signal(int sig) -> None:
+    """In a forked child: ask the kernel to send ``sig`` when the parent thread dies (Linux)."""
+    if rb_set_pdeathsig(sig) != 0:
+        raise OSError("prctl(PR_SET_PDEATHSIG) failed")
+
+
+def now_ns() -> int:
+    """CLOCK_MONOTONIC in nanoseconds (the same clock the waits use)."""
+    return rb_now_ns()
+
+
+cdef class Barrier:
+    """One process's handle on the shared barrier, reduction cells, stop word and counters.
+
+    ``buf`` is a writable buffer (an ``mmap`` of the control block) shared by all ``nproc``
+    processes; ``index`` is this process's rank. ``check`` is called (with the GIL) every
+    ``check_ns`` while waiting in the futex phase; it raises to abandon the wait.
+    """
+    cdef object _buf
+    cdef char *_base
+    cdef int32_t *_stop
+    cdef int32_t *_count
+    cdef int32_t *_gen
+    cdef int32_t *_waiters
+    cdef int64_t *_cells
+    cdef int64_t *_counters
+    cdef readonly int nproc
+    cdef readonly int index
+    cdef public object check
+    cdef public long long spin_iters
+    cdef public long long yield_ns
+    cdef public long long slice_ns
+    cdef public long long check_ns
+    cdef readonly long long futex_sleeps
+
+    def __cinit__(self, buf, int nproc, int index, check=None):
+        cdef char[::1] view = buf
+        if nproc < 1 or index < 0 or index >= nproc:
+            raise ValueError("need 0 <= index < nproc")
+        if view.shape[0] < control_size(nproc):
+            raise ValueError("control buffer too small")
+        self._buf = buf
+        self._base = &view[0]
+        self._stop = <int32_t *>(self._base + OFF_STOP)
+        self._count = <int32_t *>(self._base + OFF_COUNT)
+        self._gen = <int32_t *>(self._base + OFF_GEN)
+        self._waiters = <int32_t *>(self._base + OFF_WAITERS)
+        self._cells = <int64_t *>(self._base + OFF_CELLS)
+        self._counters = <int64_t *>(self._base + OFF_CELLS + 2 * nproc * CELL_WORDS * 8)
+        self.nproc = nproc
+        self.index = index
+        self.check = check
+        self.futex_sleeps = 0
+        import os
+        ncpu = len(os.sched_getaffinity(0))
+        # Busy-spinning only helps when every participant can own a core.
+        self.spin_iters = 2000 if nproc <= ncpu else 0
+        self.yield_ns = 50_000
+        self.slice_ns = 10_000_000
+        self.check_ns = 50_000_000
+
+    # ---- stop word -------------------------------------------------------------------------
+    def request_stop(self, int code) -> bool:
+        """Set the stop word to ``code`` (non-zero) if nobody did; wake every waiter.
+
+        Returns True when this call won (its code is the recorded one).
+        """
+        if code == 0:
+            raise ValueError("stop code must be non-zero")
+        cdef bint won = rb_cas32(self._stop, 0, code)
+        rb_futex_wake(self._gen)
+        return won
+
+    @property
+    def stop_code(self) -> int:
+        """0 while running; otherwise the code of the first stop request."""
+        return rb_load32(self._stop)
+
+    @property
+    def generation(self) -> int:
+        """Completed barrier rounds (mod 2**32)."""
+        return rb_load32(self._gen)
+
+    # ---- counters -------------------------------------------------------------------------
+    def add_counter(self, int slot, long long value) -> None:
+        """Add to this process's counter ``slot`` (0..7); read by anyone with ``counter``."""
+        rb_add64(&self._counters[self.index * COUNTERS + slot], value)
+
+    def counter(self, int proc, int slot) -> int:
+        return rb_load64(&self._counters[proc * COUNTERS + slot])
+
+    # ---- waiting ---------------------------------------------------------------------------
+    cdef int _wait_change(self, int32_t old) except -1:
+        """Wait until the generation word differs from ``old`` (or raise on stop/check)."""
+        cdef long long i
+        cdef long long t0, t_check, now
+        cdef int32_t *gen = self._gen
+        cdef int32_t *stop = self._stop
+        cdef long long spins = self.spin_iters
+        cdef long long yield_ns = self.yield_ns
+        cdef long long slice_ns = self.slice_ns
+        cdef int changed = 0
+        cdef int stopped = 0
+        with nogil:
+            for i in range(spins):
+                if rb_load32(gen) != old:
+                    changed = 1
+                    break
+                rb_pause()
+            if not changed:
+                t0 = rb_now_ns()
+                while True:
+                    if rb_load32(gen) != old:
+                        changed = 1
+                        break
+                    if rb_load32(stop) != 0:
+                        stopped = 1
+                        break
+                    if rb_now_ns() - t0 > yield_ns:
+                        break
+                    sched_yield()
+        if changed:
+            return 0
+        t_check = rb_now_ns()
+        while True:
+            if rb_load32(self._stop) != 0:
+                raise Aborted(rb_load32(self._stop))
+            with nogil:
+                rb_add32(self._waiters, 1)
+                rb_futex_wait(gen, old, slice_ns)
+                rb_add32(self._waiters, -1)
+                if rb_load32(gen) != old:
+                    changed = 1
+            if changed:
+                return 0
+            self.futex_sleeps += 1
+            PyErr_CheckSignals()
+            now = rb_now_ns()
+            if self.check is not None and now - t_check >= self.check_ns:
+                t_check = now
+                self.check()
+
+    cdef inline int _arrive(self) except -1:
+        cdef int32_t g = rb_load32(self._gen)
+        if rb_load32(self._stop) != 0:
+            raise Aborted(rb_load32(self._stop))
+        if rb_add32(self._count, 1) == self.nproc - 1:
+            rb_store32(self._count, 0)
+            rb_store32(self._gen, g + 1)
+            if rb_load32(self._waiters) > 0:
+                rb_futex_wake(self._gen)
+            return 0
+        self._wait_change(g)
+        if rb_load32(self._stop) != 0:
+            raise Aborted(rb_load32(self._stop))
+        return 0
+
+    def arrive(self) -> None:
+        """Wait until all ``nproc`` processes have arrived (raises ``Aborted`` on stop)."""
+        self._arrive()
+
+    def arrive_reduce(self, long long t, long long m, long long st, long long sm, long long flags):
+        """Barrier + reduction: returns ``(t*, m*, st*, sm*, flags*)``.
+
+        ``(t*, m*)`` and ``(st*, sm*)`` are the lexicographic minima over all processes of
+        ``(t, m)`` (earliest next event tag) and ``(st, sm)`` (stop tag); ``flags*`` is the OR.
+        """
+        cdef int32_t g = rb_load32(self._gen)
+        cdef int parity = g & 1
+        cdef int64_t *cell = &self._cells[(parity * self.nproc + self.index) * CELL_WORDS]
+        cell[0] = t
+        cell[1] = m
+        cell[2] = st
+        cell[3] = sm
+        cell[4] = flags
+        self._arrive()
+        cdef int p
+        cdef long long bt = NEVER, bm = NEVER, bst = NEVER, bsm = NEVER, bf = 0
+        cdef int64_t *c
+        for p in range(self.nproc):
+            c = &self._cells[(parity * self.nproc + p) * CELL_WORDS]
+            if c[0] < bt or (c[0] == bt and c[1] < bm):
+                bt = c[0]
+                bm = c[1]
+            if c[2] < bst or (c[2] == bst and c[3] < bsm):
+                bst = c[2]
+                bsm = c[3]
+            bf |= c[4]
+        return bt, bm, bst, bsm, bf
+
+    def arrive_gather(self, long long value):
+        """Barrier + all-gather of one int64 per process: returns a list indexed by rank."""
+        cdef int32_t g = rb_load32(self._gen)
+        cdef int parity = g & 1
+        self._cells[(parity * self.nproc + self.index) * CELL_WORDS + 5] = value
+        self._arrive()
+        return [self._cells[(parity * self.nproc + p) * CELL_WORDS + 5] for p in range(self.nproc)]
