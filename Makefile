@@ -1,0 +1,80 @@
+# reactorbench: `make help` lists every target.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+# where `make bench` and `make bench-<scenario>` write (one folder per scenario sweep)
+BENCH_DIR ?= results/bench/latest
+WORKERS ?= 2
+BUDGET ?= local
+HARNESS := $(PY) -m harness -m budget=$(BUDGET) workers=$(WORKERS)
+SCENARIOS := gym atari dqn marl actors object_size overhead
+# every backend that can run the Gym / Atari workloads
+ENV_BACKENDS := serial,reactor,reactor_threads,reactor_inline,ray,ray_compiled,vector
+ROLE_BACKENDS := serial,reactor,reactor_threads,reactor_inline,ray,ray_compiled
+
+.PHONY: help install test test-slow bench report results-readme clean $(addprefix bench-,$(SCENARIOS))
+
+help: ## List every target
+	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 22
+
+$(STAMP): pyproject.toml setup.py $(wildcard reactor_backend/*.pyx)
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	# torch first and pinned: the CPU wheel 2.13.0; an unpinned torch would pull a multi-GB CUDA build
+	$(PY) -m pip install -q torch==2.13.0 "Cython>=3.0" "numpy>=1.26" "setuptools>=68" wheel
+	$(PY) -m pip install -q --no-build-isolation -e ".[dev]"
+	@touch $(STAMP)
+
+install: $(STAMP) ## Create .venv if absent and install everything (quick when nothing changed)
+
+test: install ## Run the fast test suite (slow checks excluded)
+	$(PY) -m pytest -q
+
+test-slow: install ## Run only the slow tests
+	$(PY) -m pytest -q -m slow
+
+bench: install ## The default local sweep of every scenario, then the report
+	$(MAKE) --no-print-directory $(addprefix bench-,$(SCENARIOS)) BENCH_DIR=$(BENCH_DIR)
+	$(MAKE) --no-print-directory report BENCH_DIR=$(BENCH_DIR)
+
+bench-gym: install ## Gym (CartPole) on every backend
+	rm -rf $(BENCH_DIR)/gym
+	-$(HARNESS) scenario=gym backend=$(ENV_BACKENDS) hydra.sweep.dir=$(BENCH_DIR)/gym
+
+bench-atari: install ## Atari (Pong) on every backend
+	rm -rf $(BENCH_DIR)/atari
+	-$(HARNESS) scenario=atari backend=$(ENV_BACKENDS) hydra.sweep.dir=$(BENCH_DIR)/atari
+
+bench-dqn: install ## Synchronized parallel DQN on every backend
+	rm -rf $(BENCH_DIR)/dqn
+	-$(HARNESS) scenario=dqn backend=$(ROLE_BACKENDS) hydra.sweep.dir=$(BENCH_DIR)/dqn
+
+bench-marl: install ## Multi-agent inference (synthetic and simple_spread) on every backend
+	rm -rf $(BENCH_DIR)/marl
+	-$(HARNESS) scenario=marl scenario.env=synthetic,simple_spread_v3 backend=$(ROLE_BACKENDS) hydra.sweep.dir=$(BENCH_DIR)/marl
+
+bench-actors: install ## Microbenchmark: round overhead against number of actors (2, 4, 8, 16)
+	rm -rf $(BENCH_DIR)/actors
+	-$(HARNESS) scenario=actors scenario.num_clients=2,4,8,16 backend=reactor,reactor_threads,ray,ray_compiled hydra.sweep.dir=$(BENCH_DIR)/actors
+
+bench-object_size: install ## Microbenchmark: round overhead against payload (1 KB .. 100 MB, 16 clients)
+	rm -rf $(BENCH_DIR)/object_size
+	-$(HARNESS) scenario=object_size scenario.payload_bytes=1000,100000,10000000,100000000 backend=reactor,ray,ray_compiled hydra.sweep.dir=$(BENCH_DIR)/object_size
+
+bench-overhead: install ## The reactor runtime's own overhead (chain and fan-out/fan-in, inline and threads)
+	rm -rf $(BENCH_DIR)/overhead
+	-$(HARNESS) scenario=overhead scenario.shape=chain,fan backend=reactor_inline,reactor_threads hydra.sweep.dir=$(BENCH_DIR)/overhead
+
+report: install ## Statistics, figures and tables for everything under BENCH_DIR (default: results/bench/latest)
+	$(PY) -m harness.report $(BENCH_DIR)
+
+results-readme: install ## Rewrite README's Results section from the last `make bench`
+	$(PY) -m harness.report $(BENCH_DIR) --readme README.md
+
+clean: ## Remove build products and results (keeps .venv and results/reference)
+	rm -rf build *.egg-info reactor_backend/*.c reactor_backend/*.so .pytest_cache
+	find results -mindepth 1 -maxdepth 1 ! -name README.md ! -name reference -exec rm -rf {} +

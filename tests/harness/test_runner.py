@@ -1,0 +1,74 @@
+"""End to end through the real CLI: a complete serial Gym run, and the error, crash and timeout paths."""
+from __future__ import annotations
+
+import json
+import time
+
+import psutil
+
+from tests.conftest import read_rows, run_cli
+
+META_KEYS = {"hostname", "cpu_model", "cpu_count", "ram_gb", "os", "python", "versions", "git_sha", "git_dirty",
+             "started_at", "config_hash"}
+
+
+def test_gym_serial_smoke_fills_every_contract_column_and_is_reproducible(tmp_path):
+    runs = []
+    for name in ("a", "b"):
+        proc = run_cli("scenario=gym", "backend=serial", "budget=smoke", run_dir=tmp_path / name)
+        assert proc.returncode == 0, proc.stderr
+        runs.append(read_rows(tmp_path / name))
+    rows = runs[0]
+    assert len(rows) == 3 and set(rows.status) == {"ok"}
+    for col in ("scenario", "backend", "variant", "workers", "num_envs", "env_id", "budget", "seed", "repetition",
+                "units", "unit", "seconds", "throughput", "latency_p50_ms", "latency_p99_ms", "checksum"):
+        assert (rows[col].astype(str) != "").all(), col
+    assert (rows.throughput.astype(float) > 0).all()
+    assert rows.unit[0] == "env_steps" and rows.env_id[0] == "CartPole-v1"
+    assert META_KEYS <= set(json.loads(rows.metadata[0]))
+    assert list(runs[0].checksum) == list(runs[1].checksum)
+    assert rows.checksum.nunique() == 3  # each repetition's checksum covers more data
+    assert (tmp_path / "a" / "latencies.csv").exists()
+
+
+def test_a_different_seed_changes_the_checksum(tmp_path):
+    a = run_cli("scenario=gym", "budget=smoke", "budget.repetitions=1", "seed=1", run_dir=tmp_path / "a")
+    b = run_cli("scenario=gym", "budget=smoke", "budget.repetitions=1", "seed=2", run_dir=tmp_path / "b")
+    assert a.returncode == b.returncode == 0
+    assert read_rows(tmp_path / "a").checksum[0] != read_rows(tmp_path / "b").checksum[0]
+
+
+def test_worker_exception_writes_error_row_with_message(tmp_path):
+    proc = run_cli("scenario=fault", "scenario.kind=error", "budget=smoke", run_dir=tmp_path)
+    assert proc.returncode != 0
+    rows = read_rows(tmp_path)
+    assert list(rows.status) == ["error"]
+    assert "EnvCrashed: worker 1 crashed at round 3" in rows.error[0]
+    assert "Traceback" in (tmp_path / "error.txt").read_text()
+
+
+def test_crashing_process_writes_error_row(tmp_path):
+    proc = run_cli("scenario=fault", "scenario.kind=exit", "budget=smoke", run_dir=tmp_path)
+    assert proc.returncode != 0
+    assert "code 17" in read_rows(tmp_path).error[0]
+
+
+def test_timeout_kills_the_tree_and_writes_timeout_row(tmp_path):
+    before = {p.pid for p in psutil.process_iter()}
+    t0 = time.monotonic()
+    proc = run_cli("scenario=fault", "scenario.kind=hang", "budget=smoke", "budget.timeout_s=3", run_dir=tmp_path)
+    assert time.monotonic() - t0 < 30
+    assert proc.returncode != 0
+    rows = read_rows(tmp_path)
+    assert list(rows.status) == ["timeout"] and "timeout_s=3" in rows.error[0]
+    leftovers = [p for p in psutil.process_iter(["cmdline"])
+                 if p.pid not in before and "harness.measure" in " ".join(p.info["cmdline"] or [])]
+    assert leftovers == []
+
+
+def test_multirun_goes_on_after_a_failed_job(tmp_path):
+    proc = run_cli("scenario=fault", "scenario.kind=error", "scenario.fail_at_round=3,100000", "budget=smoke",
+                   run_dir=tmp_path, multirun=True)
+    assert proc.returncode != 0  # the sweep reports the failure ...
+    statuses = sorted(read_rows(d).status.iloc[-1] for d in tmp_path.iterdir() if d.is_dir())
+    assert statuses == ["error", "ok"]  # ... after running the next job
