@@ -9,6 +9,11 @@ from scenarios.base import Backend, Broadcast, RunningChecksum, Scenario, Server
 #: scenario name -> "module:Class"; imported only when used, so configs validate without heavy imports
 SCENARIOS: dict[str, str] = {
     "gym": "scenarios.gym:GymScenario",
+    "atari": "scenarios.atari:AtariScenario",
+    "dqn": "scenarios.dqn:DqnScenario",
+    "marl": "scenarios.marl:MarlScenario",
+    "actors": "scenarios.micro:ActorsScenario",
+    "object_size": "scenarios.micro:ObjectSizeScenario",
     "fault": "scenarios.fault:FaultScenario",
 }
 
