@@ -15,6 +15,7 @@ SCENARIOS: dict[str, str] = {
     "actors": "scenarios.micro:ActorsScenario",
     "object_size": "scenarios.micro:ObjectSizeScenario",
     "fault": "scenarios.fault:FaultScenario",
+    "overhead": "scenarios.overhead:OverheadScenario",
 }
 
 

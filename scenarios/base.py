@@ -98,6 +98,9 @@ class Scenario(abc.ABC):
     name: str = ""
     #: the unit of work counted per round (``env_steps``, ``rounds``, ``inferences``)
     unit: str = "env_steps"
+    #: ``star``: the server scatters to every worker and gathers from all (every workload of the paper);
+    #: ``chain``: the server's single message passes through worker 0, 1, ..., n-1 and back to the server
+    topology: str = "star"
 
     def __init__(self, config: Any, seed: int):
         self.config = config

@@ -99,12 +99,17 @@ class ObjectSizeConfig(ActorsConfig):
     payload_bytes: int = 100_000
 
 
+class OverheadShape(str, Enum):
+    chain = "chain"
+    fan = "fan"
+
+
 @dataclass
 class OverheadConfig(ScenarioConfig):
-    """The reactor runtime's own overhead: a pass-through chain or a 1-to-N-to-1 fan (reactor backends only)."""
+    """The reactor runtime's own overhead: a pass-through chain or a 1-to-N-to-1 fan of trivial reactions."""
 
     name: str = "overhead"
-    shape: str = "chain"
+    shape: OverheadShape = OverheadShape.chain
     size: int = 1000
 
 

@@ -13,6 +13,7 @@ class SerialBackend(Backend):
 
     def start(self, scenario: Scenario, server: Server) -> None:
         self.server = server
+        self.topology = scenario.topology
         self.workers_ = []
         for i in range(scenario.num_workers):
             self.workers_.append(scenario.make_worker(i))
@@ -21,6 +22,14 @@ class SerialBackend(Backend):
         server, workers = self.server, self.workers_
         n = len(workers)
         clock.begin()
+        if self.topology == "chain":
+            for _ in range(rounds):
+                (msg,) = split_messages(server.scatter(), 1)
+                for w in workers:
+                    msg = w.step(msg)
+                server.gather([msg])
+                clock.tick()
+            return
         for _ in range(rounds):
             msgs = split_messages(server.scatter(), n)
             server.gather([w.step(m) for w, m in zip(workers, msgs)])
