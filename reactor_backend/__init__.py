@@ -1,0 +1,30 @@
+"""reactor_backend: a reactor runtime with Lingua Franca's semantics and a compiled (Cython) core.
+
+Public API (see docs/reactor.md)::
+
+    from reactor_backend import (Reactor, Input, Output, Timer, LogicalAction, PhysicalAction,
+        reaction, startup, shutdown, run, Tag, AssemblyError, CausalityError, ReactionError,
+        nsec, usec, msec, sec, FOREVER)
+
+Layers: ``model`` (declarations, Reactor, banks) -> ``assembly`` (immutable ``Program``, placement)
+-> ``_core`` (compiled scheduler) driven by an ``executors`` plug-in -> ``runtime.run``.
+"""
+from reactor_backend.assembly import Program, assemble, assign_workers
+from reactor_backend.errors import AssemblyError, CausalityError, ReactionError
+from reactor_backend.model import (Input, LogicalAction, Output, PhysicalAction, Reactor, Timer, reaction,
+                                   shutdown, startup)
+from reactor_backend.runtime import RunStats, run
+from reactor_backend.timeutil import FOREVER, Tag, msec, nsec, sec, usec
+
+
+def diagram(main):  # noqa: ANN001, ANN201 - thin lazy wrapper
+    """The program's dataflow graph as ``.dot`` (Graphviz) and ``.mermaid`` text."""
+    from reactor_backend.diagram import diagram as _diagram
+    return _diagram(main)
+
+
+__all__ = [
+    "Reactor", "Input", "Output", "Timer", "LogicalAction", "PhysicalAction", "reaction", "startup",
+    "shutdown", "run", "Tag", "AssemblyError", "CausalityError", "ReactionError", "nsec", "usec", "msec",
+    "sec", "FOREVER", "Program", "assemble", "assign_workers", "RunStats", "diagram",
+]

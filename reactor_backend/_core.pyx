@@ -1,0 +1,817 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""Compiled hot paths of the reactor runtime: ports, actions, timers, reactions and the scheduler core.
+
+Why compiled: the per-tag work (setting a port, triggering downstream reactions, the tag-ordered event
+queue, the level-ordered ready queue, resetting presence, advancing the tag) runs once per reaction and
+must cost well under a microsecond.
+
+Data structures (all owned by `Core`):
+- event queue: a binary heap of C structs ``(time, microstep, seq, Event*)``; ``seq`` keeps insertion
+  order among events of one tag, so firing order is deterministic.
+- ready queue: a binary heap of borrowed ``Reaction*`` keyed by ``Reaction.index`` (the global
+  topological order: level first, then declaration order), so reactions come out level by level in a
+  deterministic order whatever thread triggered them.
+- presence list: a C array of the triggers (ports, actions, timers) made present in this tag; only
+  those are reset at the end of the tag.
+
+Thread safety: under the GIL, every mutation of these structures happens inside one C function that
+calls no Python code, so worker threads of the ``threads`` executor can set ports concurrently.
+Free-threaded CPython builds are not supported by this file (it would need a lock around the heaps).
+"""
+from libc.stdlib cimport malloc, realloc, free
+from libc.stdint cimport int64_t, uint64_t
+from cpython.ref cimport PyObject, Py_INCREF, Py_DECREF
+
+import threading
+import time as _pytime
+
+from reactor_backend.errors import ReactionError
+from reactor_backend.timeutil import Tag
+
+cdef object _time_ns = _pytime.time_ns
+
+# Event kinds
+cdef enum:
+    EV_TIMER = 0
+    EV_ACTION = 1
+    EV_PORT = 2
+
+cdef int64_t NEVER_LEVEL = 1 << 62
+
+
+cdef class ReactorCtx:
+    """Per-reactor runtime context: which of its reactions is running (for effect checks)."""
+    cdef public int current
+    cdef public object reactor
+
+    def __init__(self, reactor=None):
+        self.current = -1
+        self.reactor = reactor
+
+
+cdef class Reaction:
+    """One reaction of one reactor, as the scheduler sees it (filled in by the assembly phase)."""
+    cdef public object fn            # bound method: the body
+    cdef public object handler       # bound method: the deadline handler, or None
+    cdef public object reactor
+    cdef public str name
+    cdef public str full_name
+    cdef public int level
+    cdef public int index            # global order: sorted by (level, reactor preorder, local index)
+    cdef public int local_index      # position among its reactor's reactions (declaration order)
+    cdef public int64_t deadline     # ns, or -1
+    cdef public ReactorCtx ctx
+    cdef public bint local           # False: placed on another process; never triggered here
+    cdef public tuple triggers       # flattened trigger objects (Port/Action/Timer/SpecialTrigger)
+    cdef public tuple sources        # flattened source ports
+    cdef public tuple effects        # flattened effect ports / actions
+    cdef uint64_t epoch
+
+    def __init__(self, fn, handler, reactor, str name, int local_index, int64_t deadline, ReactorCtx ctx):
+        self.fn = fn
+        self.handler = handler
+        self.reactor = reactor
+        self.name = name
+        self.full_name = name
+        self.local_index = local_index
+        self.deadline = deadline
+        self.ctx = ctx
+        self.level = 0
+        self.index = 0
+        self.local = True
+        self.triggers = ()
+        self.sources = ()
+        self.effects = ()
+        self.epoch = 0
+
+    def __repr__(self):
+        return f"<Reaction {self.full_name} level={self.level}>"
+
+
+cdef class Trigger:
+    """Anything that can be present at a tag and trigger reactions."""
+    cdef public object value
+    cdef public bint is_present
+    cdef public tuple reactions      # reactions triggered when this becomes present (sorted, local only)
+    cdef public Core core
+    cdef public str name             # declared attribute name ("out"); channels: "out[2]"
+    cdef public object owner         # the reactor that declares it
+
+    def __init__(self, owner=None, str name=""):
+        self.value = None
+        self.is_present = False
+        self.reactions = ()
+        self.core = None
+        self.name = name
+        self.owner = owner
+
+    @property
+    def full_name(self) -> str:
+        oname = getattr(self.owner, "name", None) if self.owner is not None else None
+        return f"{oname}.{self.name}" if oname else self.name
+
+
+cdef class SpecialTrigger(Trigger):
+    """``startup`` / ``shutdown`` of one program."""
+    pass
+
+
+cdef class Port(Trigger):
+    """A port channel: a value plus presence at the current tag.
+
+    ``set`` propagates at once (no copy) to every port downstream through zero-delay connections and
+    triggers their reactions; delayed and physical connections become events.
+    """
+    cdef public str kind             # "input" | "output"
+    cdef public int channel          # index within its multiport, or -1
+    cdef public object multiport     # the MultiPort it belongs to, or None
+    cdef public tuple fanout         # ports reached through zero-delay connections (transitively)
+    cdef public tuple delayed        # ((dest Port, delay ns, physical bool), ...)
+    cdef public ReactorCtx wctx      # context of the reactor whose reactions may set() this port
+    cdef public uint64_t allowed_mask  # bit i: reaction with local index i of wctx may set()
+    cdef public bint exported        # record set() in core.exported (processes executor)
+    cdef public int id               # position in Program.ports
+    cdef list _pending               # delayed events created by this port at the current tag
+    cdef uint64_t _pending_epoch
+
+    def __init__(self, owner=None, str name="", str kind="input", int channel=-1, multiport=None):
+        Trigger.__init__(self, owner, name)
+        self.kind = kind
+        self.channel = channel
+        self.multiport = multiport
+        self.fanout = ()
+        self.delayed = ()
+        self.wctx = None
+        self.allowed_mask = 0
+        self.exported = False
+        self.id = -1
+        self._pending = None
+        self._pending_epoch = 0
+
+    def set(self, value) -> None:
+        """Set the value at the current tag (last write in a tag wins; triggers downstream once)."""
+        cdef ReactorCtx c = self.wctx
+        if c is None or c.current < 0 or not ((self.allowed_mask >> c.current) & 1):
+            self._refuse()
+        self._set(value)
+
+    def _refuse(self):
+        from reactor_backend.errors import ReactionError as _RE
+        c = self.wctx
+        if c is None or c.current < 0:
+            raise _RE(f"port {self.full_name} set outside a reaction that declares it as an effect")
+        raise _RE(f"port {self.full_name} set by a reaction that does not declare it in effects=")
+
+    cpdef _set(self, object value):
+        """Set without the effect check (delayed connections, values imported from other processes)."""
+        cdef Core core = self.core
+        cdef Port p
+        cdef Event ev
+        cdef tuple d
+        if not self.is_present:
+            self.is_present = True
+            core._mark(self)
+            for p in self.fanout:
+                p.is_present = True
+                core._mark(p)
+                p.value = value
+            core._trigger_all(self.reactions)
+            if self.delayed:
+                self._schedule_delayed(value)
+            if self.exported:
+                core.exported.append(self)
+        else:
+            for p in self.fanout:
+                p.value = value
+            if self.delayed and self._pending_epoch == core.epoch and self._pending is not None:
+                for ev in self._pending:
+                    ev.value = value
+        self.value = value
+
+    cdef _schedule_delayed(self, object value):
+        cdef Core core = self.core
+        cdef tuple d
+        cdef int64_t t, delay
+        cdef int64_t m
+        cdef Event ev
+        if self._pending_epoch != core.epoch or self._pending is None:
+            self._pending = []
+            self._pending_epoch = core.epoch
+        for d in self.delayed:
+            delay = d[1]
+            if d[2]:  # physical connection: tag from the physical clock
+                t = _time_ns() + delay
+                if t <= core.time:
+                    t = core.time
+                    m = core.mstep + 1
+                else:
+                    m = 0
+            elif delay == 0:
+                t = core.time
+                m = core.mstep + 1
+            else:
+                t = core.time + delay
+                m = 0
+            ev = Event(EV_PORT, d[0], value)
+            core._push_event(t, m, ev)
+            self._pending.append(ev)
+
+
+cdef class Timer(Trigger):
+    cdef public int64_t offset
+    cdef public int64_t period
+
+    def __init__(self, owner=None, str name="", int64_t offset=0, int64_t period=0):
+        Trigger.__init__(self, owner, name)
+        self.offset = offset
+        self.period = period
+
+
+cdef class Action(Trigger):
+    """A logical or physical action. ``schedule`` creates an event at a later tag."""
+    cdef public bint physical
+    cdef public int64_t min_delay
+    cdef public int64_t min_spacing   # -1: none
+    cdef public str policy
+    cdef public ReactorCtx wctx
+    cdef public uint64_t allowed_mask
+    cdef public int id
+    cdef dict _pending_events          # (time, microstep) -> Event not yet fired
+    cdef object _last_ev               # last scheduled Event
+    cdef int64_t _last_t
+    cdef int64_t _last_m
+    cdef bint _has_last
+
+    def __init__(self, owner=None, str name="", bint physical=False, int64_t min_delay=0,
+                 int64_t min_spacing=-1, str policy="defer"):
+        Trigger.__init__(self, owner, name)
+        self.physical = physical
+        self.min_delay = min_delay
+        self.min_spacing = min_spacing
+        self.policy = policy
+        self.wctx = None
+        self.allowed_mask = 0
+        self.id = -1
+        self._pending_events = {}
+        self._last_ev = None
+        self._has_last = False
+
+    def schedule(self, delay: int = 0, value=None) -> None:
+        """Schedule the action ``min_delay + delay`` after the current tag (logical) or now (physical)."""
+        cdef ReactorCtx c
+        if self.core is None:
+            raise ReactionError(f"action {self.full_name} scheduled before the program runs")
+        if self.physical:
+            self.core.schedule_physical(self, int(delay), value)
+            return
+        c = self.wctx
+        if c is None or c.current < 0 or not ((self.allowed_mask >> c.current) & 1):
+            raise ReactionError(f"action {self.full_name} scheduled by a reaction that does not declare it in effects=")
+        self._schedule_logical(int(delay), value)
+
+    cdef _schedule_logical(self, int64_t delay, object value):
+        cdef Core core = self.core
+        cdef int64_t t, m, extra = self.min_delay + delay
+        cdef int64_t earliest
+        cdef Event ev
+        if delay < 0:
+            raise ValueError("negative delay")
+        if extra == 0:
+            t = core.time
+            m = core.mstep + 1
+        else:
+            t = core.time + extra
+            m = 0
+        if self.min_spacing >= 0 and self._has_last:
+            earliest = self._last_t + self.min_spacing
+            if t < earliest or (self.min_spacing == 0 and t == self._last_t and m <= self._last_m):
+                if self.policy == "drop":
+                    return
+                if self.policy == "replace" and (self._last_t, self._last_m) in self._pending_events:
+                    (<Event>self._last_ev).value = value
+                    return
+                # defer (and replace whose previous event already fired)
+                if earliest > self._last_t:
+                    t = earliest
+                    m = 0
+                else:
+                    t = self._last_t
+                    m = self._last_m + 1
+        # no min_spacing: a second schedule for an occupied tag goes to the next free microstep
+        while (t, m) in self._pending_events:
+            m += 1
+        ev = Event(EV_ACTION, self, value)
+        self._pending_events[(t, m)] = ev
+        self._last_ev = ev
+        self._last_t = t
+        self._last_m = m
+        self._has_last = True
+        core._push_event(t, m, ev)
+
+    cdef _fired(self, int64_t t, int64_t m):
+        self._pending_events.pop((t, m), None)
+
+    def _push_at(self, int64_t t, int64_t m, value):
+        """Queue an event for this action at exactly (t, m) (physical actions, imported events)."""
+        cdef Event ev = Event(EV_ACTION, self, value)
+        while (t, m) in self._pending_events:
+            m += 1
+        self._pending_events[(t, m)] = ev
+        self.core._push_event(t, m, ev)
+
+
+cdef class Event:
+    cdef public int kind
+    cdef public object target
+    cdef public object value
+
+    def __init__(self, int kind, target, value):
+        self.kind = kind
+        self.target = target
+        self.value = value
+
+
+cdef struct HeapEntry:
+    int64_t time
+    int64_t mstep
+    uint64_t seq
+    PyObject* ev
+
+
+cdef inline bint _entry_lt(HeapEntry* a, HeapEntry* b) nogil:
+    if a.time != b.time:
+        return a.time < b.time
+    if a.mstep != b.mstep:
+        return a.mstep < b.mstep
+    return a.seq < b.seq
+
+
+cdef class Core:
+    """The scheduler of one process: event queue, ready queue, presence reset and the tag loop.
+
+    Public fields an executor may read: ``time``, ``mstep``, ``start_time``, ``epoch`` (tag counter),
+    ``exported`` (ports with ``exported=True`` set in this tag, in set order), ``program``.
+    """
+    cdef public int64_t time
+    cdef public int64_t mstep
+    cdef public int64_t start_time
+    cdef public uint64_t epoch
+    cdef public object program
+    cdef public object executor
+    cdef public list exported
+    cdef public bint fast
+    cdef public bint keepalive
+    cdef public int64_t timeout        # -1: none
+    cdef public uint64_t tags
+    cdef public uint64_t reactions_run
+    cdef public SpecialTrigger startup_trigger
+    cdef public SpecialTrigger shutdown_trigger
+    cdef public tuple timers
+    cdef public object barrier_levels  # sorted tuple of levels, or None
+    cdef bint _inline
+    cdef bint _has_advance
+    cdef int64_t _stop_t
+    cdef int64_t _stop_m
+    cdef bint _stop
+    # event heap
+    cdef HeapEntry* _eh
+    cdef Py_ssize_t _en
+    cdef Py_ssize_t _ecap
+    cdef uint64_t _seq
+    # ready heap (borrowed Reaction pointers)
+    cdef PyObject** _rh
+    cdef Py_ssize_t _rn
+    cdef Py_ssize_t _rcap
+    # presence list (borrowed Trigger pointers)
+    cdef PyObject** _pl
+    cdef Py_ssize_t _pn
+    cdef Py_ssize_t _pcap
+    # physical inbox
+    cdef object _inbox_lock
+    cdef list _inbox
+    cdef object _wake
+    cdef bint _running
+
+    def __cinit__(self):
+        self._ecap = 64
+        self._eh = <HeapEntry*> malloc(self._ecap * sizeof(HeapEntry))
+        self._rcap = 64
+        self._rh = <PyObject**> malloc(self._rcap * sizeof(PyObject*))
+        self._pcap = 64
+        self._pl = <PyObject**> malloc(self._pcap * sizeof(PyObject*))
+        self._en = 0
+        self._rn = 0
+        self._pn = 0
+        self._seq = 0
+        if self._eh == NULL or self._rh == NULL or self._pl == NULL:
+            raise MemoryError()
+
+    def __dealloc__(self):
+        cdef Py_ssize_t i
+        if self._eh != NULL:
+            for i in range(self._en):
+                Py_DECREF(<object> self._eh[i].ev)
+            free(self._eh)
+        free(self._rh)
+        free(self._pl)
+
+    def __init__(self, program, executor, *, bint fast=True, bint keepalive=False, timeout=None):
+        self.program = program
+        self.executor = executor
+        self.fast = fast
+        self.keepalive = keepalive
+        self.timeout = -1 if timeout is None else int(timeout)
+        self.exported = []
+        self.time = 0
+        self.mstep = 0
+        self.start_time = 0
+        self.epoch = 0
+        self.tags = 0
+        self.reactions_run = 0
+        self._stop = False
+        self.startup_trigger = program.startup
+        self.shutdown_trigger = program.shutdown
+        self.timers = program.timers
+        self._inline = bool(getattr(executor, "inline", False))
+        self._has_advance = getattr(executor, "advance", None) is not None
+        self.barrier_levels = getattr(executor, "barrier_levels", None)
+        self._inbox_lock = threading.Lock()
+        self._inbox = []
+        self._wake = threading.Event()
+        self._running = False
+        for trig in program.triggers:
+            (<Trigger> trig).core = self
+
+    # ---- queues ---------------------------------------------------------------------------
+    cdef int _mark(self, Trigger t) except -1:
+        if self._pn == self._pcap:
+            self._pcap *= 2
+            self._pl = <PyObject**> realloc(self._pl, self._pcap * sizeof(PyObject*))
+            if self._pl == NULL:
+                raise MemoryError()
+        self._pl[self._pn] = <PyObject*> t
+        self._pn += 1
+        return 0
+
+    cdef int _trigger(self, Reaction r) except -1:
+        cdef Py_ssize_t i, parent
+        cdef PyObject* tmp
+        if r.epoch == self.epoch or not r.local:
+            return 0
+        r.epoch = self.epoch
+        if self._rn == self._rcap:
+            self._rcap *= 2
+            self._rh = <PyObject**> realloc(self._rh, self._rcap * sizeof(PyObject*))
+            if self._rh == NULL:
+                raise MemoryError()
+        i = self._rn
+        self._rn += 1
+        self._rh[i] = <PyObject*> r
+        while i > 0:
+            parent = (i - 1) >> 1
+            if (<Reaction> self._rh[parent]).index <= r.index:
+                break
+            self._rh[i] = self._rh[parent]
+            i = parent
+        self._rh[i] = <PyObject*> r
+        return 0
+
+    cdef inline int _trigger_all(self, tuple rs) except -1:
+        cdef Reaction r
+        for r in rs:
+            self._trigger(r)
+        return 0
+
+    cdef Reaction _pop_ready(self):
+        cdef Reaction top = <Reaction> self._rh[0]
+        cdef Py_ssize_t i = 0, child, n
+        cdef PyObject* last
+        self._rn -= 1
+        n = self._rn
+        if n > 0:
+            last = self._rh[n]
+            while True:
+                child = 2 * i + 1
+                if child >= n:
+                    break
+                if child + 1 < n and (<Reaction> self._rh[child + 1]).index < (<Reaction> self._rh[child]).index:
+                    child += 1
+                if (<Reaction> last).index <= (<Reaction> self._rh[child]).index:
+                    break
+                self._rh[i] = self._rh[child]
+                i = child
+            self._rh[i] = last
+        return top
+
+    cdef int _push_event(self, int64_t t, int64_t m, Event ev) except -1:
+        cdef Py_ssize_t i, parent
+        cdef HeapEntry e
+        if self._en == self._ecap:
+            self._ecap *= 2
+            self._eh = <HeapEntry*> realloc(self._eh, self._ecap * sizeof(HeapEntry))
+            if self._eh == NULL:
+                raise MemoryError()
+        Py_INCREF(ev)
+        e.time = t
+        e.mstep = m
+        e.seq = self._seq
+        self._seq += 1
+        e.ev = <PyObject*> ev
+        i = self._en
+        self._en += 1
+        while i > 0:
+            parent = (i - 1) >> 1
+            if not _entry_lt(&e, &self._eh[parent]):
+                break
+            self._eh[i] = self._eh[parent]
+            i = parent
+        self._eh[i] = e
+        return 0
+
+    cdef object _pop_event(self):
+        """Remove the earliest entry; return its Event (new reference)."""
+        cdef HeapEntry top = self._eh[0]
+        cdef HeapEntry last
+        cdef Py_ssize_t i = 0, child, n
+        self._en -= 1
+        n = self._en
+        if n > 0:
+            last = self._eh[n]
+            while True:
+                child = 2 * i + 1
+                if child >= n:
+                    break
+                if child + 1 < n and _entry_lt(&self._eh[child + 1], &self._eh[child]):
+                    child += 1
+                if not _entry_lt(&self._eh[child], &last):
+                    break
+                self._eh[i] = self._eh[child]
+                i = child
+            self._eh[i] = last
+        ev = <object> top.ev
+        Py_DECREF(ev)  # the heap's reference; `ev` holds its own
+        return ev
+
+    def push_event_at(self, int64_t t, int64_t m, int kind, target, value) -> None:
+        """Queue an event (kind 0 timer, 1 action, 2 port) at tag (t, m); for executors."""
+        self._push_event(t, m, Event(kind, target, value))
+
+    def next_event_tag(self):
+        """Tag of the earliest queued event, or None."""
+        if self._en == 0:
+            return None
+        return Tag(self._eh[0].time, self._eh[0].mstep)
+
+    def queued_events(self) -> int:
+        return self._en
+
+    # ---- API for reactions ----------------------------------------------------------------
+    def request_stop(self) -> None:
+        """Stop at the microstep after the current tag (a second request changes nothing)."""
+        if not self._running:
+            return
+        if not self._stop:
+            self._stop = True
+            self._stop_t = self.time
+            self._stop_m = self.mstep + 1
+
+    def request_stop_external(self) -> None:
+        """Stop from a thread that is not running a reaction: at the next tag (handled at tag advance)."""
+        with self._inbox_lock:
+            self._inbox.append(None)
+        self._wake.set()
+
+    def schedule_physical(self, Action action, int64_t delay, value) -> None:
+        """Thread-safe: queue a physical action event at physical time now + min_delay + delay."""
+        cdef int64_t t = _time_ns() + action.min_delay + delay
+        with self._inbox_lock:
+            self._inbox.append((t, action, value))
+        self._wake.set()
+
+    cdef int _drain_inbox(self) except -1:
+        cdef int64_t t, m
+        cdef Action a
+        if not self._inbox:
+            return 0
+        with self._inbox_lock:
+            items = self._inbox
+            self._inbox = []
+        for item in items:
+            if item is None:
+                if not self._stop:
+                    self._stop = True
+                    self._stop_t = self.time
+                    self._stop_m = self.mstep + 1
+                continue
+            t = item[0]
+            a = item[1]
+            if t <= self.time:
+                t = self.time
+                m = self.mstep + 1
+            else:
+                m = 0
+            a._push_at(t, m, item[2])
+        return 0
+
+    @property
+    def stop_tag(self):
+        return Tag(self._stop_t, self._stop_m) if self._stop else None
+
+    def set_stop_tag(self, tag) -> None:
+        """Executors: impose an agreed stop tag (e.g. the minimum over processes)."""
+        if tag is None:
+            return
+        self._stop = True
+        self._stop_t = tag[0]
+        self._stop_m = tag[1]
+
+    # ---- execution --------------------------------------------------------------------------
+    cpdef execute(self, Reaction r):
+        """Run one reaction: deadline check, body or handler, error wrapping. Executors call this."""
+        cdef ReactorCtx ctx = r.ctx
+        ctx.current = r.local_index
+        try:
+            if r.deadline >= 0 and _time_ns() > self.time + r.deadline:
+                if r.handler is not None:
+                    r.handler()
+            else:
+                r.fn()
+        except BaseException as exc:
+            ctx.current = -1
+            if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+                raise
+            err = ReactionError(
+                f"reaction {r.full_name} failed at tag {Tag(self.time - self.start_time, self.mstep)} "
+                f"(elapsed ns, microstep): {type(exc).__name__}: {exc}")
+            err.reactor = getattr(r.reactor, "name", None)
+            err.reaction = r.name
+            err.tag = Tag(self.time, self.mstep)
+            raise err from exc
+        ctx.current = -1
+
+    cdef int _run_levels(self) except -1:
+        cdef Reaction r
+        cdef list batch
+        cdef int level
+        cdef Py_ssize_t bi = 0, nb
+        cdef tuple bars
+        cdef int64_t top_level, bar_level, cur
+        if self._inline:
+            while self._rn > 0:
+                r = self._pop_ready()
+                self.reactions_run += 1
+                self.execute(r)
+            return 0
+        bars = self.barrier_levels if self.barrier_levels is not None else ()
+        nb = len(bars)
+        cur = -1
+        executor = self.executor
+        while True:
+            top_level = (<Reaction> self._rh[0]).level if self._rn > 0 else NEVER_LEVEL
+            while bi < nb and <int64_t> bars[bi] <= cur:
+                bi += 1
+            bar_level = <int64_t> bars[bi] if bi < nb else NEVER_LEVEL
+            cur = top_level if top_level < bar_level else bar_level
+            if cur == NEVER_LEVEL:
+                break
+            batch = []
+            while self._rn > 0 and (<Reaction> self._rh[0]).level == cur:
+                batch.append(self._pop_ready())
+            self.reactions_run += len(batch)
+            executor.run_level(<int> cur, batch)
+        return 0
+
+    cdef int _fire_events_at(self, int64_t t, int64_t m) except -1:
+        cdef Event ev
+        cdef Trigger trig
+        cdef Timer tm
+        cdef Action a
+        cdef int64_t nt
+        while self._en > 0 and self._eh[0].time == t and self._eh[0].mstep == m:
+            ev = <Event> self._pop_event()
+            if ev.kind == EV_PORT:
+                (<Port> ev.target)._set(ev.value)
+            elif ev.kind == EV_ACTION:
+                a = <Action> ev.target
+                a._fired(t, m)
+                a.value = ev.value
+                if not a.is_present:
+                    a.is_present = True
+                    self._mark(a)
+                    self._trigger_all(a.reactions)
+            else:
+                tm = <Timer> ev.target
+                if not tm.is_present:
+                    tm.is_present = True
+                    self._mark(tm)
+                    self._trigger_all(tm.reactions)
+                if tm.period > 0:
+                    nt = t + tm.period
+                    if self.timeout < 0 or nt <= self.start_time + self.timeout:
+                        self._push_event(nt, 0, ev)
+        return 0
+
+    cdef int _reset_presence(self) except -1:
+        cdef Py_ssize_t i
+        for i in range(self._pn):
+            (<Trigger> self._pl[i]).is_present = False
+        self._pn = 0
+        if self.exported:
+            self.exported = []
+        return 0
+
+    cdef bint _wait_physical(self, int64_t until):
+        """Sleep until physical time `until` or until a physical event arrives. True if woken early."""
+        cdef int64_t now
+        while True:
+            if self._inbox:
+                return True
+            now = _time_ns()
+            if now >= until:
+                return False
+            self._wake.clear()
+            if self._inbox:
+                return True
+            self._wake.wait(min((until - now) / 1e9, 0.2))
+
+    def run(self, int64_t start_time) -> None:
+        """The tag loop: startup at ``start_time``, then tag by tag until the final tag is processed."""
+        cdef int64_t t = start_time, m = 0
+        cdef int64_t nt, nm, ft, fm
+        cdef bint final, has_next, has_final, started = False
+        cdef Timer tm
+        self.start_time = start_time
+        self.time = start_time
+        self.mstep = 0
+        self._running = True
+        for tm in self.timers:
+            if self.timeout < 0 or tm.offset <= self.timeout:
+                self._push_event(start_time + tm.offset, 0, Event(EV_TIMER, tm, None))
+        final = self.timeout == 0
+        try:
+            while True:
+                # ---- process tag (t, m)
+                self.time = t
+                self.mstep = m
+                self.epoch += 1
+                self.tags += 1
+                if not started:
+                    started = True
+                    self._trigger_all(self.startup_trigger.reactions)
+                self._fire_events_at(t, m)
+                if final:
+                    self._trigger_all(self.shutdown_trigger.reactions)
+                if self._rn > 0 or self.barrier_levels is not None:
+                    self._run_levels()
+                self._reset_presence()
+                if final:
+                    break
+                # ---- choose the next tag
+                while True:
+                    self._drain_inbox()
+                    has_next = self._en > 0
+                    if has_next:
+                        nt = self._eh[0].time
+                        nm = self._eh[0].mstep
+                    if self._has_advance:
+                        local = Tag(nt, nm) if has_next else None
+                        agreed = self.executor.advance(local, self.stop_tag)
+                        nxt, stop = agreed
+                        self.set_stop_tag(stop)
+                        has_next = nxt is not None
+                        if has_next:
+                            nt = nxt[0]
+                            nm = nxt[1]
+                    if not has_next and not self.keepalive and not self._stop:
+                        # starvation: shut down at the next microstep
+                        self._stop = True
+                        self._stop_t = t
+                        self._stop_m = m + 1
+                    has_final = self._stop or self.timeout >= 0
+                    if self._stop:
+                        ft = self._stop_t
+                        fm = self._stop_m
+                        if self.timeout >= 0 and start_time + self.timeout < ft:
+                            ft = start_time + self.timeout
+                            fm = 0
+                    elif self.timeout >= 0:
+                        ft = start_time + self.timeout
+                        fm = 0
+                    if has_next and (not has_final or nt < ft or (nt == ft and nm < fm)):
+                        final = False
+                    elif has_final:
+                        nt = ft
+                        nm = fm
+                        final = True
+                    else:
+                        # keepalive with nothing queued and no end in sight: wait for a physical event
+                        self._wait_physical(_time_ns() + 200_000_000)
+                        continue
+                    if not self.fast or (self.keepalive and not has_next and not self._stop):
+                        if self._wait_physical(nt):
+                            continue  # a physical event arrived first: re-plan
+                    break
+                t = nt
+                m = nm
+        finally:
+            self._running = False

@@ -1,0 +1,564 @@
+"""Assembly phase: turn a tree of reactor instances into an immutable, validated ``Program``.
+
+Assembly and execution are separate phases (as in reactor-rs / reactor-cpp). ``assemble(main)``
+does everything knowable before the first tag: naming, resolving reaction declarations, flattening
+connections across the hierarchy, checking the rules (widths, directions, one writer per port,
+declared effects), building the precedence graph, computing levels (Kahn) and detecting causality
+cycles, and precomputing the fan-out tables the compiled core uses at run time.
+``assign_workers(program, n)`` computes the static placement used by the processes executor.
+
+The ``Program`` object (what an executor consumes)
+--------------------------------------------------
+- ``main``: the top-level reactor; ``reactors``: every reactor in preorder (parents before children).
+  ``reactor.name`` is its stable hierarchical name (``main``, ``main.count``, ``main.workers[3]``);
+  ``parent[reactor]`` its container (``None`` for main).
+- ``ports``: every port *channel* (a multiport of width n contributes n ``_core.Port`` objects);
+  ``port.id`` is its index here, ``port.owner`` its reactor, ``port.kind`` ``"input"|"output"``.
+  Per port, precomputed: ``port.fanout`` (ports that receive its value through zero-delay
+  connections, transitively), ``port.delayed`` (``(dest_port, delay_ns, physical)`` for delayed and
+  physical connections leaving it or its fan-out) and ``port.reactions`` (reactions triggered when it
+  becomes present, directly or through the fan-out), sorted by global order.
+- ``connections``: flattened channel-level ``Connection(src, dst, delay, physical)``; ``delay`` is
+  ``None`` for a plain connection, an int (ns) for ``after=``.
+- ``reactions``: every ``_core.Reaction`` in global order (``reaction.index`` = position): sorted
+  by level, then reactor preorder, then declaration order. Each has ``reactor``, ``name``,
+  ``full_name`` (``main.count.emit``), ``level``, ``triggers``, ``sources``, ``effects`` (flattened
+  objects), ``deadline`` (ns or -1) and ``local`` (False: not run in this process).
+- ``levels``: ``levels[k]`` is the tuple of reactions at level k; reactions of one level never depend
+  on each other and may run in parallel.
+- ``edges``: precedence edges ``(upstream.index, downstream.index)``.
+- ``timers``, ``actions``: every timer / action; ``startup``, ``shutdown``: the special triggers.
+- ``triggers``: everything the core binds to (ports, actions, timers, startup, shutdown).
+- ``writers[port.id]``: reactions that may ``set()`` that port (via effects) or ``None``;
+  ``readers(port)``: reactions that trigger on or read the port or any port of its fan-out;
+  ``downstream_reactions(port)``: every reaction that can observe a value set on ``port`` (through
+  zero-delay and delayed connections).
+- ``banks``: ``(container, attribute name, Bank)`` for every bank.
+
+For the processes executor: ``assign_workers(program, n)`` maps each reactor to a worker
+(0..n-1; worker 0 is the calling process). A reaction runs where its reactor lives. A port value
+must cross processes when ``program.readers(port)`` (or ``downstream_reactions`` for delayed paths)
+contains a reaction placed on another worker than the port's writer.
+"""
+from __future__ import annotations
+
+import re
+import types
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from reactor_backend._core import Action, Port, Reaction, SpecialTrigger, Timer, Trigger
+from reactor_backend.errors import AssemblyError, CausalityError
+from reactor_backend.model import (Bank, BankPortView, MultiPort, ReactionDecl, Reactor, _Special,
+                                   class_declarations, shutdown, startup)
+
+
+@dataclass(frozen=True)
+class Connection:
+    """One flattened channel-level connection."""
+
+    src: Port
+    dst: Port
+    delay: int | None
+    physical: bool
+    owner: Reactor  # the reactor whose connect() made it
+
+    def __repr__(self) -> str:
+        d = "" if self.delay is None else f" after {self.delay}ns"
+        p = " physical" if self.physical else ""
+        return f"<Connection {self.src.full_name} -> {self.dst.full_name}{d}{p}>"
+
+
+@dataclass(frozen=True)
+class Program:
+    """The assembled, validated program (see the module docstring for every field)."""
+
+    main: Reactor
+    reactors: tuple[Reactor, ...]
+    parent: dict[Reactor, Reactor | None]
+    ports: tuple[Port, ...]
+    actions: tuple[Action, ...]
+    timers: tuple[Timer, ...]
+    connections: tuple[Connection, ...]
+    reactions: tuple[Reaction, ...]
+    levels: tuple[tuple[Reaction, ...], ...]
+    edges: tuple[tuple[int, int], ...]
+    startup: SpecialTrigger
+    shutdown: SpecialTrigger
+    triggers: tuple[Trigger, ...]
+    writers: tuple[tuple[Reaction, ...] | None, ...]
+    banks: tuple[tuple[Reactor, str, Bank], ...]
+    has_physical_actions: bool
+    _readers: dict[int, tuple[Reaction, ...]] = field(default_factory=dict, repr=False)
+
+    @property
+    def n_levels(self) -> int:
+        return len(self.levels)
+
+    def readers(self, port: Port) -> tuple[Reaction, ...]:
+        """Reactions that trigger on or read ``port`` or any port in its zero-delay fan-out."""
+        return self._readers.get(port.id, ())
+
+    def downstream_reactions(self, port: Port) -> tuple[Reaction, ...]:
+        """Every reaction that can observe a value set on ``port`` (zero-delay and delayed paths)."""
+        seen_ports: set[int] = set()
+        out: dict[int, Reaction] = {}
+        stack = [port]
+        while stack:
+            p = stack.pop()
+            if p.id in seen_ports:
+                continue
+            seen_ports.add(p.id)
+            for r in self.readers(p):
+                out[r.index] = r
+            for dst, _delay, _phys in p.delayed:
+                stack.append(dst)
+        return tuple(out[i] for i in sorted(out))
+
+    def reactor_named(self, name: str) -> Reactor:
+        for r in self.reactors:
+            if r.name == name:
+                return r
+        raise KeyError(name)
+
+
+# ---------------------------------------------------------------------------------------------
+# naming and containment
+
+def _children(reactor: Reactor) -> list[tuple[str, Reactor, Bank | None]]:
+    out: list[tuple[str, Reactor, Bank | None]] = []
+    seen_banks: set[int] = set()
+    for attr, val in list(vars(reactor).items()):
+        if isinstance(val, Reactor):
+            out.append((attr, val, None))
+        elif isinstance(val, Bank):
+            seen_banks.add(id(val))
+            out.extend((f"{attr}[{i}]", m, val) for i, m in enumerate(val.members))
+        elif isinstance(val, (list, tuple)) and val and all(isinstance(v, Reactor) for v in val):
+            out.extend((f"{attr}[{i}]", m, None) for i, m in enumerate(val))
+    for k, b in enumerate(reactor._banks):
+        if id(b) not in seen_banks:
+            out.extend((f"_bank{k}[{i}]", m, b) for i, m in enumerate(b.members))
+    return out
+
+
+def _bank_attrs(reactor: Reactor) -> list[tuple[str, Bank]]:
+    out = []
+    seen = set()
+    for attr, val in vars(reactor).items():
+        if isinstance(val, Bank):
+            out.append((attr, val))
+            seen.add(id(val))
+    for k, b in enumerate(reactor._banks):
+        if id(b) not in seen:
+            out.append((f"_bank{k}", b))
+    return out
+
+
+_PATH_PART = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)((?:\[\d+\])*)$")
+
+
+def _resolve_path(reactor: Reactor, path: str) -> Any:
+    obj: Any = reactor
+    for part in path.split("."):
+        m = _PATH_PART.match(part)
+        if not m:
+            raise AssemblyError(f"{reactor.name}: cannot parse port path {path!r}")
+        try:
+            obj = getattr(obj, m.group(1))
+            for idx in re.findall(r"\[(\d+)\]", m.group(2)):
+                obj = obj[int(idx)]
+        except (AttributeError, IndexError, TypeError) as exc:
+            raise AssemblyError(f"{reactor.name}: {path!r} does not name a port ({exc})") from None
+    return obj
+
+
+def _flatten(obj: Any, where: str) -> list[Any]:
+    """Ports / multiports / bank views / lists of them -> list of channels (or actions/timers)."""
+    if isinstance(obj, (Port, Action, Timer)):
+        return [obj]
+    if isinstance(obj, (MultiPort, BankPortView)):
+        return list(obj.channels)
+    if isinstance(obj, (list, tuple)):
+        out: list[Any] = []
+        for o in obj:
+            out.extend(_flatten(o, where))
+        return out
+    raise AssemblyError(f"{where}: {obj!r} is not a port, multiport, bank port or action")
+
+
+# ---------------------------------------------------------------------------------------------
+
+def assemble(main: Reactor) -> Program:
+    """Validate and flatten ``main`` into a ``Program`` (raises ``AssemblyError``/``CausalityError``)."""
+    if not isinstance(main, Reactor):
+        raise AssemblyError(f"run() needs a Reactor instance, got {main!r}")
+    if main.__dict__.get("_assembled"):
+        raise AssemblyError(f"{main.name}: this reactor instance was already assembled (build a new one)")
+
+    # 1. hierarchy and names (preorder)
+    reactors: list[Reactor] = []
+    parent: dict[Reactor, Reactor | None] = {}
+    main.__dict__["_name"] = "main"
+    parent[main] = None
+    stack: list[Reactor] = [main]
+    while stack:
+        r = stack.pop()
+        reactors.append(r)
+        kids = []
+        for attr, child, _bank in _children(r):
+            if child in parent:
+                continue  # a reference to an already contained reactor, not containment
+            parent[child] = r
+            child.__dict__["_name"] = f"{r.name}.{attr}"
+            kids.append(child)
+        stack.extend(reversed(kids))
+    preorder = {r: i for i, r in enumerate(reactors)}
+
+    banks: list[tuple[Reactor, str, Bank]] = []
+    for r in reactors:
+        for attr, b in _bank_attrs(r):
+            banks.append((r, attr, b))
+
+    # 2. triggers owned by each reactor
+    ports: list[Port] = []
+    actions: list[Action] = []
+    timers: list[Timer] = []
+    for r in reactors:
+        decls, _ = class_declarations(type(r))
+        for decl in decls:
+            obj = r.__dict__[decl.name]
+            if isinstance(obj, MultiPort):
+                ports.extend(obj.channels)
+            elif isinstance(obj, Port):
+                ports.append(obj)
+            elif isinstance(obj, Action):
+                actions.append(obj)
+            elif isinstance(obj, Timer):
+                timers.append(obj)
+    for i, p in enumerate(ports):
+        p.id = i
+    for i, a in enumerate(actions):
+        a.id = i
+    start_t = SpecialTrigger(main, "startup")
+    shut_t = SpecialTrigger(main, "shutdown")
+
+    def is_child(owner: Reactor, of: Reactor) -> bool:
+        return parent.get(owner) is of
+
+    # 3. reactions
+    reactions: list[Reaction] = []
+    by_reactor: dict[Reactor, list[Reaction]] = {}
+    for r in reactors:
+        _, rdecls = class_declarations(type(r))
+        if len(rdecls) > 64:
+            raise AssemblyError(f"{r.name}: more than 64 reactions in one reactor are not supported")
+        mine = []
+        for li, rd in enumerate(rdecls):
+            where = f"{r.name}.{rd.name}"
+            if rd.deadline is not None and rd.handler is None:
+                raise AssemblyError(f"{where}: a deadline needs a handler (@{rd.name}.deadline_handler)")
+            fn = types.MethodType(rd.fn, r)
+            handler = types.MethodType(rd.handler, r) if rd.handler is not None else None
+            rx = Reaction(fn, handler, r, rd.name, li, -1 if rd.deadline is None else rd.deadline, r._ctx)
+            rx.full_name = where
+            trig = []
+            for spec in rd.triggers:
+                trig.extend(_resolve_spec(r, spec, where, "trigger", is_child, start_t, shut_t))
+            srcs = []
+            for spec in rd.sources:
+                srcs.extend(_resolve_spec(r, spec, where, "source", is_child, start_t, shut_t))
+            effs = []
+            for spec in rd.effects:
+                effs.extend(_resolve_spec(r, spec, where, "effect", is_child, start_t, shut_t))
+            if not trig:
+                raise AssemblyError(f"{where}: a reaction needs at least one trigger")
+            rx.triggers = tuple(trig)
+            rx.sources = tuple(srcs)
+            rx.effects = tuple(effs)
+            mine.append(rx)
+            reactions.append(rx)
+        by_reactor[r] = mine
+
+    # 4. effects: one writing reactor per port
+    writers: dict[int, list[Reaction]] = {}
+    for rx in reactions:
+        for e in rx.effects:
+            if isinstance(e, Port):
+                if e.wctx is not None and e.wctx is not rx.ctx:
+                    raise AssemblyError(f"{e.full_name} has two writers: {writers[e.id][0].full_name} "
+                                        f"and {rx.full_name}")
+                e.wctx = rx.ctx
+                e.allowed_mask |= (1 << rx.local_index)
+                writers.setdefault(e.id, []).append(rx)
+            elif isinstance(e, Action):
+                if e.wctx is not None and e.wctx is not rx.ctx:
+                    raise AssemblyError(f"{e.full_name}: only reactions of its own reactor may schedule it")
+                e.wctx = rx.ctx
+                e.allowed_mask |= (1 << rx.local_index)
+
+    # 5. connections, flattened to channels
+    conns: list[Connection] = []
+    dst_seen: dict[int, Connection] = {}
+    for r in reactors:
+        for (src, dst, after, physical, broadcast) in r._connections:
+            where = f"{r.name}.connect({_describe(src)}, {_describe(dst)})"
+            s = _flatten(src, where)
+            d = _flatten(dst, where)
+            for p in s:
+                if not isinstance(p, Port):
+                    raise AssemblyError(f"{where}: {p.full_name} is not a port")
+                if not ((p.owner is r and p.kind == "input") or (is_child(p.owner, r) and p.kind == "output")):
+                    raise AssemblyError(f"{where}: source {p.full_name} must be an input of {r.name} "
+                                        f"or an output of a reactor it contains")
+            for q in d:
+                if not isinstance(q, Port):
+                    raise AssemblyError(f"{where}: {q.full_name} is not a port")
+                if not ((q.owner is r and q.kind == "output") or (is_child(q.owner, r) and q.kind == "input")):
+                    raise AssemblyError(f"{where}: destination {q.full_name} must be an output of {r.name} "
+                                        f"or an input of a reactor it contains")
+            if not s or not d:
+                raise AssemblyError(f"{where}: empty side (width 0)")
+            if len(s) != len(d):
+                if not broadcast:
+                    raise AssemblyError(f"{where}: width mismatch: {len(s)} source channels, {len(d)} "
+                                        f"destination channels (use broadcast=True to repeat the source)")
+                if len(d) % len(s) != 0:
+                    raise AssemblyError(f"{where}: broadcast needs the destination width ({len(d)}) to be "
+                                        f"a multiple of the source width ({len(s)})")
+            for i, q in enumerate(d):
+                p = s[i % len(s)]
+                if q.id in dst_seen:
+                    raise AssemblyError(f"{q.full_name} has two writers: {dst_seen[q.id]!r} and {where}")
+                if q.id in writers:
+                    raise AssemblyError(f"{q.full_name} has two writers: reaction {writers[q.id][0].full_name} "
+                                        f"and {where}")
+                c = Connection(p, q, after, physical, r)
+                dst_seen[q.id] = c
+                conns.append(c)
+
+    # 6. fan-out tables
+    direct: dict[int, list[Port]] = {}
+    delayed_edges: dict[int, list[tuple[Port, int, bool]]] = {}
+    for c in conns:
+        if c.delay is None and not c.physical:
+            direct.setdefault(c.src.id, []).append(c.dst)
+        else:
+            delayed_edges.setdefault(c.src.id, []).append((c.dst, c.delay or 0, c.physical))
+    closure: dict[int, list[Port]] = {}
+    for p in ports:
+        out: list[Port] = []
+        seen = {p.id}
+        st = list(reversed(direct.get(p.id, [])))
+        while st:
+            q = st.pop()
+            if q.id in seen:
+                continue
+            seen.add(q.id)
+            out.append(q)
+            st.extend(reversed(direct.get(q.id, [])))
+        closure[p.id] = out
+        p.fanout = tuple(out)
+        dl = []
+        for q in [p] + out:
+            dl.extend(delayed_edges.get(q.id, []))
+        p.delayed = tuple(dl)
+
+    # 7. precedence graph: declaration order + port dependencies
+    triggered_by: dict[int, list[Reaction]] = {}
+    read_by: dict[int, list[Reaction]] = {}
+    for rx in reactions:
+        for t in rx.triggers:
+            if isinstance(t, Port):
+                triggered_by.setdefault(t.id, []).append(rx)
+        for t in rx.triggers + rx.sources:
+            if isinstance(t, Port):
+                read_by.setdefault(t.id, []).append(rx)
+    n = len(reactions)
+    pos = {id(rx): i for i, rx in enumerate(reactions)}
+    succ: list[set[int]] = [set() for _ in range(n)]
+    for mine in by_reactor.values():
+        for a, b in zip(mine, mine[1:]):
+            succ[pos[id(a)]].add(pos[id(b)])
+    for rx in reactions:
+        i = pos[id(rx)]
+        for e in rx.effects:
+            if isinstance(e, Port):
+                for q in [e] + closure[e.id]:
+                    for rd in read_by.get(q.id, ()):
+                        succ[i].add(pos[id(rd)])
+    levels_of = _levels(reactions, succ)
+
+    # 8. global order and tables
+    order = sorted(range(n), key=lambda i: (levels_of[i], preorder[reactions[i].reactor],
+                                            reactions[i].local_index))
+    for new_i, old_i in enumerate(order):
+        reactions[old_i].level = levels_of[old_i]
+        reactions[old_i].index = new_i
+    sorted_rx = tuple(reactions[i] for i in order)
+    edges = tuple(sorted((reactions[i].index, reactions[j].index) for i in range(n) for j in succ[i]))
+    n_levels = (max(levels_of) + 1) if n else 0
+    levels = tuple(tuple(rx for rx in sorted_rx if rx.level == k) for k in range(n_levels))
+
+    readers: dict[int, tuple[Reaction, ...]] = {}
+    for p in ports:
+        trig: dict[int, Reaction] = {}
+        rd: dict[int, Reaction] = {}
+        for q in [p] + closure[p.id]:
+            for rx in triggered_by.get(q.id, ()):
+                trig[rx.index] = rx
+            for rx in read_by.get(q.id, ()):
+                rd[rx.index] = rx
+        p.reactions = tuple(trig[i] for i in sorted(trig))
+        readers[p.id] = tuple(rd[i] for i in sorted(rd))
+    for obj in list(actions) + list(timers) + [start_t, shut_t]:
+        trig = {}
+        for rx in sorted_rx:
+            if any(t is obj for t in rx.triggers):
+                trig[rx.index] = rx
+        obj.reactions = tuple(trig[i] for i in sorted(trig))
+
+    main.__dict__["_assembled"] = True
+    writer_table = tuple(tuple(sorted(writers[p.id], key=lambda x: x.index)) if p.id in writers else None
+                         for p in ports)
+    return Program(
+        main=main, reactors=tuple(reactors), parent=parent, ports=tuple(ports), actions=tuple(actions),
+        timers=tuple(timers), connections=tuple(conns), reactions=sorted_rx, levels=levels, edges=edges,
+        startup=start_t, shutdown=shut_t,
+        triggers=tuple(ports) + tuple(actions) + tuple(timers) + (start_t, shut_t),
+        writers=writer_table, banks=tuple(banks),
+        has_physical_actions=any(a.physical for a in actions), _readers=readers)
+
+
+def _describe(obj: Any) -> str:
+    if isinstance(obj, (list, tuple)):
+        return "[" + ", ".join(_describe(o) for o in obj) + "]"
+    fn = getattr(obj, "full_name", None)
+    if isinstance(fn, str):
+        return fn
+    return repr(obj)
+
+
+def _resolve_spec(r: Reactor, spec: Any, where: str, role: str, is_child, start_t: SpecialTrigger,
+                  shut_t: SpecialTrigger) -> list[Any]:
+    if spec is startup or spec is shutdown:
+        if role != "trigger":
+            raise AssemblyError(f"{where}: {spec} can only be a trigger")
+        return [start_t if spec is startup else shut_t]
+    if isinstance(spec, _Special):
+        raise AssemblyError(f"{where}: unknown special trigger {spec!r}")
+    if isinstance(spec, str):
+        obj = _resolve_path(r, spec)
+    elif hasattr(spec, "_instantiate"):  # a class-level declaration
+        obj = r.__dict__.get(spec.name)
+        decls, _ = class_declarations(type(r))
+        if obj is None or spec not in decls:
+            raise AssemblyError(f"{where}: {spec!r} is not declared by {type(r).__name__}")
+    elif isinstance(spec, ReactionDecl):
+        raise AssemblyError(f"{where}: a reaction cannot be a {role}")
+    else:
+        obj = spec
+    items = _flatten(obj, where)
+    for it in items:
+        if isinstance(it, Timer):
+            if role != "trigger" or it.owner is not r:
+                raise AssemblyError(f"{where}: timer {it.full_name} can only trigger its own reactor's reactions")
+        elif isinstance(it, Action):
+            if it.owner is not r:
+                raise AssemblyError(f"{where}: action {it.full_name} belongs to another reactor")
+        elif isinstance(it, Port):
+            if role == "effect":
+                ok = (it.owner is r and it.kind == "output") or (is_child(it.owner, r) and it.kind == "input")
+                if not ok:
+                    raise AssemblyError(f"{where}: cannot write {it.full_name} (effects are own outputs "
+                                        f"or inputs of contained reactors)")
+            else:
+                ok = (it.owner is r and it.kind == "input") or (is_child(it.owner, r) and it.kind == "output")
+                if not ok:
+                    raise AssemblyError(f"{where}: cannot {role} on {it.full_name} ({role}s are own inputs "
+                                        f"or outputs of contained reactors)")
+    return items
+
+
+def _levels(reactions: list[Reaction], succ: list[set[int]]) -> list[int]:
+    """Longest-path levels by Kahn's algorithm; raises CausalityError naming a cycle."""
+    n = len(reactions)
+    indeg = [0] * n
+    for i in range(n):
+        for j in succ[i]:
+            indeg[j] += 1
+    level = [0] * n
+    ready = [i for i in range(n) if indeg[i] == 0]
+    done = 0
+    while ready:
+        i = ready.pop()
+        done += 1
+        for j in succ[i]:
+            if level[i] + 1 > level[j]:
+                level[j] = level[i] + 1
+            indeg[j] -= 1
+            if indeg[j] == 0:
+                ready.append(j)
+    if done < n:
+        remaining = {i for i in range(n) if indeg[i] > 0}
+        cycle = _find_cycle(remaining, succ)
+        names = [reactions[i].full_name for i in cycle]
+        raise CausalityError("causality loop: " + " -> ".join(names + names[:1])
+                             + " (break it with an after= delay or an action)", names)
+    return level
+
+
+def _find_cycle(nodes: set[int], succ: list[set[int]]) -> list[int]:
+    start = min(nodes)
+    # walk forward inside `nodes` until a node repeats (every remaining node has a predecessor in it)
+    pred: dict[int, set[int]] = {i: set() for i in nodes}
+    for i in nodes:
+        for j in succ[i]:
+            if j in nodes:
+                pred[j].add(i)
+    path: list[int] = []
+    seen: dict[int, int] = {}
+    cur = start
+    while cur not in seen:
+        seen[cur] = len(path)
+        path.append(cur)
+        cur = min(pred[cur])
+    cyc = path[seen[cur]:]
+    cyc.reverse()
+    return cyc
+
+
+# ---------------------------------------------------------------------------------------------
+# placement
+
+def assign_workers(program: Program, n_workers: int) -> dict[Reactor, int]:
+    """Static placement of reactors onto ``n_workers`` processes (worker 0 = the calling process).
+
+    Rules, in order: an explicit hint (``Reactor.place(w)`` / ``Bank.place(...)``; taken modulo
+    ``n_workers``) wins; a member of a bank whose container was not itself split goes to
+    ``index * n_workers // len(bank)`` (contiguous, even parts); any other reactor inherits its
+    container's worker (main: worker 0). Deterministic: same program, same placement.
+    """
+    if n_workers < 1:
+        raise ValueError("n_workers must be >= 1")
+    bank_of: dict[Reactor, tuple[Bank, int]] = {}
+    for _, _, b in program.banks:
+        for i, m in enumerate(b.members):
+            bank_of[m] = (b, i)
+    out: dict[Reactor, int] = {}
+    split: dict[Reactor, bool] = {}
+    for r in program.reactors:  # preorder: parents first
+        par = program.parent[r]
+        inherited = out[par] if par is not None else 0
+        par_split = split[par] if par is not None else False
+        if r._placement is not None:
+            out[r] = r._placement % n_workers
+            split[r] = True
+        elif r in bank_of and not par_split:
+            b, i = bank_of[r]
+            out[r] = (i * n_workers) // len(b)
+            split[r] = True
+        else:
+            out[r] = inherited
+            split[r] = par_split
+    return out

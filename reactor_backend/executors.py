@@ -1,0 +1,236 @@
+"""Executors: how one level's ready reactions are run. A small plug-in interface.
+
+The compiled core (``_core.Core``) owns the schedule: it pops events at each tag, triggers reactions
+and hands them out *level by level* in a deterministic order (level, then reactor preorder, then
+declaration order). Reactions of one level never depend on each other (same observable effects in
+any order), so an executor may run them in any order or in parallel; determinism is preserved
+because every level is complete before the next one starts.
+
+How an executor plugs in
+------------------------
+Subclass ``Executor`` (or duck-type it) and register it in ``EXECUTORS`` (or, for ``"processes"``,
+provide ``reactor_backend.processes.make_executor(workers, **options) -> Executor``; ``run`` imports
+it lazily). ``run`` drives it in this order, all in the calling process::
+
+    program = assemble(main)                 # immutable Program (see assembly.py)
+    ex = make_executor(name, workers, **options)
+    core = Core(program, ex, fast=..., keepalive=..., timeout=...)
+    ex.attach(core, program)                 # set up: threads, processes, shared memory, placement
+    start = time.time_ns()
+    ex.begin(start)                          # last moment before the first tag (publish start time)
+    try:
+        core.run(start)                      # the tag loop; calls the hooks below
+    finally:
+        ex.close(error)                      # always; error is the exception or None
+    stats = ex.collect(stats)                # optionally merge per-process statistics
+
+Hooks the tag loop calls:
+
+- ``inline`` (class attribute): ``True`` makes the core run reactions itself, without calling
+  ``run_level`` (the fast path). Every other executor gets ``run_level``.
+- ``run_level(level: int, reactions: list[Reaction]) -> None``: run these reactions (all ready at
+  ``level``, in global order) by calling ``core.execute(r)`` for each, in any thread; return only when
+  all are done; raise the ``ReactionError`` of the first failing reaction (in list order).
+  ``core.execute`` does the deadline check, the effect bookkeeping and the error wrapping.
+- ``barrier_levels`` (attribute, ``None`` or a sorted tuple of ints): levels at which ``run_level``
+  is called at every tag even when no local reaction is ready (``reactions == []``). A processes
+  executor lists the levels after which port values cross processes, exchanges them inside
+  ``run_level`` (after running its local reactions) and delivers received values with
+  ``port._set(value)``, which sets presence, propagates through the fan-out, triggers the *local*
+  reactions downstream (they run at later levels of the same tag) and queues delayed-connection
+  events locally.
+- ``advance(local_next: Tag | None, stop: Tag | None) -> (Tag | None, Tag | None)`` (optional; absent
+  or ``None`` for single-process executors): called at each tag advance with this process's earliest
+  queued event tag and its stop request; returns the agreed (global minimum) next tag and stop tag.
+  The core then uses the agreed values, identically in every process, for starvation, stop and
+  timeout decisions; tags with no local event are still processed (barriers run, nothing fires).
+  If ``keepalive`` is set, ``advance`` may block; ``core.queued_events()``, ``core.next_event_tag()``
+  and the physical-action inbox (``core.schedule_physical``) are available to it.
+
+Core facilities for multi-process executors (every process holds a full copy of the program and
+its own ``Core``; only the reactions placed on it run there):
+
+- ``reaction.local = False`` for reactions placed elsewhere: they are never triggered locally.
+- ``port.exported = True``: every ``set()`` of that port (first set in a tag) is appended to
+  ``core.exported`` (cleared at the end of each tag); read it in ``run_level`` to know what to send.
+- ``core.time``, ``core.mstep``, ``core.start_time``, ``core.epoch`` (tag counter),
+  ``core.reactions_run``, ``core.tags``; ``core.set_stop_tag(tag)``; ``core.push_event_at(t, m, kind,
+  target, value)`` (kind 0 timer, 1 action, 2 port); ``action._push_at(t, m, value)``.
+- Placement: ``assembly.assign_workers(program, n)`` (hints via ``Reactor.place`` / ``Bank.place``).
+
+The ``threads`` executor below is the reference for a non-inline executor.
+"""
+from __future__ import annotations
+
+import importlib
+import threading
+from typing import Any, Callable
+
+from reactor_backend._core import Core, Reaction
+
+
+class Executor:
+    """Base class; defaults are the single-process, in-order behaviour."""
+
+    name: str = "base"
+    inline: bool = False
+    barrier_levels: tuple[int, ...] | None = None
+    advance: Callable | None = None  # set to a method in multi-process executors
+
+    def __init__(self, workers: int = 1, **options: Any) -> None:
+        if options:
+            raise TypeError(f"executor {self.name!r} takes no options {sorted(options)}")
+        self.workers = int(workers)
+        self.core: Core | None = None
+        self.program: Any = None
+
+    def attach(self, core: Core, program: Any) -> None:
+        """Called once before the first tag."""
+        self.core = core
+        self.program = program
+
+    def begin(self, start_time: int) -> None:
+        """Called right before ``core.run(start_time)``."""
+
+    def run_level(self, level: int, reactions: list[Reaction]) -> None:
+        execute = self.core.execute  # type: ignore[union-attr]
+        for r in reactions:
+            execute(r)
+
+    def close(self, error: BaseException | None = None) -> None:
+        """Called once after the run (also after errors): release threads/processes."""
+
+    def collect(self, stats: Any) -> Any:
+        """Adjust run statistics (e.g. sum reactions over processes)."""
+        return stats
+
+
+class InlineExecutor(Executor):
+    """Runs every reaction in the calling thread, in global order (the core does it directly)."""
+
+    name = "inline"
+    inline = True
+
+
+class _Worker(threading.Thread):
+    """A persistent worker thread fed one chunk of reactions per level."""
+
+    def __init__(self, core: Core, done: Callable[[], None]) -> None:
+        super().__init__(daemon=True)
+        self.core = core
+        self.go = threading.Event()
+        self.chunk: list[Reaction] = []
+        self.error: BaseException | None = None
+        self.error_at = -1
+        self.stopping = False
+        self.done = done
+
+    def run(self) -> None:
+        execute = self.core.execute
+        while True:
+            self.go.wait()
+            self.go.clear()
+            if self.stopping:
+                return
+            self.error = None
+            for r in self.chunk:
+                try:
+                    execute(r)
+                except BaseException as exc:  # reported to the calling thread
+                    self.error = exc
+                    self.error_at = r.index
+                    break
+            self.done()
+
+
+class ThreadExecutor(Executor):
+    """Runs a level's reactions on ``workers`` threads (the calling thread is one of them).
+
+    Deterministic: levels are barriers and a level's reactions are independent; the ready queue is
+    ordered, so the same reactions run at the same tags with the same inputs. Parallel where the
+    reactions release the GIL (numpy, torch, I/O) or on free-threaded builds.
+    """
+
+    name = "threads"
+
+    def __init__(self, workers: int = 2, **options: Any) -> None:
+        super().__init__(workers, **options)
+        if self.workers < 1:
+            raise ValueError("workers must be >= 1")
+        self._threads: list[_Worker] = []
+        self._cv = threading.Condition()
+        self._pending = 0
+
+    def attach(self, core: Core, program: Any) -> None:
+        super().attach(core, program)
+        for _ in range(self.workers - 1):
+            w = _Worker(core, self._one_done)
+            w.start()
+            self._threads.append(w)
+
+    def _one_done(self) -> None:
+        with self._cv:
+            self._pending -= 1
+            if self._pending == 0:
+                self._cv.notify_all()
+
+    def run_level(self, level: int, reactions: list[Reaction]) -> None:
+        n = len(reactions)
+        k = min(len(self._threads) + 1, n)
+        execute = self.core.execute  # type: ignore[union-attr]
+        if k <= 1:
+            for r in reactions:
+                execute(r)
+            return
+        # contiguous chunks; chunk 0 runs here
+        bounds = [(i * n) // k for i in range(k + 1)]
+        helpers = self._threads[: k - 1]
+        with self._cv:
+            self._pending = k - 1
+        for j, w in enumerate(helpers, start=1):
+            w.chunk = reactions[bounds[j]: bounds[j + 1]]
+            w.error = None
+            w.go.set()
+        first_err: BaseException | None = None
+        first_at = -1
+        for r in reactions[: bounds[1]]:
+            try:
+                execute(r)
+            except BaseException as exc:
+                first_err, first_at = exc, r.index
+                break
+        with self._cv:
+            while self._pending > 0:
+                self._cv.wait()
+        for w in helpers:
+            if w.error is not None and (first_err is None or w.error_at < first_at):
+                first_err, first_at = w.error, w.error_at
+        if first_err is not None:
+            raise first_err
+
+    def close(self, error: BaseException | None = None) -> None:
+        for w in self._threads:
+            w.stopping = True
+            w.go.set()
+        for w in self._threads:
+            w.join(timeout=5)
+        self._threads = []
+
+
+EXECUTORS: dict[str, type[Executor]] = {"inline": InlineExecutor, "threads": ThreadExecutor}
+
+
+def make_executor(name: str, workers: int = 1, **options: Any) -> Executor:
+    """Build an executor by name: ``inline``, ``threads`` or ``processes`` (if installed)."""
+    if name in EXECUTORS:
+        return EXECUTORS[name](workers, **options)
+    if name == "processes":
+        try:
+            mod = importlib.import_module("reactor_backend.processes")
+        except ImportError as exc:
+            if getattr(exc, "name", None) == "reactor_backend.processes":
+                raise ValueError("executor 'processes' is not available (reactor_backend.processes is "
+                                 f"missing); valid executors: {sorted(EXECUTORS)}") from None
+            raise
+        return mod.make_executor(workers, **options)
+    raise ValueError(f"unknown executor {name!r}; valid executors: {sorted(EXECUTORS) + ['processes']}")
