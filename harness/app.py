@@ -15,7 +15,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from harness.config import register_configs
 from harness.progress import JobProgress
-from harness.runner import MeasurementFailed, run_measurement
+from harness.runner import MeasurementFailed, backend_variant, run_measurement
 
 CONF_DIR = str(Path(__file__).resolve().parents[1] / "conf")
 
@@ -25,7 +25,8 @@ register_configs()
 def _job_label(cfg: DictConfig) -> str:
     hc = HydraConfig.get()
     index = f"job {hc.job.num} " if hc.mode.name == "MULTIRUN" else ""
-    return f"{index}{cfg.scenario.name}/{cfg.backend.name}:{cfg.backend.get('executor', cfg.backend.get('mode', '-'))} w={cfg.workers}"
+    variant = backend_variant(OmegaConf.to_container(cfg.backend, enum_to_str=True))
+    return f"{index}{cfg.scenario.name}/{cfg.backend.name}:{variant} w={cfg.workers}"
 
 
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")

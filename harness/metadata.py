@@ -71,5 +71,5 @@ def job_metadata(config: Mapping[str, Any]) -> dict[str, Any]:
     meta = dict(machine_metadata())
     meta["started_at"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     meta["config_hash"] = config_hash(config)
-    meta["omp_num_threads"] = os.environ.get("OMP_NUM_THREADS", "")
+    meta["omp_num_threads"] = config.get("threads_per_worker", os.environ.get("OMP_NUM_THREADS", ""))
     return meta
