@@ -1,0 +1,272 @@
+"""Synchronized parallel Q-learning (the paper's experiment 2) on Blackjack-v1.
+
+Each round:
+  * scatter: the learner broadcasts its current Q-network weights (a list of numpy arrays);
+  * worker ``i`` (a rollout worker) loads them and takes ``steps_per_round`` epsilon-greedy steps in its own
+    Blackjack env (seeded ``seed + i``, exploration RNG seeded from ``(seed, i)``), returning the
+    transitions as one float32 array ``(steps, 9)`` = obs(3), action, reward, next_obs(3), terminated,
+    plus the seconds its rollout took (timing only, never checksummed);
+  * gather: the server appends every transition to a replay buffer (ring, ``buffer_capacity``) and the
+    learner takes one Adam step on a minibatch drawn with replacement from the server's seeded RNG
+    (MSE on the one-step TD target from a target network synced every ``target_sync_every`` rounds).
+
+The checksum covers every transition received and the learner's current weights, so equal checksums
+across backends mean equal training. ``metrics()`` splits each round's wall time into sampling (slowest
+rollout), training (the learner step) and communication (the rest: moving weights and transitions,
+synchronization). ``final_metrics()`` evaluates the greedy policy on ``eval_episodes`` seeded episodes.
+"""
+from __future__ import annotations
+
+import hashlib
+import time
+from typing import Any, Sequence
+
+import numpy as np
+
+from scenarios.base import Broadcast, RunningChecksum, Scenario, Server, Worker
+
+OBS_DIM = 3
+NUM_ACTIONS = 2
+#: columns of one transition row: obs(3), action, reward, next_obs(3), terminated
+TRANSITION_WIDTH = 2 * OBS_DIM + 3
+
+
+def _torch() -> Any:
+    """Import torch with one intra-op thread (each role is one worker: DESIGN.md measurement rules)."""
+    import torch
+
+    torch.set_num_threads(1)
+    return torch
+
+
+def make_qnet(hidden: int, seed: int) -> Any:
+    """The paper's Q-network Linear(3, hidden)-ReLU-Linear(hidden, 2), initialized from ``seed`` only."""
+    torch = _torch()
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return torch.nn.Sequential(
+            torch.nn.Linear(OBS_DIM, hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, NUM_ACTIONS)
+        )
+
+
+def get_weights(net: Any) -> list[np.ndarray]:
+    """The parameters as fresh numpy arrays (picklable, safe to share while the net keeps training)."""
+    return [p.detach().numpy().copy() for p in net.parameters()]
+
+
+def set_weights(net: Any, weights: Sequence[np.ndarray]) -> None:
+    torch = _torch()
+    with torch.no_grad():
+        for p, w in zip(net.parameters(), weights, strict=True):
+            p.copy_(torch.from_numpy(np.asarray(w)))
+
+
+def obs_vector(obs: tuple[int, int, int]) -> np.ndarray:
+    """Blackjack's (player sum, dealer card, usable ace) as the network's float32 input."""
+    return np.asarray(obs, dtype=np.float32)
+
+
+def greedy_action(net: Any, obs: np.ndarray) -> int:
+    """argmax_a Q(obs, a); call under ``torch.no_grad()``."""
+    import torch
+
+    return int(net(torch.from_numpy(obs)).argmax().item())
+
+
+class RolloutWorker(Worker):
+    """One Blackjack env stepped epsilon-greedily on the latest broadcast weights."""
+
+    def __init__(self, env_id: str, seed: int, index: int, steps: int, epsilon: float, hidden: int):
+        import gymnasium as gym
+
+        self.torch = _torch()
+        self.env = gym.make(env_id)
+        self.env.action_space.seed(seed + index)
+        self.obs = obs_vector(self.env.reset(seed=seed + index)[0])
+        self.rng = np.random.default_rng([seed, index])
+        self.steps = steps
+        self.epsilon = epsilon
+        self.net = make_qnet(hidden, seed)  # overwritten by every round's broadcast
+
+    def step(self, msg: Sequence[np.ndarray]) -> tuple[np.ndarray, float]:
+        t0 = time.perf_counter()
+        set_weights(self.net, msg)
+        out = np.empty((self.steps, TRANSITION_WIDTH), dtype=np.float32)
+        with self.torch.no_grad():
+            self.obs = self._rollout(out, self.obs)
+        return out, time.perf_counter() - t0
+
+    def _rollout(self, out: np.ndarray, obs: np.ndarray) -> np.ndarray:
+        env, rng, net, eps = self.env, self.rng, self.net, self.epsilon
+        for t in range(self.steps):
+            if rng.random() < eps:
+                action = int(rng.integers(NUM_ACTIONS))
+            else:
+                action = greedy_action(net, obs)
+            nxt, reward, terminated, truncated, _ = env.step(action)
+            nxt = obs_vector(nxt)
+            row = out[t]
+            row[0:OBS_DIM] = obs
+            row[OBS_DIM] = action
+            row[OBS_DIM + 1] = reward
+            row[OBS_DIM + 2:2 * OBS_DIM + 2] = nxt
+            row[2 * OBS_DIM + 2] = float(terminated)
+            obs = obs_vector(env.reset()[0]) if (terminated or truncated) else nxt
+        return obs
+
+    def close(self) -> None:
+        self.env.close()
+
+
+class LearnerServer(Server):
+    """Replay buffer plus learner: stores every round's transitions, one Adam step, broadcasts weights."""
+
+    def __init__(self, config: Any, seed: int):
+        self.torch = torch = _torch()
+        c = self.config = config
+        self.seed = seed
+        self.net = make_qnet(c.hidden, seed)
+        self.target = make_qnet(c.hidden, seed)
+        self.target.load_state_dict(self.net.state_dict())
+        self.opt = torch.optim.Adam(self.net.parameters(), lr=c.lr)
+        self.buffer = np.zeros((c.buffer_capacity, TRANSITION_WIDTH), dtype=np.float32)
+        self.size = 0
+        self.pos = 0
+        self.rng = np.random.default_rng([seed, 2**31 - 1])
+        self.rounds = 0
+        self._sum = RunningChecksum()
+        # time breakdown since the last metrics() call
+        self._round_start: float | None = None
+        self._sampling = self._training = self._total = self._rollout_total = 0.0
+        self._measured = 0
+
+    def scatter(self) -> Broadcast:
+        if self._round_start is None:
+            self._round_start = time.perf_counter()
+        return Broadcast(get_weights(self.net))
+
+    def _store(self, batch: np.ndarray) -> None:
+        n, cap = len(batch), self.config.buffer_capacity
+        if n >= cap:
+            batch, n = batch[-cap:], cap
+        end = self.pos + n
+        if end <= cap:
+            self.buffer[self.pos:end] = batch
+        else:
+            first = cap - self.pos
+            self.buffer[self.pos:] = batch[:first]
+            self.buffer[:n - first] = batch[first:]
+        self.pos = end % cap
+        self.size = min(self.size + n, cap)
+
+    def _learn(self) -> None:
+        torch, c = self.torch, self.config
+        idx = self.rng.integers(0, self.size, size=c.minibatch)
+        b = torch.from_numpy(self.buffer[idx])
+        obs, act = b[:, 0:OBS_DIM], b[:, OBS_DIM].long()
+        rew, nxt, term = b[:, OBS_DIM + 1], b[:, OBS_DIM + 2:2 * OBS_DIM + 2], b[:, 2 * OBS_DIM + 2]
+        q = self.net(obs).gather(1, act.unsqueeze(1)).squeeze(1)
+        with torch.no_grad():
+            target = rew + c.gamma * (1.0 - term) * self.target(nxt).max(dim=1).values
+        loss = torch.nn.functional.mse_loss(q, target)
+        self.opt.zero_grad()
+        loss.backward()
+        self.opt.step()
+        self.rounds += 1
+        if self.rounds % c.target_sync_every == 0:
+            self.target.load_state_dict(self.net.state_dict())
+
+    def gather(self, results: Sequence[tuple[np.ndarray, float]]) -> None:
+        sampling = 0.0
+        for transitions, rollout_s in results:
+            self._sum.update(transitions)
+            self._store(np.asarray(transitions, dtype=np.float32))
+            sampling = max(sampling, float(rollout_s))
+            self._rollout_total += float(rollout_s)
+        t0 = time.perf_counter()
+        self._learn()
+        now = time.perf_counter()
+        self._training += now - t0
+        self._sampling += sampling
+        self._total += now - (self._round_start if self._round_start is not None else t0)
+        self._measured += 1
+        self._round_start = now  # a round runs from the end of the previous gather to the end of this one
+
+    def checksum(self) -> str:
+        h = hashlib.blake2b(digest_size=16)
+        h.update(self._sum.hexdigest().encode())
+        weights = RunningChecksum()
+        weights.update(get_weights(self.net))
+        h.update(weights.hexdigest().encode())
+        return h.hexdigest()
+
+    def metrics(self) -> dict[str, float]:
+        """Seconds summed over the rounds since the previous call (the first call includes warm-up rounds).
+
+        ``sampling_s`` is the slowest rollout of each round (the critical path if every rollout runs in
+        parallel), ``training_s`` the learner step, ``communication_s`` the rest of the round (moving weights
+        and transitions, synchronization, and waiting for rollouts that had to share a core: on the serial
+        backend every rollout but the slowest lands here). ``rollout_total_s`` is the sum of all rollout
+        times (CPU work), ``breakdown_rounds`` how many rounds the sums cover.
+        """
+        out = {
+            "sampling_s": self._sampling,
+            "rollout_total_s": self._rollout_total,
+            "training_s": self._training,
+            "communication_s": max(0.0, self._total - self._sampling - self._training),
+            "breakdown_rounds": float(self._measured),
+        }
+        self._sampling = self._training = self._total = self._rollout_total = 0.0
+        self._measured = 0
+        self._round_start = time.perf_counter()  # the harness's own work between repetitions is not a round
+        return out
+
+    def final_metrics(self) -> dict[str, float]:
+        """Average return of the greedy policy over ``eval_episodes`` episodes seeded from the run's seed."""
+        return {"eval_return": evaluate(self.net, self.config.env_id, self.config.eval_episodes, self.seed)}
+
+
+def evaluate(net: Any, env_id: str, episodes: int, seed: int) -> float:
+    """Mean undiscounted return of the greedy policy; env seeded once so the episodes are fixed."""
+    import gymnasium as gym
+
+    import torch
+
+    env = gym.make(env_id)
+    total = 0.0
+    try:
+        obs, _ = env.reset(seed=10_000 + seed)
+        for _ in range(episodes):
+            done = False
+            while not done:
+                with torch.no_grad():
+                    action = greedy_action(net, obs_vector(obs))
+                obs, reward, terminated, truncated, _ = env.step(action)
+                total += float(reward)
+                done = terminated or truncated
+            obs, _ = env.reset()
+    finally:
+        env.close()
+    return total / max(1, episodes)
+
+
+class DqnScenario(Scenario):
+    name = "dqn"
+    unit = "rounds"
+
+    @property
+    def num_workers(self) -> int:
+        return int(self.config.num_rollouts)
+
+    def make_server(self) -> Server:
+        return LearnerServer(self.config, self.seed)
+
+    def make_worker(self, index: int) -> Worker:
+        c = self.config
+        return RolloutWorker(c.env_id, self.seed, index, int(c.steps_per_round), float(c.epsilon), int(c.hidden))
+
+    def units_per_round(self) -> int:
+        return 1
+
+    def row_fields(self) -> dict[str, Any]:
+        return {"num_envs": self.num_workers, "env_id": self.config.env_id}
