@@ -1,0 +1,60 @@
+"""Assembling a report from result folders and writing its files."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Optional
+
+from harness.report.figures import all_plots
+from harness.report.load import latest_runs, load_results
+from harness.report.paper import side_by_side
+from harness.report.render import Report, readme_section, summary_csv, to_html, to_markdown, update_readme
+from harness.report.stats import analyze
+
+FIGURE_DIR = "figures"
+
+
+@dataclass
+class ReportFiles:
+    """Where a report was written."""
+
+    out: Path
+    html: Path
+    markdown: Path
+    summary: Path
+    figures: list[Path] = field(default_factory=list)
+
+
+def make_report(paths: Iterable[Path | str], all_runs: bool = False, figures: bool = True) -> Report:
+    """Load, analyze and draw (nothing written)."""
+    paths = [Path(p) for p in paths]
+    results = load_results(paths)
+    superseded = 0
+    if not all_runs:
+        results.rows, superseded = latest_runs(results.rows)
+    analysis = analyze(results.rows)
+    paper = side_by_side(results.rows, analysis.speedups)
+    plots = all_plots(analysis.summary, analysis.speedups, results.rows, results.latencies) if figures else []
+    return Report(results=results, analysis=analysis, paper=paper, plots=plots, sources=[str(p) for p in paths],
+                  superseded_runs=superseded)
+
+
+def build_report(paths: Iterable[Path | str], out: Optional[Path | str] = None, all_runs: bool = False,
+                 figures: bool = True, readme: Optional[Path | str] = None) -> ReportFiles:
+    """Write report.html, report.md, summary.csv and figures/*.{png,svg} into ``out`` (default
+    ``<first path>/report``); with ``readme``, also rewrite that file's results section."""
+    paths = [Path(p) for p in paths]
+    rep = make_report(paths, all_runs=all_runs, figures=figures)
+    out_dir = Path(out) if out is not None else (paths[0] if paths[0].is_dir() else paths[0].parent) / "report"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    fig_files: list[Path] = []
+    for plot in rep.plots:
+        fig_files += plot.save(out_dir / FIGURE_DIR)
+    files = ReportFiles(out=out_dir, html=out_dir / "report.html", markdown=out_dir / "report.md",
+                        summary=out_dir / "summary.csv", figures=fig_files)
+    files.html.write_text(to_html(rep))
+    files.markdown.write_text(to_markdown(rep, FIGURE_DIR))
+    summary_csv(rep).to_csv(files.summary, index=False)
+    if readme is not None:
+        update_readme(Path(readme), readme_section(rep))
+    return files

@@ -1,0 +1,337 @@
+"""The report's figures (matplotlib without pyplot: no display, no global state; PNG and SVG on disk).
+
+Each function returns zero or more `Plot`s; nothing is drawn for data that is not there, and the report
+says what is missing instead.
+"""
+from __future__ import annotations
+
+import base64
+import io
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from harness.report.stats import HEADLINE_PAIRS, SERIAL
+
+MAX_PANELS = 12
+KNOWN_COLORS = {
+    "serial:-": "#7f7f7f", "reactor:processes": "#d62728", "reactor:threads": "#ff7f0e",
+    "reactor:inline": "#bcbd22", "ray:actors": "#1f77b4", "ray:compiled": "#17becf", "vector:-": "#2ca02c",
+}
+_CYCLE = ["#9467bd", "#8c564b", "#e377c2", "#393b79", "#637939", "#843c39", "#7b4173"]
+
+
+def color(label: str) -> str:
+    """A stable color per backend label, so a backend looks the same in every figure."""
+    if label in KNOWN_COLORS:
+        return KNOWN_COLORS[label]
+    return _CYCLE[sum(map(ord, label)) % len(_CYCLE)]
+
+
+@dataclass
+class Plot:
+    name: str
+    title: str
+    figure: Figure
+    caption: str = ""
+    files: list[Path] = field(default_factory=list)
+
+    def png_base64(self) -> str:
+        buf = io.BytesIO()
+        self.figure.savefig(buf, format="png", dpi=100, bbox_inches="tight")
+        return base64.b64encode(buf.getvalue()).decode()
+
+    def save(self, folder: Path) -> list[Path]:
+        folder.mkdir(parents=True, exist_ok=True)
+        self.files = []
+        for ext in ("png", "svg"):
+            path = folder / f"{self.name}.{ext}"
+            self.figure.savefig(path, format=ext, dpi=100, bbox_inches="tight")
+            self.files.append(path)
+        return self.files
+
+
+def varying_params(rows: pd.DataFrame) -> dict[str, list[str]]:
+    """Per scenario, the parameter names that take more than one value (the ones worth naming in a label)."""
+    out: dict[str, list[str]] = {}
+    for scen, g in rows.groupby("scenario"):
+        keys: dict[str, set[str]] = {}
+        for p in g["params_dict"]:
+            for k, v in p.items():
+                keys.setdefault(k, set()).add(str(v))
+        n = len(g)
+        out[scen] = sorted(k for k, vals in keys.items()
+                           if len(vals) > 1 or sum(k in p for p in g["params_dict"]) not in (0, n))
+    return out
+
+
+def describe(params: dict[str, Any], keys: Iterable[str], limit: int = 48) -> str:
+    """``k=v`` for the given keys, shortened to ``limit`` characters."""
+    text = " ".join(f"{k}={params.get(k)}" for k in keys if k in params)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _grid(n: int) -> tuple[int, int]:
+    cols = min(3, n)
+    return math.ceil(n / cols), cols
+
+
+def _figure(n: int, w: float = 4.6, h: float = 3.4) -> tuple[Figure, list[Any]]:
+    rows, cols = _grid(max(n, 1))
+    fig = Figure(figsize=(w * cols, h * rows), layout="constrained")
+    axes = fig.subplots(rows, cols, squeeze=False).ravel().tolist()
+    for ax in axes[n:]:
+        ax.set_visible(False)
+    return fig, axes[:n]
+
+
+def _config_meta(rows: pd.DataFrame) -> pd.DataFrame:
+    return rows.drop_duplicates("config").set_index("config")
+
+
+def throughput_vs_workers(summary: pd.DataFrame, rows: pd.DataFrame) -> list[Plot]:
+    """Median throughput (log scale) against workers, one line per backend label, one panel per series."""
+    s = summary[np.isfinite(summary["median"].astype(float))]
+    if not len(s):
+        return []
+    vary = varying_params(rows)
+    series = list(s.groupby(["scenario", "params", "env_id", "num_envs", "budget", "seed"], dropna=False, sort=True))
+    fig, axes = _figure(min(len(series), MAX_PANELS))
+    for ax, (key, g) in zip(axes, series):
+        scen = key[0]
+        params = g["params"].iloc[0]
+        pd_ = rows.loc[rows["params"] == params, "params_dict"].iloc[0] if (rows["params"] == params).any() else {}
+        for label, lg in g.groupby("label", sort=True):
+            lg = lg.sort_values("workers")
+            yerr = np.vstack([lg["median"] - lg["ci_low"], lg["ci_high"] - lg["median"]]).clip(min=0)
+            ax.errorbar(lg["workers"], lg["median"], yerr=yerr, marker="o", capsize=3, color=color(label), label=label)
+        ceil = g[np.isfinite(g["ceiling"].astype(float))].groupby("workers")["ceiling"].median()
+        if len(ceil):
+            ax.plot(ceil.index, ceil.values, ls="--", color="black", lw=1, label="ceiling")
+        ax.set_yscale("log")
+        ax.set_xlabel("workers")
+        ax.set_ylabel(f"{g['unit'].iloc[0] or 'units'}/s")
+        ax.set_xticks(sorted(set(g["workers"].dropna().astype(int))))
+        ax.set_title(f"{scen} {key[2] if key[2] != '-' else ''} {describe(pd_, vary.get(scen, []), 36)}".strip(),
+                     fontsize=9)
+        ax.legend(fontsize=7)
+        ax.grid(True, which="both", alpha=0.3)
+    cap = "Median throughput with 95% bootstrap interval; dashed: ceiling (serial x min(workers, cores))."
+    if len(series) > MAX_PANELS:
+        cap += f" {len(series) - MAX_PANELS} more series not drawn (see summary.csv)."
+    return [Plot("throughput_vs_workers", "Throughput against workers", fig, cap)]
+
+
+def _pairs_to_plot(speedups: pd.DataFrame) -> list[tuple[str, str]]:
+    have = set(zip(speedups["numerator"], speedups["denominator"]))
+    pairs = [p for p in HEADLINE_PAIRS if p in have]
+    if pairs:
+        return pairs
+    return sorted(p for p in have if p[1] == SERIAL) or sorted(have)[:4]
+
+
+def speedup_bars(speedups: pd.DataFrame, rows: pd.DataFrame) -> list[Plot]:
+    """Speedup bars per configuration (grouped by scenario) with interval whiskers; hatched = not significant."""
+    if not len(speedups):
+        return []
+    pairs = _pairs_to_plot(speedups)
+    sel = speedups[np.array([(a, b) in pairs for a, b in zip(speedups["numerator"], speedups["denominator"])], dtype=bool)]
+    vary = varying_params(rows)
+    meta = _config_meta(rows)
+    configs = sorted(set(sel["config"]), key=lambda c: (meta.loc[c, "scenario"], c))
+    fig = Figure(figsize=(max(6.0, 0.9 * len(configs) * len(pairs) + 2), 4.2), layout="constrained")
+    ax = fig.subplots()
+    width = 0.8 / len(pairs)
+    for j, (a, b) in enumerate(pairs):
+        ps = sel[(sel["numerator"] == a) & (sel["denominator"] == b)].set_index("config")
+        xs, ys, lo, hi, sig = [], [], [], [], []
+        for i, c in enumerate(configs):
+            if c in ps.index:
+                r = ps.loc[c]
+                xs.append(i + (j - (len(pairs) - 1) / 2) * width)
+                ys.append(r["ratio"]); lo.append(r["ci_low"]); hi.append(r["ci_high"]); sig.append(bool(r["significant"]))
+        if not xs:
+            continue
+        ys_a = np.array(ys, float)
+        err = np.vstack([ys_a - np.array(lo, float), np.array(hi, float) - ys_a]).clip(min=0)
+        bars = ax.bar(xs, ys_a, width=width, color=color(b), edgecolor="black", label=f"{a} / {b}",
+                      yerr=err, capsize=3)
+        for bar, s in zip(bars, sig):
+            if not s:
+                bar.set_hatch("//")
+                bar.set_alpha(0.6)
+    ax.axhline(1.0, color="black", lw=1)
+    ax.set_yscale("log")
+    ax.set_xticks(range(len(configs)))
+    ax.set_xticklabels([f"{meta.loc[c, 'scenario']} {meta.loc[c, 'env_id'] if meta.loc[c, 'env_id'] != '-' else ''}\n"
+                        f"{describe(meta.loc[c, 'params_dict'], vary.get(meta.loc[c, 'scenario'], []), 24)} "
+                        f"w={int(meta.loc[c, 'workers']) if np.isfinite(meta.loc[c, 'workers']) else '-'}"
+                        for c in configs], fontsize=7, rotation=30, ha="right")
+    ax.set_ylabel("speedup (ratio of median throughputs)")
+    ax.legend(fontsize=8)
+    ax.grid(True, axis="y", which="both", alpha=0.3)
+    return [Plot("speedups", "Speedups", fig,
+                 "Ratio of medians with 95% bootstrap interval; hatched bars: not significant (Mann-Whitney U, "
+                 "p >= 0.05); invalid configurations (checksum mismatch) are left out.")]
+
+
+def _latency_frame(rows: pd.DataFrame, latencies: pd.DataFrame) -> pd.DataFrame:
+    if not len(latencies):
+        return latencies
+    jobs = rows.drop_duplicates("job").set_index("job")[["config", "label", "scenario", "workers"]]
+    return latencies.join(jobs, on="job", how="inner")
+
+
+def latency_cdfs(rows: pd.DataFrame, latencies: pd.DataFrame) -> list[Plot]:
+    """Per-round latency CDFs per backend, for one configuration per scenario (the one with most backends)."""
+    lat = _latency_frame(rows[rows["status"] == "ok"], latencies)
+    if not len(lat):
+        return []
+    chosen = []
+    for scen, g in lat.groupby("scenario", sort=True):
+        per = g.groupby("config").agg(labels=("label", "nunique"), workers=("workers", "max"))
+        best = per.sort_values(["labels", "workers"], ascending=False).index[0]
+        chosen.append((scen, best, g[g["config"] == best]))
+    fig, axes = _figure(min(len(chosen), MAX_PANELS))
+    vary = varying_params(rows)
+    meta = _config_meta(rows)
+    for ax, (scen, cfg, g) in zip(axes, chosen):
+        for label, lg in g.groupby("label", sort=True):
+            v = np.sort(lg["latency_ms"].to_numpy(float))
+            v = v[np.isfinite(v) & (v > 0)]
+            if v.size:
+                ax.step(v, np.arange(1, v.size + 1) / v.size, where="post", color=color(label), label=label)
+        ax.set_xscale("log")
+        ax.set_xlabel("round latency (ms)")
+        ax.set_ylabel("fraction of rounds")
+        w = meta.loc[cfg, "workers"]
+        ax.set_title(f"{scen} {describe(meta.loc[cfg, 'params_dict'], vary.get(scen, []), 30)} "
+                     f"w={int(w) if np.isfinite(w) else '-'}", fontsize=9)
+        ax.legend(fontsize=7)
+        ax.grid(True, which="both", alpha=0.3)
+    return [Plot("latency_cdf", "Per-round latency distributions", fig,
+                 "Empirical CDF of every timed round (all repetitions), one configuration per scenario: the one "
+                 "with the most backends, then the most workers.")]
+
+
+def _overhead_plot(summary: pd.DataFrame, rows: pd.DataFrame, xkey: str, name: str, title: str,
+                   xlabel: str, scenarios: tuple[str, ...]) -> list[Plot]:
+    s = summary[summary["scenario"].isin(scenarios) & np.isfinite(summary["overhead_ms"].astype(float))].copy()
+    if not len(s):
+        return []
+    pmap = rows.drop_duplicates("params").set_index("params")["params_dict"]
+    def xval(r: pd.Series) -> float:
+        p = pmap.get(r["params"], {})
+        v = p.get(xkey)
+        if v is None and xkey == "num_clients":
+            v = r["num_envs"]
+        try:
+            return float(v)
+        except (TypeError, ValueError):
+            return math.nan
+    s["x"] = [xval(r) for _, r in s.iterrows()]
+    s = s[np.isfinite(s["x"])]
+    if s["x"].nunique() < 2:
+        return []
+    vary = varying_params(rows)
+    other = sorted({k for sc in scenarios for k in vary.get(sc, [])} - {xkey, "num_clients", "payload_bytes"})
+    s["line"] = [f"{r['label']} {r['scenario']} w={int(r['workers']) if np.isfinite(r['workers']) else '-'} "
+                 f"{describe(pmap.get(r['params'], {}), other, 30)}".strip() for _, r in s.iterrows()]
+    fig = Figure(figsize=(6.5, 4.2), layout="constrained")
+    ax = fig.subplots()
+    for line, g in s.groupby("line", sort=True):
+        g = g.groupby("x", as_index=False)["overhead_ms"].median().sort_values("x")
+        ax.plot(g["x"], g["overhead_ms"], marker="o", color=color(line.split(" ")[0]), label=line)
+    if (s["x"] <= 0).any():
+        ax.set_xscale("symlog", linthresh=max(1.0, float(s.loc[s["x"] > 0, "x"].min()) if (s["x"] > 0).any() else 1.0))
+    else:
+        ax.set_xscale("log")
+    pos = s["overhead_ms"] > 0
+    if pos.all():
+        ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("overhead per round (ms)")
+    ax.legend(fontsize=7)
+    ax.grid(True, which="both", alpha=0.3)
+    return [Plot(name, title, fig, "Overhead per round = median mean round latency - the fixed work per round "
+                                   "(round_work_ms).")]
+
+
+def overhead_plots(summary: pd.DataFrame, rows: pd.DataFrame) -> list[Plot]:
+    """The microbenchmarks: overhead per round against payload size and against number of clients."""
+    return (_overhead_plot(summary, rows, "payload_bytes", "overhead_vs_payload", "Overhead against payload size",
+                           "payload (bytes)", ("object_size", "actors"))
+            + _overhead_plot(summary, rows, "num_clients", "overhead_vs_clients", "Overhead against number of actors",
+                             "clients (actors)", ("actors", "object_size")))
+
+
+PHASES = ("sampling_s", "communication_s", "training_s")
+
+
+def dqn_plots(rows: pd.DataFrame, latencies: pd.DataFrame) -> list[Plot]:
+    """DQN: where each backend spends a repetition (stacked phases), and wall time against rounds done."""
+    ok = rows[(rows["scenario"] == "dqn") & (rows["status"] == "ok")]
+    if not len(ok):
+        return []
+    plots: list[Plot] = []
+    configs = sorted(set(ok["config"]))[:MAX_PANELS]
+    vary = varying_params(rows)
+    meta = _config_meta(rows)
+    def title(c: str) -> str:
+        w = meta.loc[c, "workers"]
+        return f"dqn {describe(meta.loc[c, 'params_dict'], vary.get('dqn', []), 30)} w={int(w) if np.isfinite(w) else '-'}"
+    phased = ok[np.array([any(k in e for k in PHASES) for e in ok["extra_dict"]], dtype=bool)]
+    if len(phased):
+        pconfigs = [c for c in configs if c in set(phased["config"])]
+        fig, axes = _figure(len(pconfigs))
+        for ax, c in zip(axes, pconfigs):
+            g = phased[phased["config"] == c]
+            labels = sorted(set(g["label"]))
+            bottom = np.zeros(len(labels))
+            for k, phase in enumerate(PHASES):
+                vals = np.array([np.nanmedian([float(e.get(phase, np.nan)) for e in g.loc[g["label"] == lab, "extra_dict"]])
+                                 for lab in labels])
+                vals = np.nan_to_num(vals)
+                ax.bar(labels, vals, bottom=bottom, label=phase[:-2], color=["#4c72b0", "#dd8452", "#55a868"][k])
+                bottom += vals
+            ax.set_ylabel("seconds per repetition (median)")
+            ax.set_title(title(c), fontsize=9)
+            ax.tick_params(axis="x", labelsize=7, rotation=20)
+            ax.legend(fontsize=7)
+        plots.append(Plot("dqn_phases", "DQN: sampling, communication and training time", fig,
+                          "Median over repetitions of each phase's seconds (from the rows' extra column)."))
+    lat = _latency_frame(ok, latencies)
+    fig, axes = _figure(len(configs))
+    for ax, c in zip(axes, configs):
+        lc = lat[lat["config"] == c] if len(lat) else lat
+        g = ok[ok["config"] == c]
+        for label in sorted(set(g["label"])):
+            ll = lc[lc["label"] == label] if len(lc) else lc
+            if len(ll):
+                curves = [np.cumsum(r.sort_values("round")["latency_ms"].to_numpy(float)) / 1e3
+                          for _, r in ll.groupby(["job", "repetition"])]
+                n = min(len(cv) for cv in curves)
+                med = np.median(np.vstack([cv[:n] for cv in curves]), axis=0)
+                ax.plot(np.arange(1, n + 1), med, color=color(label), label=label)
+            else:
+                lg = g[g["label"] == label]
+                ax.plot(lg["rounds"], lg["seconds"], "o", color=color(label), label=f"{label} (totals only)")
+        ax.set_xlabel("rounds")
+        ax.set_ylabel("wall time (s)")
+        ax.set_title(title(c), fontsize=9)
+        ax.legend(fontsize=7)
+        ax.grid(True, alpha=0.3)
+    plots.append(Plot("dqn_wall_time", "DQN: wall time against rounds", fig,
+                      "Cumulative wall time after each round (median over repetitions of the summed round latencies)."))
+    return plots
+
+
+def all_plots(summary: pd.DataFrame, speedups: pd.DataFrame, rows: pd.DataFrame, latencies: pd.DataFrame) -> list[Plot]:
+    """Every figure the data allows, in report order."""
+    return [*throughput_vs_workers(summary, rows), *speedup_bars(speedups, rows), *latency_cdfs(rows, latencies),
+            *overhead_plots(summary, rows), *dqn_plots(rows, latencies)]

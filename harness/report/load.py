@@ -1,0 +1,161 @@
+"""Reading result files: every ``results.csv`` under the given paths, with the ``latencies.csv`` beside it.
+
+The report reads only result files (DESIGN.md): nothing here imports a backend or a scenario. Columns are
+taken from the results contract (`harness.results.COLUMNS`); the JSON columns are decoded once, and each row
+gets the keys the statistics group on: its backend label, its configuration key, its machine and software.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+import numpy as np
+import pandas as pd
+
+from harness.results import COLUMNS, LATENCIES_FILE, RESULTS_FILE
+
+#: columns that define one configuration: backends are compared only within one
+CONFIG_COLUMNS: tuple[str, ...] = ("scenario", "params", "env_id", "num_envs", "workers", "budget", "seed")
+NUMERIC = ("workers", "num_envs", "seed", "repetition", "units", "seconds", "throughput", "latency_p50_ms",
+           "latency_p99_ms", "startup_seconds", "latency_mean_ms", "rounds", "round_work_ms", "threads_per_worker")
+#: metadata fields that identify the machine, and those that identify the software
+MACHINE_KEYS = ("hostname", "cpu_model", "cpu_count", "ram_gb", "os")
+SOFTWARE_KEYS = ("python", "versions", "git_sha")
+
+
+@dataclass
+class ResultSet:
+    """All rows (one per repetition or failure) and all per-round latencies found under some paths."""
+
+    rows: pd.DataFrame
+    latencies: pd.DataFrame
+    files: list[Path] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> pd.DataFrame:
+        return self.rows[self.rows["status"] == "ok"]
+
+
+def find_result_files(paths: Iterable[Path | str]) -> list[Path]:
+    """Every ``results.csv`` under ``paths`` (files or folders), skipping the report's own output folders."""
+    found: set[Path] = set()
+    for p in map(Path, paths):
+        if p.is_file() and p.name == RESULTS_FILE:
+            found.add(p.resolve())
+        elif p.is_dir():
+            found.update(f.resolve() for f in p.rglob(RESULTS_FILE) if "report" not in f.relative_to(p).parts[:-1])
+    return sorted(found)
+
+
+def _json(text: Any) -> dict[str, Any]:
+    if not isinstance(text, str) or not text.strip():
+        return {}
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def canonical_json(value: dict[str, Any]) -> str:
+    """A dict as sorted, compact JSON: equal parameters give equal strings whatever their order in the file."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def backend_label(backend: Any, variant: Any) -> str:
+    """``backend:variant`` (``serial:-``, ``reactor:processes``, ``ray:actors``, ``ray:compiled``)."""
+    v = "-" if variant is None or (isinstance(variant, float) and np.isnan(variant)) or str(variant) == "" else variant
+    return f"{backend}:{v}"
+
+
+def _read_one(path: Path, job: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    df = pd.read_csv(path, dtype=str, keep_default_na=False)
+    for col in COLUMNS:
+        if col not in df.columns:
+            df[col] = ""
+    df["job"] = job
+    df["source"] = str(path)
+    lat_path = path.parent / LATENCIES_FILE
+    lat = pd.DataFrame(columns=["repetition", "round", "latency_ms", "job"])
+    if lat_path.exists():
+        lat = pd.read_csv(lat_path)
+        lat["job"] = job
+    return df, lat
+
+
+def load_results(paths: Iterable[Path | str]) -> ResultSet:
+    """Read every results file under ``paths`` into one tidy table (never raises on a bad file: it says so)."""
+    files = find_result_files(paths)
+    frames, lats, problems = [], [], []
+    for i, path in enumerate(files):
+        try:
+            df, lat = _read_one(path, job=f"{i}:{path.parent.name}")
+        except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+            problems.append(f"could not read {path}: {exc}")
+            continue
+        frames.append(df)
+        if len(lat):
+            lats.append(lat)
+    if frames:
+        rows = pd.concat(frames, ignore_index=True)
+    else:
+        rows = pd.DataFrame(columns=[*COLUMNS, "job", "source"])
+    latencies = (pd.concat(lats, ignore_index=True) if lats
+                 else pd.DataFrame({"repetition": pd.Series(dtype=float), "round": pd.Series(dtype=float),
+                                    "latency_ms": pd.Series(dtype=float), "job": pd.Series(dtype=str)}))
+    return ResultSet(rows=prepare(rows), latencies=latencies, files=files, problems=problems)
+
+
+def prepare(rows: pd.DataFrame) -> pd.DataFrame:
+    """Types, decoded JSON and grouping keys for raw rows (strings as read from CSV)."""
+    rows = rows.copy()
+    for col in NUMERIC:
+        rows[col] = pd.to_numeric(rows[col].replace("", np.nan), errors="coerce")
+    for col in ("scenario", "backend", "variant", "env_id", "budget", "unit", "checksum", "status", "error"):
+        rows[col] = rows[col].fillna("").astype(str)
+    rows["env_id"] = rows["env_id"].replace("", "-")
+    meta = [_json(m) for m in rows["metadata"]]
+    params = [_json(p) for p in rows["params"]]
+    rows["meta"] = meta
+    rows["params_dict"] = params
+    rows["extra_dict"] = [_json(e) for e in rows["extra"]]
+    rows["params"] = [canonical_json(p) for p in params]
+    rows["label"] = [backend_label(b, v) for b, v in zip(rows["backend"], rows["variant"])]
+    rows["hostname"] = [str(m.get("hostname", "?")) for m in meta]
+    rows["cpu_count"] = [m.get("cpu_count") for m in meta]
+    rows["machine"] = [canonical_json({k: m.get(k) for k in MACHINE_KEYS}) for m in meta]
+    rows["software"] = [canonical_json({k: m.get(k) for k in SOFTWARE_KEYS}) for m in meta]
+    rows["config"] = [config_key(r) for r in rows[list(CONFIG_COLUMNS)].itertuples(index=False)]
+    return rows
+
+
+def config_key(values: Any) -> str:
+    """One configuration's identity as a readable string (scenario first, then the knobs)."""
+    d = dict(zip(CONFIG_COLUMNS, values))
+    num_envs = d["num_envs"]
+    ne = "-" if num_envs is None or (isinstance(num_envs, float) and np.isnan(num_envs)) else int(num_envs)
+    workers = d["workers"]
+    w = "-" if workers is None or (isinstance(workers, float) and np.isnan(workers)) else int(workers)
+    seed = d["seed"]
+    s = "-" if seed is None or (isinstance(seed, float) and np.isnan(seed)) else int(seed)
+    return f"{d['scenario']} {d['env_id']} n={ne} w={w} {d['budget']} seed={s} {d['params']}"
+
+
+def latest_runs(rows: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """Keep, for each (configuration, backend label), only the rows of its most recent job (by ``started_at``).
+
+    Re-running a configuration appends a new job folder; pooling repetitions measured hours apart would mix
+    machine states, so the report uses the latest run and says how many older ones it set aside.
+    """
+    if not len(rows):
+        return rows, 0
+    started = pd.Series([str(m.get("started_at", "")) for m in rows["meta"]], index=rows.index)
+    jobs = pd.DataFrame({"config": rows["config"], "label": rows["label"], "job": rows["job"], "started": started})
+    per_job = jobs.groupby(["config", "label", "job"], sort=False)["started"].max().reset_index()
+    per_job = per_job.sort_values(["started", "job"])
+    keep = set(per_job.groupby(["config", "label"]).tail(1)["job"])
+    dropped = per_job["job"].nunique() - len(keep)
+    return rows[rows["job"].isin(keep)].reset_index(drop=True), int(dropped)

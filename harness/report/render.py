@@ -1,0 +1,406 @@
+"""Rendering the analysis: a self-contained HTML page, a Markdown page with linked figures, summary.csv, and
+the README's results section. Numbers are formatted here and only here."""
+from __future__ import annotations
+
+import datetime as _dt
+import html
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Optional, Sequence
+
+import numpy as np
+import pandas as pd
+
+from harness.report.figures import Plot, describe, varying_params
+from harness.report.load import MACHINE_KEYS, ResultSet
+from harness.report.paper import PAPER_CITATION
+from harness.report.stats import ALPHA, HEADLINE_PAIRS, Analysis
+
+README_START = "<!-- results:start -->"
+README_END = "<!-- results:end -->"
+
+
+# ------------------------------------------------------------------------------------------ formatting
+
+def num(x: Any, digits: int = 3) -> str:
+    """A number with ``digits`` significant digits and thousands separators; ``-`` for missing."""
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return "-"
+    if not math.isfinite(v):
+        return "-"
+    if v == 0:
+        return "0"
+    mag = math.floor(math.log10(abs(v)))
+    decimals = max(0, digits - 1 - mag)
+    return f"{v:,.{decimals}f}"
+
+
+def interval(lo: Any, hi: Any) -> str:
+    return f"[{num(lo)}, {num(hi)}]" if num(lo) != "-" else "-"
+
+
+def ratio_text(r: pd.Series) -> str:
+    """``3.21x [2.9, 3.5]`` plus significance."""
+    if not np.isfinite(r["ratio"]):
+        return "-"
+    sig = f"p={r['p_value']:.3g}" if r["significant"] else (
+        f"not significant (p={r['p_value']:.2g}" + (f"; n={r['n_a']}+{r['n_b']} cannot reach p<{ALPHA})"
+                                                   if r["min_p"] >= ALPHA else ")"))
+    return f"{num(r['ratio'])}x {interval(r['ci_low'], r['ci_high'])}, {sig}"
+
+
+@dataclass
+class Table:
+    """A rendered table: header, cells (strings), and per-row CSS class (``invalid``, ``unstable``, ...)."""
+
+    header: list[str]
+    rows: list[list[str]]
+    classes: list[str] = field(default_factory=list)
+
+    def markdown(self) -> str:
+        if not self.rows:
+            return "_(none)_\n"
+        esc = lambda s: str(s).replace("|", "\\|").replace("\n", " ")
+        lines = ["| " + " | ".join(map(esc, self.header)) + " |", "|" + "---|" * len(self.header)]
+        for cells, cls in zip(self.rows, self.classes or [""] * len(self.rows)):
+            mark = " **INVALID**" if cls == "invalid" else ""
+            lines.append("| " + " | ".join(map(esc, cells)) + mark + " |")
+        return "\n".join(lines) + "\n"
+
+    def html(self) -> str:
+        if not self.rows:
+            return "<p><em>(none)</em></p>"
+        head = "".join(f"<th>{html.escape(h)}</th>" for h in self.header)
+        body = []
+        for cells, cls in zip(self.rows, self.classes or [""] * len(self.rows)):
+            tds = "".join(f"<td>{html.escape(str(c))}</td>" for c in cells)
+            body.append(f'<tr class="{cls}">{tds}</tr>' if cls else f"<tr>{tds}</tr>")
+        return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+# ------------------------------------------------------------------------------------------ content
+
+@dataclass
+class Report:
+    """Everything the renderers need: the loaded rows, the analysis, the paper table and the figures."""
+
+    results: ResultSet
+    analysis: Analysis
+    paper: pd.DataFrame
+    plots: list[Plot]
+    sources: list[str]
+    superseded_runs: int = 0
+    generated_at: str = field(default_factory=lambda: _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
+
+
+def _config_text(rows: pd.DataFrame, config: str) -> str:
+    r = rows[rows["config"] == config]
+    if not len(r):
+        return config
+    r0 = r.iloc[0]
+    vary = varying_params(rows).get(r0["scenario"], [])
+    env = "" if r0["env_id"] in ("-", "") else f" {r0['env_id']}"
+    w = int(r0["workers"]) if np.isfinite(r0["workers"]) else "-"
+    extra = describe(r0["params_dict"], [k for k in vary if k not in ("env_id",)], 60)
+    return f"{r0['scenario']}{env} w={w} {r0['budget']}{(' ' + extra) if extra else ''}".strip()
+
+
+def warnings(rep: Report) -> list[str]:
+    """What a reader must know before trusting the numbers, and what is missing."""
+    rows, a = rep.results.rows, rep.analysis
+    out = list(rep.results.problems)
+    if not rep.results.files:
+        out.append(f"no results.csv found under {', '.join(rep.sources)}")
+        return out
+    if not len(rows):
+        out.append("the result files hold no rows")
+        return out
+    for _, m in a.mixed.iterrows():
+        out.append(f"mixed environment in one comparison: {_config_text(rows, m['config'])}: {m['mixed']}")
+    if rows["machine"].nunique() > 1 and not len(a.mixed):
+        out.append(f"rows come from {rows['machine'].nunique()} machines (never within one comparison)")
+    ok = rows[rows["status"] == "ok"]
+    if not len(ok):
+        out.append("no row has status ok: there are no measurements, only failures (listed below)")
+    bad = a.validity[~a.validity["valid"].astype(bool)]
+    if len(bad):
+        out.append(f"{len(bad)} configuration(s) invalid: their backends' checksums differ; no speedup computed")
+    if len(a.failures):
+        out.append(f"{len(a.failures)} row(s) with status error or timeout (listed under Failures)")
+    unstable = a.summary[a.summary["unstable"].astype(bool) & (a.summary["n_ok"] > 0)]
+    if len(unstable):
+        out.append(f"{len(unstable)} of {int((a.summary['n_ok'] > 0).sum())} results are unstable "
+                   "(CV over 10%, fewer than 3 repetitions, or a repetition under 1 ms)")
+    if len(ok) and not len(a.speedups):
+        out.append("no configuration has two backends with ok rows: no speedups to compute")
+    labels = set(ok["label"])
+    for num_, den in HEADLINE_PAIRS:
+        missing = [lab for lab in (num_, den) if lab not in labels]
+        if missing:
+            out.append(f"headline {num_} / {den} unavailable: no ok rows for {', '.join(missing)}")
+    if len(ok) and not len(rep.results.latencies):
+        out.append("no latencies.csv beside the results: latency distributions are not drawn")
+    if rep.superseded_runs:
+        out.append(f"{rep.superseded_runs} older run(s) of an already measured configuration and backend set aside "
+                   "(the latest run is used; --all-runs pools them)")
+    return out
+
+
+def headline_table(rep: Report) -> Table:
+    """Per configuration: reactor:processes over ray:actors and over ray:compiled, with intervals."""
+    sp, rows = rep.analysis.speedups, rep.results.rows
+    summ = rep.analysis.summary.set_index(["config", "label"])
+    head = sp[sp["headline"].astype(bool)] if len(sp) else sp
+    configs = sorted(set(head["config"]), key=lambda c: _config_text(rows, c))
+    labels = sorted({lab for pair in HEADLINE_PAIRS for lab in pair})
+    out = []
+    for c in configs:
+        cells = [_config_text(rows, c)]
+        unit = ""
+        for lab in labels:
+            if (c, lab) in summ.index:
+                s = summ.loc[(c, lab)]
+                unit = s["unit"] or unit
+                cells.append(f"{num(s['median'])}" + (" (unstable)" if s["unstable"] else ""))
+            else:
+                cells.append("-")
+        for a_, b_ in HEADLINE_PAIRS:
+            r = head[(head["config"] == c) & (head["numerator"] == a_) & (head["denominator"] == b_)]
+            cells.append(ratio_text(r.iloc[0]) if len(r) else "-")
+        cells.insert(1, unit)
+        out.append(cells)
+    return Table(["configuration", "unit/s", *labels, *[f"{a} / {b}" for a, b in HEADLINE_PAIRS]], out)
+
+
+def geomean_table(rep: Report) -> Table:
+    g = rep.analysis.geomeans
+    return Table(["pair", "scenario", "geometric mean", "configurations", "significant"],
+                 [[r["pair"], r["scenario"], f"{num(r['geomean'])}x", str(r["configurations"]), str(r["significant"])]
+                  for _, r in g.iterrows()])
+
+
+def paper_table(rep: Report) -> Table:
+    return Table(["scenario", "claim", "paper", "paper settings", "measured here", "how measured", "this machine"],
+                 [[r["scenario"], r["claim"], r["paper"], r["paper_settings"], r["measured"], r["how"],
+                   r["this_machine"]] for _, r in rep.paper.iterrows()])
+
+
+def scenario_tables(rep: Report) -> list[tuple[str, Table]]:
+    """One table per scenario: every (configuration, backend) with its statistics; invalid rows in red."""
+    s, rows = rep.analysis.summary, rep.results.rows
+    out = []
+    for scen, g in s.groupby("scenario", sort=True):
+        has_overhead = np.isfinite(g["overhead_ms"].astype(float)).any()
+        header = ["configuration", "backend", "ok/err/timeout", "median", "95% interval", "unit/s", "CV",
+                  "stability", "efficiency", "p50 ms", "p99 ms", "startup s"] + (["overhead ms/round"] if has_overhead else [])
+        cells, classes = [], []
+        g = g.assign(_c=[_config_text(rows, c) for c in g["config"]]).sort_values(["_c", "workers", "label"])
+        for _, r in g.iterrows():
+            row = [r["_c"], r["label"], f"{r['n_ok']}/{r['n_error']}/{r['n_timeout']}", num(r["median"]),
+                   interval(r["ci_low"], r["ci_high"]), r["unit"] or "-",
+                   f"{r['cv']:.1%}" if np.isfinite(r["cv"]) else "-",
+                   ("unstable: " + r["unstable_reasons"]) if r["unstable"] else "stable",
+                   f"{r['efficiency']:.0%}" if np.isfinite(r["efficiency"]) else "-",
+                   num(r["latency_p50_ms"]), num(r["latency_p99_ms"]), num(r["startup_s"])]
+            if has_overhead:
+                row.append(num(r["overhead_ms"]))
+            cells.append(row)
+            classes.append("invalid" if r["valid"] is False or r["valid"] == False else ("unstable" if r["unstable"] else ""))  # noqa: E712
+        out.append((scen, Table(header, cells, classes)))
+    return out
+
+
+def speedup_table(rep: Report) -> Table:
+    sp, rows = rep.analysis.speedups, rep.results.rows
+    return Table(["configuration", "backend", "over", "speedup [95% interval], significance"],
+                 [[_config_text(rows, r["config"]), r["numerator"], r["denominator"], ratio_text(r)]
+                  for _, r in sp.sort_values(["scenario", "config", "numerator", "denominator"]).iterrows()])
+
+
+def invalid_table(rep: Report) -> Table:
+    bad = rep.analysis.validity[~rep.analysis.validity["valid"].astype(bool)]
+    return Table(["configuration", "checksums that differ"],
+                 [[_config_text(rep.results.rows, r["config"]), r["detail"]] for _, r in bad.iterrows()],
+                 ["invalid"] * len(bad))
+
+
+def failure_table(rep: Report) -> Table:
+    f = rep.analysis.failures
+    return Table(["scenario", "backend", "workers", "configuration", "status", "message", "file"],
+                 [[r["scenario"], r["label"], num(r["workers"]), _config_text(rep.results.rows, r["config"]),
+                   r["status"], (r["error"] or "(no message)")[:500], r["source"]] for _, r in f.iterrows()],
+                 ["failed"] * len(f))
+
+
+def environment_table(rep: Report) -> Table:
+    """Hardware and software per distinct machine + software stack among the rows."""
+    rows = rep.results.rows
+    if not len(rows):
+        return Table([], [])
+    out = []
+    for (machine, software), g in rows.groupby(["machine", "software"], sort=True):
+        meta = g["meta"].iloc[0]
+        versions = meta.get("versions", {}) or {}
+        out.append([str(meta.get("hostname", "?")), str(meta.get("cpu_model", "?")), str(meta.get("cpu_count", "?")),
+                    str(meta.get("ram_gb", "?")), str(meta.get("os", "?")), str(meta.get("python", "?")),
+                    ", ".join(f"{k} {v}" for k, v in sorted(versions.items()) if v and v != "-"),
+                    f"{str(meta.get('git_sha', '?'))[:10]}{' (dirty)' if meta.get('git_dirty') else ''}",
+                    ", ".join(sorted(set(g["scenario"]))), str(len(g))])
+    return Table(["host", "cpu", "cores", "RAM GB", "os", "python", "packages", "git", "scenarios", "rows"], out)
+
+
+def machine_line(rows: pd.DataFrame) -> str:
+    """``host (cpu, N cores, R GB RAM, os)`` for each machine among the rows."""
+    seen = []
+    for meta in rows.drop_duplicates("machine")["meta"]:
+        seen.append(f"{meta.get('hostname', '?')} ({meta.get('cpu_model', '?')}, {meta.get('cpu_count', '?')} cores, "
+                    f"{meta.get('ram_gb', '?')} GB RAM, {meta.get('os', '?')})")
+    return "; ".join(seen) or "unknown machine"
+
+
+def _counts(rep: Report) -> str:
+    rows = rep.results.rows
+    st = rows["status"].value_counts().to_dict() if len(rows) else {}
+    return (f"{len(rep.results.files)} result file(s), {len(rows)} row(s): "
+            + ", ".join(f"{st.get(k, 0)} {k}" for k in ("ok", "error", "timeout")))
+
+
+# ------------------------------------------------------------------------------------------ documents
+
+def _sections(rep: Report) -> list[tuple[str, str, Any]]:
+    """(title, intro, content) where content is a Table, a list of tables, or plots."""
+    secs: list[tuple[str, str, Any]] = [
+        ("Headline", "reactor:processes against Ray (actors, compiled graphs) on each configuration measured with "
+         "them. Medians in unit/s; speedup = ratio of medians with a 95% bootstrap interval; significance by a "
+         "two-sided Mann-Whitney U test.", headline_table(rep)),
+        ("Geometric means", "Per scenario over its configurations, then across scenarios.", geomean_table(rep)),
+        ("The paper side by side", f"{PAPER_CITATION}. Measured: reactor:processes / ray:actors.", paper_table(rep)),
+    ]
+    for scen, t in scenario_tables(rep):
+        secs.append((f"Scenario {scen}", "One row per configuration and backend. Red rows: invalid (checksums "
+                     "differ between backends).", t))
+    secs += [
+        ("All speedups", "Every backend over every other, within each valid configuration.", speedup_table(rep)),
+        ("Invalid configurations", "Backends produced different checksums at the same repetition index: "
+         "they did not do the same work, so no speedup is computed.", invalid_table(rep)),
+        ("Failures", "Rows with status error or timeout, with their messages.", failure_table(rep)),
+        ("Hardware and software", "From the rows' metadata.", environment_table(rep)),
+        ("Figures", "", rep.plots),
+    ]
+    return secs
+
+
+CSS = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1400px;color:#222}
+table{border-collapse:collapse;margin:.5em 0 1.5em;font-size:13px}th,td{border:1px solid #ccc;padding:3px 6px;
+text-align:left;vertical-align:top}th{background:#f3f3f3}tr.invalid td{background:#fdd;color:#a00}
+tr.failed td{background:#fff3f0}tr.unstable td:nth-child(8){color:#a60}.warn{background:#fff8e1;border:1px solid
+#e0c060;padding:.5em 1em}figure{margin:1em 0}img{max-width:100%}figcaption{font-size:13px;color:#555}"""
+
+
+def to_html(rep: Report) -> str:
+    """The self-contained page: figures embedded as base64 PNG, no external resource."""
+    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>reactorbench report</title>"
+             f"<style>{CSS}</style></head><body><h1>reactorbench report</h1>",
+             f"<p>Generated {html.escape(rep.generated_at)} from {html.escape(', '.join(rep.sources))}: "
+             f"{html.escape(_counts(rep))}.<br>Machine: {html.escape(machine_line(rep.results.rows))}.<br>"
+             "How to read it: docs/report.md.</p>"]
+    warns = warnings(rep)
+    if warns:
+        parts.append("<div class='warn'><strong>Warnings and missing data</strong><ul>"
+                     + "".join(f"<li>{html.escape(w)}</li>" for w in warns) + "</ul></div>")
+    for title, intro, content in _sections(rep):
+        parts.append(f"<h2>{html.escape(title)}</h2>")
+        if intro:
+            parts.append(f"<p>{html.escape(intro)}</p>")
+        if isinstance(content, Table):
+            body = content.html()
+            if title == "All speedups" and len(content.rows) > 20:
+                body = f"<details><summary>{len(content.rows)} comparisons</summary>{body}</details>"
+            parts.append(body)
+        elif isinstance(content, list):
+            if not content:
+                parts.append("<p><em>No figure: not enough data.</em></p>")
+            for p in content:
+                parts.append(f"<figure><img alt='{html.escape(p.title)}' src='data:image/png;base64,{p.png_base64()}'>"
+                             f"<figcaption><strong>{html.escape(p.title)}.</strong> {html.escape(p.caption)}"
+                             "</figcaption></figure>")
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def to_markdown(rep: Report, figure_dir: str = "figures") -> str:
+    """The Markdown page: tables, and figures linked relative to the page."""
+    lines = ["# reactorbench report", "",
+             f"Generated {rep.generated_at} from {', '.join(rep.sources)}: {_counts(rep)}.", "",
+             f"Machine: {machine_line(rep.results.rows)}. How to read it: docs/report.md.", ""]
+    warns = warnings(rep)
+    if warns:
+        lines += ["**Warnings and missing data**", ""] + [f"- {w}" for w in warns] + [""]
+    for title, intro, content in _sections(rep):
+        lines += [f"## {title}", ""]
+        if intro:
+            lines += [intro, ""]
+        if isinstance(content, Table):
+            lines.append(content.markdown())
+        elif isinstance(content, list):
+            if not content:
+                lines += ["_No figure: not enough data._", ""]
+            for p in content:
+                lines += [f"![{p.title}]({figure_dir}/{p.name}.png)", "",
+                          f"*{p.title}.* {p.caption} ([SVG]({figure_dir}/{p.name}.svg))", ""]
+    return "\n".join(lines)
+
+
+def summary_csv(rep: Report) -> pd.DataFrame:
+    """summary.csv: one row per configuration and backend, plus its speedups over the headline denominators."""
+    s = rep.analysis.summary.copy()
+    sp = rep.analysis.speedups
+    for a_, b_ in HEADLINE_PAIRS:
+        col = f"speedup_over_{b_.replace(':', '_')}"
+        sel = sp[(sp["denominator"] == b_)].set_index(["config", "numerator"]) if len(sp) else None
+        vals, sig = [], []
+        for _, r in s.iterrows():
+            key = (r["config"], r["label"])
+            if sel is not None and key in sel.index:
+                vals.append(sel.loc[key, "ratio"]); sig.append(bool(sel.loc[key, "significant"]))
+            else:
+                vals.append(math.nan); sig.append(None)
+        s[col] = vals
+        s[col + "_significant"] = sig
+    return s
+
+
+def readme_section(rep: Report) -> str:
+    """The README's results block (between the markers): machine, date and the headline table."""
+    rows = rep.results.rows
+    started = sorted(str(m.get("started_at", "")) for m in rows["meta"]) if len(rows) else []
+    when = f"{started[0][:10]} to {started[-1][:10]}" if started and started[0] else rep.generated_at
+    lines = [README_START,
+             "<!-- generated by `python -m harness.report --readme README.md`; do not edit by hand -->", "",
+             f"Measured on {machine_line(rows)}, {when}. {_counts(rep)}.", ""]
+    t = headline_table(rep)
+    lines.append(t.markdown() if t.rows else "_No headline comparison in these results (reactor:processes against "
+                 "ray:actors or ray:compiled)._\n")
+    g = rep.analysis.geomeans
+    allrow = g[g["scenario"] == "all"]
+    if len(allrow):
+        lines += ["Geometric mean across scenarios: " + "; ".join(
+            f"{r['pair']} = {num(r['geomean'])}x" for _, r in allrow.iterrows()) + ".", ""]
+    warns = warnings(rep)
+    if warns:
+        lines += [f"Caveats: {len(warns)} (see the full report, `make report`)."]
+    lines += ["", README_END]
+    return "\n".join(lines)
+
+
+def update_readme(path: Path, section: str) -> None:
+    """Replace the text between the results markers in ``path``; refuse if the markers are missing."""
+    text = path.read_text()
+    start, end = text.find(README_START), text.find(README_END)
+    if start < 0 or end < 0 or end < start:
+        raise ValueError(f"{path} lacks the markers {README_START} ... {README_END}")
+    path.write_text(text[:start] + section + text[end + len(README_END):])

@@ -1,0 +1,305 @@
+"""Statistics of the report: medians with intervals, spread, stability, speedups, efficiency, validity.
+
+Rules (DESIGN.md "Measurement rules", after pyperf): the median of the repetitions with a 95% bootstrap
+interval; a result is *unstable* when its coefficient of variation is over 10%, when it has fewer than 3
+repetitions, or when a repetition is shorter than the timer can resolve reliably. A speedup is the ratio of
+two medians on the same configuration, with a bootstrap interval and a two-sided Mann-Whitney U test.
+Every definition is spelled out in docs/report.md.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from itertools import permutations
+from typing import Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+from scipy import stats as _st
+
+CONFIDENCE = 0.95
+ALPHA = 0.05
+BOOTSTRAP_SAMPLES = 2000
+CV_LIMIT = 0.10
+MIN_REPETITIONS = 3
+#: a repetition shorter than this is too short to time reliably (pyperf warns below 1 ms as well)
+MIN_SECONDS = 1e-3
+#: the headline comparisons: (numerator, denominator) labels
+HEADLINE_PAIRS: tuple[tuple[str, str], ...] = (("reactor:processes", "ray:actors"), ("reactor:processes", "ray:compiled"))
+SERIAL = "serial:-"
+
+
+def _clean(x: Iterable[float]) -> np.ndarray:
+    a = np.asarray(list(x), dtype=float)
+    return a[np.isfinite(a)]
+
+
+def _rng(seed: int = 0) -> np.random.Generator:
+    # a fixed seed: the same result files always give the same report
+    return np.random.default_rng(seed)
+
+
+def bootstrap_medians(x: np.ndarray, n_boot: int = BOOTSTRAP_SAMPLES, seed: int = 0) -> np.ndarray:
+    """Medians of ``n_boot`` resamples (with replacement) of ``x``."""
+    idx = _rng(seed).integers(0, x.size, size=(n_boot, x.size))
+    return np.median(x[idx], axis=1)
+
+
+def median_ci(x: Iterable[float], confidence: float = CONFIDENCE, n_boot: int = BOOTSTRAP_SAMPLES) -> tuple[float, float, float]:
+    """(median, low, high): the sample median and its percentile-bootstrap interval (NaN when empty)."""
+    a = _clean(x)
+    if a.size == 0:
+        return (math.nan, math.nan, math.nan)
+    med = float(np.median(a))
+    if a.size == 1:
+        return (med, med, med)
+    meds = bootstrap_medians(a, n_boot)
+    tail = (1 - confidence) / 2 * 100
+    lo, hi = np.percentile(meds, [tail, 100 - tail])
+    return (med, float(lo), float(hi))
+
+
+def coefficient_of_variation(x: Iterable[float]) -> float:
+    """Sample standard deviation over the mean (NaN with fewer than 2 values or a zero mean)."""
+    a = _clean(x)
+    if a.size < 2 or a.mean() == 0:
+        return math.nan
+    return float(a.std(ddof=1) / abs(a.mean()))
+
+
+def unstable_reasons(values: Iterable[float], seconds: Iterable[float] = (), cv_limit: float = CV_LIMIT,
+                     min_repetitions: int = MIN_REPETITIONS, min_seconds: float = MIN_SECONDS) -> list[str]:
+    """Why a result should not be trusted as is; empty when it is stable."""
+    a = _clean(values)
+    s = _clean(seconds)
+    reasons = []
+    if a.size < min_repetitions:
+        reasons.append(f"{a.size} repetition{'s' if a.size != 1 else ''} (< {min_repetitions})")
+    cv = coefficient_of_variation(a)
+    if np.isfinite(cv) and cv > cv_limit:
+        reasons.append(f"CV {cv:.0%} (> {cv_limit:.0%})")
+    if s.size and s.min() < min_seconds:
+        reasons.append(f"shortest repetition {s.min() * 1e3:.3g} ms (< {min_seconds * 1e3:g} ms)")
+    return reasons
+
+
+def min_p_value(n_a: int, n_b: int) -> float:
+    """The smallest two-sided p-value an exact Mann-Whitney U test can reach with these sample sizes."""
+    if n_a < 1 or n_b < 1:
+        return 1.0
+    return min(1.0, 2.0 / math.comb(n_a + n_b, n_a))
+
+
+@dataclass
+class Speedup:
+    """``a`` over ``b``: ratio of median throughputs, its interval, and whether the difference is significant."""
+
+    ratio: float
+    low: float
+    high: float
+    p_value: float
+    significant: bool
+    n_a: int
+    n_b: int
+
+    @property
+    def min_p(self) -> float:
+        return min_p_value(self.n_a, self.n_b)
+
+
+def speedup(a: Iterable[float], b: Iterable[float], confidence: float = CONFIDENCE, alpha: float = ALPHA,
+            n_boot: int = BOOTSTRAP_SAMPLES) -> Speedup:
+    """Median(a) / median(b) with a bootstrap interval (a and b resampled apart) and a two-sided U test."""
+    x, y = _clean(a), _clean(b)
+    if x.size == 0 or y.size == 0 or np.median(y) == 0:
+        return Speedup(math.nan, math.nan, math.nan, math.nan, False, int(x.size), int(y.size))
+    ratio = float(np.median(x) / np.median(y))
+    bx = bootstrap_medians(x, n_boot, seed=1)
+    by = bootstrap_medians(y, n_boot, seed=2)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratios = bx / by
+    ratios = ratios[np.isfinite(ratios)]
+    tail = (1 - confidence) / 2 * 100
+    lo, hi = np.percentile(ratios, [tail, 100 - tail]) if ratios.size else (math.nan, math.nan)
+    p = float(_st.mannwhitneyu(x, y, alternative="two-sided").pvalue)
+    p = 1.0 if not np.isfinite(p) else p
+    return Speedup(ratio, float(lo), float(hi), p, bool(p < alpha), int(x.size), int(y.size))
+
+
+def geometric_mean(values: Iterable[float]) -> float:
+    """Geometric mean of the positive finite values (NaN when none): the mean of ratios across scenarios."""
+    a = _clean(values)
+    a = a[a > 0]
+    return float(np.exp(np.log(a).mean())) if a.size else math.nan
+
+
+# ---------------------------------------------------------------- tables over a whole result set
+
+def _first(series: pd.Series) -> object:
+    return series.iloc[0] if len(series) else None
+
+
+def _median(series: pd.Series) -> float:
+    a = _clean(series)
+    return float(np.median(a)) if a.size else math.nan
+
+
+SUMMARY_COLUMNS = [
+    "scenario", "config", "params", "env_id", "num_envs", "workers", "budget", "seed", "label", "backend", "variant",
+    "unit", "n_ok", "n_error", "n_timeout", "median", "ci_low", "ci_high", "cv", "unstable", "unstable_reasons",
+    "median_seconds", "rounds", "latency_p50_ms", "latency_p99_ms", "latency_mean_ms", "round_work_ms",
+    "overhead_ms", "startup_s", "cpu_count", "hosts"]
+
+
+def summarize(rows: pd.DataFrame) -> pd.DataFrame:
+    """One row per (configuration, backend label): counts, median throughput [interval], CV, stability, latencies."""
+    out = []
+    for (config, label), g in rows.groupby(["config", "label"], sort=True):
+        ok = g[g["status"] == "ok"]
+        med, lo, hi = median_ci(ok["throughput"])
+        reasons = unstable_reasons(ok["throughput"], ok["seconds"]) if len(ok) else ["no ok repetitions"]
+        lat_mean = _median(ok["latency_mean_ms"])
+        work = _median(ok["round_work_ms"])
+        first = g.iloc[0]
+        out.append({
+            "scenario": first["scenario"], "config": config, "params": first["params"], "env_id": first["env_id"],
+            "num_envs": first["num_envs"], "workers": first["workers"], "budget": first["budget"],
+            "seed": first["seed"], "label": label, "backend": first["backend"], "variant": first["variant"] or "-",
+            "unit": _first(ok["unit"]) if len(ok) else first["unit"],
+            "n_ok": int(len(ok)), "n_error": int((g["status"] == "error").sum()),
+            "n_timeout": int((g["status"] == "timeout").sum()),
+            "median": med, "ci_low": lo, "ci_high": hi, "cv": coefficient_of_variation(ok["throughput"]),
+            "unstable": bool(reasons), "unstable_reasons": "; ".join(reasons),
+            "median_seconds": _median(ok["seconds"]), "rounds": _median(ok["rounds"]),
+            "latency_p50_ms": _median(ok["latency_p50_ms"]), "latency_p99_ms": _median(ok["latency_p99_ms"]),
+            "latency_mean_ms": lat_mean, "round_work_ms": work,
+            "overhead_ms": lat_mean - work if np.isfinite(lat_mean) and np.isfinite(work) else math.nan,
+            "startup_s": _median(ok["startup_seconds"]),
+            "cpu_count": _median(pd.to_numeric(g["cpu_count"], errors="coerce")),
+            "hosts": ", ".join(sorted(set(g["hostname"]))),
+        })
+    return pd.DataFrame(out, columns=SUMMARY_COLUMNS)
+
+
+def add_efficiency(summary: pd.DataFrame) -> pd.DataFrame:
+    """Efficiency = median throughput / (serial throughput x min(workers, cores)).
+
+    Serial throughput comes from the serial backend on the same configuration when measured, else on the same
+    scenario and parameters with the same budget and seed (any workers: serial uses one core), else any."""
+    s = summary.copy()
+    s["ceiling"] = math.nan
+    s["efficiency"] = math.nan
+    serial = s[(s["label"] == SERIAL) & np.isfinite(s["median"].astype(float))] if len(s) else s
+    for i, r in s.iterrows():
+        cand = serial[(serial["scenario"] == r["scenario"]) & (serial["params"] == r["params"])]
+        same = cand[cand["config"] == r["config"]]
+        exact = cand[(cand["budget"] == r["budget"]) & (cand["seed"] == r["seed"])]
+        use = same if len(same) else (exact if len(exact) else cand)
+        if not len(use) or not np.isfinite(r["median"]):
+            continue
+        per_core = float(np.median(use["median"]))
+        cores = r["cpu_count"] if np.isfinite(r["cpu_count"]) else math.nan
+        workers = r["workers"] if np.isfinite(r["workers"]) else 1
+        if not np.isfinite(cores):
+            continue
+        ceiling = per_core * min(workers, cores)
+        s.at[i, "ceiling"] = ceiling
+        s.at[i, "efficiency"] = r["median"] / ceiling if ceiling > 0 else math.nan
+    return s
+
+
+def validity(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per configuration: valid unless its ok rows' checksums differ at an equal repetition index.
+
+    ``detail`` names, for each differing repetition, which labels produced which checksum.
+    """
+    out = []
+    for config, g in rows.groupby("config", sort=True):
+        ok = g[(g["status"] == "ok") & (g["checksum"] != "")]
+        details = []
+        for rep, r in ok.groupby("repetition"):
+            if r["checksum"].nunique() > 1:
+                by = r.groupby("checksum")["label"].apply(lambda s: ",".join(sorted(set(s))))
+                details.append(f"rep {int(rep)}: " + " vs ".join(f"{lab}={ck[:8]}" for ck, lab in by.items()))
+        compared = ok["label"].nunique()
+        out.append({"config": config, "valid": not details, "labels_compared": int(compared),
+                    "detail": "; ".join(details)})
+    return pd.DataFrame(out) if out else pd.DataFrame(columns=["config", "valid", "labels_compared", "detail"])
+
+
+def mixed_environment(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per configuration with more than one machine or software stack among its rows: what is mixed."""
+    out = []
+    for config, g in rows.groupby("config", sort=True):
+        machines, software = g["machine"].nunique(), g["software"].nunique()
+        if machines > 1 or software > 1:
+            what = []
+            if machines > 1:
+                what.append(f"{machines} machines ({', '.join(sorted(set(g['hostname'])))})")
+            if software > 1:
+                what.append(f"{software} software stacks (python, package versions or git commit)")
+            out.append({"config": config, "scenario": g["scenario"].iloc[0], "mixed": " and ".join(what)})
+    return pd.DataFrame(out) if out else pd.DataFrame(columns=["config", "scenario", "mixed"])
+
+
+def pairwise_speedups(rows: pd.DataFrame, valid: pd.DataFrame) -> pd.DataFrame:
+    """Speedup of every label over every other in each valid configuration (ok rows' throughput)."""
+    ok = rows[rows["status"] == "ok"]
+    invalid = set(valid.loc[~valid["valid"].astype(bool), "config"]) if len(valid) else set()
+    out = []
+    for config, g in ok.groupby("config", sort=True):
+        if config in invalid:
+            continue
+        samples = {lab: s["throughput"].to_numpy(float) for lab, s in g.groupby("label")}
+        for a, b in permutations(sorted(samples), 2):
+            sp = speedup(samples[a], samples[b])
+            out.append({"scenario": g["scenario"].iloc[0], "config": config, "workers": g["workers"].iloc[0],
+                        "numerator": a, "denominator": b, "ratio": sp.ratio, "ci_low": sp.low, "ci_high": sp.high,
+                        "p_value": sp.p_value, "significant": sp.significant, "n_a": sp.n_a, "n_b": sp.n_b,
+                        "min_p": sp.min_p, "headline": (a, b) in HEADLINE_PAIRS})
+    cols = ["scenario", "config", "workers", "numerator", "denominator", "ratio", "ci_low", "ci_high", "p_value",
+            "significant", "n_a", "n_b", "min_p", "headline"]
+    return pd.DataFrame(out, columns=cols)
+
+
+def geomean_by_scenario(speedups: pd.DataFrame, pairs: Sequence[tuple[str, str]] = HEADLINE_PAIRS) -> pd.DataFrame:
+    """For each pair: the geometric mean of its speedups per scenario (over that scenario's configurations),
+    then across scenarios (row ``scenario == "all"``)."""
+    out = []
+    for a, b in pairs:
+        sel = speedups[(speedups["numerator"] == a) & (speedups["denominator"] == b)]
+        if not len(sel):
+            continue
+        per = []
+        for scen, g in sel.groupby("scenario", sort=True):
+            gm = geometric_mean(g["ratio"])
+            per.append(gm)
+            out.append({"pair": f"{a} / {b}", "scenario": scen, "geomean": gm, "configurations": int(len(g)),
+                        "significant": int(g["significant"].sum())})
+        out.append({"pair": f"{a} / {b}", "scenario": "all", "geomean": geometric_mean(per),
+                    "configurations": int(len(sel)), "significant": int(sel["significant"].sum())})
+    return pd.DataFrame(out, columns=["pair", "scenario", "geomean", "configurations", "significant"])
+
+
+@dataclass
+class Analysis:
+    """Everything the renderers need, computed once."""
+
+    summary: pd.DataFrame
+    validity: pd.DataFrame
+    speedups: pd.DataFrame
+    geomeans: pd.DataFrame
+    mixed: pd.DataFrame
+    failures: pd.DataFrame
+
+
+def analyze(rows: pd.DataFrame) -> Analysis:
+    """All statistics of one result set (rows from `harness.report.load`)."""
+    summary = add_efficiency(summarize(rows))
+    valid = validity(rows)
+    summary = summary.merge(valid[["config", "valid"]], on="config", how="left")
+    sp = pairwise_speedups(rows, valid)
+    fails = rows[rows["status"].isin(["error", "timeout"])]
+    fail_cols = ["scenario", "label", "workers", "config", "repetition", "status", "error", "source"]
+    return Analysis(summary=summary, validity=valid, speedups=sp, geomeans=geomean_by_scenario(sp),
+                    mixed=mixed_environment(rows), failures=fails[fail_cols].reset_index(drop=True))
