@@ -145,12 +145,13 @@ class ProcessGroup:
                 pass
         return WorkerError(rank, info)
 
-    def run(self, body: Callable[[int, _sync.Barrier], Any], *, before_fork: Callable[[], None] | None = None) -> Any:
-        """Fork the workers, run ``body`` everywhere, tear down; re-raise remote errors."""
+    def start(self, body: Callable[[int, _sync.Barrier], Any]) -> _sync.Barrier:
+        """Create the control block and fork ranks 1..n-1, each running ``body(rank, barrier)``.
+
+        Returns rank 0's barrier. The caller runs rank 0's part, then calls :meth:`finish`.
+        """
         self.ctl = create_segment(self.prefix + "ctl", self.size)
         try:
-            if before_fork is not None:
-                before_fork()
             sys.stdout.flush()
             sys.stderr.flush()
             for rank in range(1, self.n):
@@ -159,25 +160,47 @@ class ProcessGroup:
                     self._child(rank, body)
                 self.pids[rank] = pid
             self.barrier = _sync.Barrier(self.ctl, self.n, 0, check=self._check_children)
-            try:
-                result = body(0, self.barrier)
-                self.barrier.arrive()  # everybody finished cleanly
+            return self.barrier
+        except BaseException:
+            self._teardown()
+            raise
+
+    def finish(self, error: BaseException | None = None, before_teardown: Callable[[], None] | None = None) -> None:
+        """End the group: after success, meet the children at the final barrier (then call
+        ``before_teardown``, e.g. to read their results); in every case stop, reap and unlink.
+
+        Raises :class:`WorkerError` when ``error`` (or the final barrier) is due to a remote error.
+        """
+        assert self.barrier is not None
+        try:
+            if error is None:
+                try:
+                    self.barrier.arrive()  # everybody finished cleanly
+                except _sync.Aborted as exc:
+                    err = self._remote_error(exc.code)
+                    if err is not None:
+                        raise err from None
+                    raise
                 self._finished = True
-                return result
-            except _sync.Aborted as exc:
-                err = self._remote_error(exc.code)
-                if err is not None:
-                    raise err from None
-                raise
-            except BaseException as exc:
-                # The parent's own error may be the consequence of a remote one.
-                code = self.barrier.stop_code
-                err = self._remote_error(code)
-                if err is not None and not isinstance(exc, (KeyboardInterrupt, WorkerDied)):
-                    raise err from exc
-                raise
+                if before_teardown is not None:
+                    before_teardown()
+                return
+            err = self._remote_error(self.barrier.stop_code)
+            if err is not None and not isinstance(error, (KeyboardInterrupt, WorkerDied)):
+                raise err from (None if isinstance(error, _sync.Aborted) else error)
         finally:
             self._teardown()
+
+    def run(self, body: Callable[[int, _sync.Barrier], Any]) -> Any:
+        """Fork the workers, run ``body`` everywhere (rank 0 here), tear down; re-raise remote errors."""
+        barrier = self.start(body)
+        try:
+            result = body(0, barrier)
+        except BaseException as exc:
+            self.finish(exc)
+            raise
+        self.finish(None)
+        return result
 
     def _child(self, rank: int, body: Callable[[int, _sync.Barrier], Any]) -> None:  # pragma: no cover
         code = 0

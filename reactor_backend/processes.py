@@ -1,0 +1,305 @@
+"""The multi-process executor: ``run(main, executor="processes", workers=N)``.
+
+Why: on stock CPython, reactions on threads cannot run Python code in parallel. Here each of N
+processes runs the reactions of the reactors placed on it, and the processes meet only at
+barriers in shared memory (``_sync``), exchanging port values through ``/dev/shm`` slots
+(``transport``). No locks, no queues, no per-reaction messages.
+
+Placement (static, at assembly)
+    ``assembly.assign_workers(program, N)``: hints (``Reactor.place`` / ``Bank.place``) win; banks
+    are split into contiguous even parts; everything else lives with its container (main: worker
+    0). Worker 0 is the calling process, so reactors placed there keep their state in the caller
+    and can be read after ``run`` returns. Workers 1..N-1 are forked from the caller after the
+    program is assembled (``begin``), so heavy state built in startup reactions is created in the
+    process that owns the reactor. When ``run`` returns, the picklable attributes of reactors that
+    lived in other workers are copied back into the caller's objects (unpicklable ones, e.g.
+    environments, are skipped), so tests and users can read results from any reactor.
+
+Every process holds the whole program and its own ``Core``; ``reaction.local`` is True only for
+its own reactions. All processes process the same sequence of tags.
+
+Which values cross (computed once, identically in every process)
+    A *root* is a port whose ``_set`` is called directly: an effect port of a reaction (owner: the
+    writer's worker) or the destination of a delayed/physical connection (owner: the owner of the
+    root upstream, which holds the delayed event in its own event queue). Zero-delay fan-out
+    happens inside ``_set`` in each process. A root is *exported* to every other worker that has a
+    reaction reading it or its fan-out (``program.readers``); it gets one slot, written once per
+    tag by its owner however many processes and ports read it (a broadcast is written once).
+    Non-owners never schedule a root's delayed events (``port.delayed = ()`` there): the owner
+    does, and exports the destination when the event fires.
+
+Barriers (static)
+    Exported root R written at level w (the highest level of its writers; -1 for delayed
+    destinations, set by events at the start of a tag) and read in worker B from level r needs a
+    barrier at some level b with w < b <= r. The executor picks the fewest levels that cover all
+    such intervals (greedy interval stabbing) and assigns R to the first barrier level after w.
+    Levels without a cross-process dependency get no barrier. At a barrier level b, each process
+    (1) writes every exported root it owns assigned to b and present at this tag into its slot,
+    stamped with the tag counter (``core.epoch``, equal in all processes), (2) arrives at the
+    barrier, (3) reads every root assigned to b that it imports and whose stamp is this tag and
+    calls ``root._set(value)``, which sets presence, fans out and triggers local reactions.
+    A slot is rewritten only at the same barrier of a later tag, after everybody passed the
+    tag-advance barrier, so a single buffer per slot is enough.
+
+Tag advance
+    ``advance`` is one barrier with a reduction: each process contributes its earliest queued event
+    and its stop request; all get the lexicographic minima. Timers are queued in every process, a
+    logical action only in its owner, a delayed cross-process connection in the owner of its
+    source; the minimum is therefore the true next tag. Physical actions may only be scheduled
+    from threads of the process that owns them (they go to that process's core).
+
+Values
+    numpy arrays are copied once into the slot and read as read-only views (valid until the writer
+    sends the next value on that port); ``copy_arrays=True`` gives readers private copies. Other
+    values are pickled (protocol 5, out-of-band buffers). Inside one process values pass by
+    reference as in ``inline``.
+
+Faults
+    ``_procgroup.ProcessGroup``: an exception in any worker stops all; ``run`` raises
+    ``ReactionError`` with the remote traceback, reactor, reaction and tag. A worker killed by a
+    signal raises ``WorkerDied``; Ctrl-C, errors and kills tear everything down within about a
+    second; every ``/dev/shm/rb-<pid>-*`` segment is unlinked.
+"""
+from __future__ import annotations
+
+import os
+import pickle
+from typing import Any
+
+from reactor_backend import _sync
+from reactor_backend._core import Action, Core, Port, Reaction, Timer
+from reactor_backend._procgroup import ProcessGroup, WorkerDied, WorkerError
+from reactor_backend.assembly import Program, assign_workers
+from reactor_backend.errors import ReactionError
+from reactor_backend.executors import Executor
+from reactor_backend.model import Bank, MultiPort, Reactor, class_declarations
+from reactor_backend.timeutil import Tag
+from reactor_backend.transport import SlotTable, create_segment, open_segment
+
+__all__ = ["ProcessExecutor", "make_executor", "plan", "WorkerDied"]
+
+NEVER = _sync.NEVER
+_C_REACTIONS = 0   # per-process counter slots in the control block
+_C_STATE = 1
+_INTERNAL = frozenset({"_ctx", "bank_index", "_bank_member", "_connections", "_banks", "_placement", "_name",
+                       "_core", "_assembled"})
+
+
+class Plan:
+    """What crosses processes, computed identically in every process from program + placement."""
+
+    def __init__(self, program: Program, placement: dict[Reactor, int], workers: int) -> None:
+        self.workers = workers
+        self.placement = placement
+        owner: dict[int, int] = {}       # root port id -> worker
+        wlevel: dict[int, int] = {}      # root port id -> level after which it is complete
+        for p in program.ports:
+            ws = program.writers[p.id]
+            if ws:
+                owner[p.id] = placement[ws[0].reactor]
+                wlevel[p.id] = max(r.level for r in ws)
+        # delayed destinations inherit the owner of the root that schedules them (chains too)
+        work = list(owner)
+        by_id = {p.id: p for p in program.ports}
+        while work:
+            pid = work.pop()
+            for dst, _delay, _phys in by_id[pid].delayed:
+                if dst.id not in owner:
+                    owner[dst.id] = owner[pid]
+                    wlevel[dst.id] = -1
+                    work.append(dst.id)
+        self.owner = owner
+        exports: list[tuple[Port, int, dict[int, int]]] = []  # (root, writer level, {reader worker: min level})
+        for pid in sorted(owner):
+            root = by_id[pid]
+            readers: dict[int, int] = {}
+            for rx in program.readers(root):
+                w = placement[rx.reactor]
+                if w != owner[pid]:
+                    readers[w] = min(readers.get(w, rx.level), rx.level)
+            if readers:
+                exports.append((root, wlevel[pid], readers))
+        # fewest barrier levels stabbing every interval (w, r]
+        intervals = sorted(((w, r) for _, w, rd in exports for r in rd.values()), key=lambda x: x[1])
+        bars: list[int] = []
+        for w, r in intervals:
+            if not (bars and w < bars[-1] <= r):
+                bars.append(r)
+        self.barrier_levels = tuple(sorted(set(bars)))
+        self.exports = []  # (slot index, root, barrier level, owner, reader workers)
+        for slot, (root, w, rd) in enumerate(exports):
+            b = min(x for x in self.barrier_levels if x > w)
+            self.exports.append((slot, root, b, owner[root.id], tuple(sorted(rd))))
+
+    def describe(self) -> str:
+        lines = [f"barrier levels: {list(self.barrier_levels)}"]
+        for slot, root, b, own, rd in self.exports:
+            lines.append(f"slot {slot}: {root.full_name} (worker {own}) -> workers {list(rd)} at level {b}")
+        return "\n".join(lines)
+
+
+def plan(program: Program, workers: int) -> Plan:
+    """The cross-process plan of ``program`` on ``workers`` processes (for inspection and tests)."""
+    return Plan(program, assign_workers(program, workers), workers)
+
+
+class ProcessExecutor(Executor):
+    """Runs each reactor's reactions in the worker process it is placed on (see module docstring)."""
+
+    name = "processes"
+
+    def __init__(self, workers: int = 2, *, copy_arrays: bool = False, grace: float = 1.0) -> None:
+        super().__init__(workers)
+        if self.workers < 1:
+            raise ValueError("workers must be >= 1")
+        self.copy_arrays = bool(copy_arrays)
+        self.grace = grace
+        self.rank = 0
+        self.group: ProcessGroup | None = None
+        self.barrier: _sync.Barrier | None = None
+        self.plan: Plan | None = None
+        self._done_epoch = -1
+        self._done_level = -1
+        self.advance = self._advance
+
+    # ---- set-up ---------------------------------------------------------------------------
+    def attach(self, core: Core, program: Any) -> None:
+        super().attach(core, program)
+        self.plan = Plan(program, assign_workers(program, self.workers), self.workers)
+        self.barrier_levels = self.plan.barrier_levels
+        self._barrier_set = frozenset(self.barrier_levels)
+        core.barrier_levels = self.barrier_levels  # the core read it before attach
+        self.group = ProcessGroup(self.workers, grace=self.grace)
+        self.slots = SlotTable(self.group.prefix + "p-", len(self.plan.exports), create=True)
+        self._localize(0)
+
+    def _localize(self, rank: int) -> None:
+        """Make this process's copy of the program run rank ``rank``'s reactions only."""
+        plan = self.plan
+        assert plan is not None
+        self.rank = rank
+        for rx in self.program.reactions:
+            rx.local = plan.placement[rx.reactor] == rank
+        for p in self.program.ports:
+            own = plan.owner.get(p.id)
+            if own is not None and own != rank:
+                p.delayed = ()  # the owner schedules delayed events and exports their destinations
+        flush: dict[int, list] = {}
+        imports: dict[int, list] = {}
+        for slot, root, b, own, readers in plan.exports:
+            if own == rank:
+                flush.setdefault(b, []).append((root, self.slots.writer(slot)))
+            elif rank in readers:
+                imports.setdefault(b, []).append((root, self.slots.reader(slot, copy=self.copy_arrays)))
+        self._flush = flush
+        self._imports = imports
+
+    def begin(self, start_time: int) -> None:
+        assert self.group is not None
+        self.start_time = start_time
+
+        def child(rank: int, barrier: _sync.Barrier) -> None:
+            self.barrier = barrier
+            self._localize(rank)
+            core = self.core
+            core.executor = self
+            core.run(start_time)
+            barrier.add_counter(_C_REACTIONS, int(core.reactions_run))
+            self._send_state(rank, barrier)
+
+        self.barrier = self.group.start(child)
+
+    # ---- per level / per tag ----------------------------------------------------------------
+    def run_level(self, level: int, reactions: list[Reaction]) -> None:
+        core = self.core
+        if level in self._barrier_set:
+            epoch = core.epoch
+            if not (self._done_epoch == epoch and self._done_level == level):
+                self._done_epoch, self._done_level = epoch, level
+                for root, writer in self._flush.get(level, ()):
+                    if root.is_present:
+                        writer.write(root.value, epoch)
+                self.barrier.arrive()
+                for root, reader in self._imports.get(level, ()):
+                    if reader.round() == epoch:
+                        root._set(reader.read())
+        execute = core.execute
+        for r in reactions:
+            execute(r)
+
+    def _advance(self, local_next: Tag | None, stop: Tag | None) -> tuple[Tag | None, Tag | None]:
+        t, m = (local_next.time, local_next.microstep) if local_next is not None else (NEVER, NEVER)
+        st, sm = (stop.time, stop.microstep) if stop is not None else (NEVER, NEVER)
+        t, m, st, sm, _ = self.barrier.arrive_reduce(t, m, st, sm, 0)
+        return (None if t == NEVER else Tag(t, m)), (None if st == NEVER else Tag(st, sm))
+
+    # ---- end ------------------------------------------------------------------------------
+    def _state_of(self, reactor: Reactor) -> dict[str, Any]:
+        decls = {d.name for d in class_declarations(type(reactor))[0]}
+        out = {}
+        for k, v in reactor.__dict__.items():
+            if k in _INTERNAL or k in decls or isinstance(v, (Reactor, Bank, Port, MultiPort, Action, Timer)):
+                continue
+            try:
+                pickle.dumps(v, protocol=5)
+            except Exception:
+                continue
+            out[k] = v
+        return out
+
+    def _send_state(self, rank: int, barrier: _sync.Barrier) -> None:
+        state = {}
+        for i, r in enumerate(self.program.reactors):
+            if self.plan.placement[r] == rank:
+                st = self._state_of(r)
+                if st:
+                    state[i] = st
+        blob = pickle.dumps(state, protocol=5)
+        mm = create_segment(f"{self.group.prefix}state{rank}", len(blob))
+        mm[: len(blob)] = blob
+        barrier.add_counter(_C_STATE, len(blob))
+
+    def _receive_state(self) -> None:
+        b = self.barrier
+        self.reactions_total = int(self.core.reactions_run)
+        for rank in range(1, self.workers):
+            self.reactions_total += b.counter(rank, _C_REACTIONS)
+            n = b.counter(rank, _C_STATE)
+            if n <= 0:
+                continue
+            mm = open_segment(f"{self.group.prefix}state{rank}")
+            state = pickle.loads(mm[:n])
+            for i, attrs in state.items():
+                self.program.reactors[i].__dict__.update(attrs)
+
+    def close(self, error: BaseException | None = None) -> None:
+        if self.group is None or self.group.barrier is None:
+            if self.group is not None:
+                self.group._teardown()
+            return
+        try:
+            self.group.finish(error, before_teardown=self._receive_state if error is None else None)
+        except WorkerError as werr:
+            raise _as_reaction_error(werr) from werr.original
+
+    def collect(self, stats: Any) -> Any:
+        stats.reactions = getattr(self, "reactions_total", stats.reactions)
+        return stats
+
+
+def _as_reaction_error(werr: WorkerError) -> ReactionError:
+    """A remote failure as the ``ReactionError`` that ``inline`` would raise, plus the remote traceback."""
+    msg = werr.info.get("message", str(werr))
+    if werr.exc_type != "ReactionError":
+        msg = f"{werr.exc_type}: {msg}"
+    err = ReactionError(f"{msg} [in worker {werr.rank}]\n--- remote traceback ---\n{werr.remote_traceback}")
+    err.reactor = werr.reactor
+    err.reaction = werr.reaction
+    err.tag = werr.tag
+    err.remote_traceback = werr.remote_traceback
+    return err
+
+
+def make_executor(workers: int = 2, **options: Any) -> ProcessExecutor:
+    """Entry point used by ``executors.make_executor("processes", workers, **options)``."""
+    return ProcessExecutor(workers, **options)
