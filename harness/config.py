@@ -79,6 +79,9 @@ class RayConfig(BackendConfig):
     address: Optional[str] = None
     #: seconds a compiled graph waits for a result before it reports a timeout
     compiled_timeout_s: float = 60.0
+    #: actors mode: a broadcast known to be smaller than this is passed inline in each call (as Ray does
+    #: for small arguments); anything else is ``ray.put`` once per round. 0 = always ``ray.put``
+    broadcast_inline_max_bytes: int = 102400
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """The measuring child process: builds one scenario on one backend, runs it, streams results to the parent.
 
-Started by `harness.runner` as ``python -m harness.measure FD`` in a new session, with the job spec (JSON)
+Started by `harness.runner` as ``python -m harness.measure FD JOB_DIR`` in a new session, with the job spec (JSON)
 on stdin. It writes one JSON message per line to file descriptor FD:
 
     {"type": "hello", ...row fields known before start-up}

@@ -117,7 +117,7 @@ def run_measurement(
     env["PYTHONUNBUFFERED"] = "1"
     rfd, wfd = os.pipe()
     child = subprocess.Popen(
-        [sys.executable, "-m", "harness.measure", str(wfd)],
+        [sys.executable, "-m", "harness.measure", str(wfd), str(job_dir)],  # the dir names it in `ps`
         stdin=subprocess.PIPE,
         pass_fds=(wfd,),
         start_new_session=True,

@@ -62,7 +62,7 @@ def test_timeout_kills_the_tree_and_writes_timeout_row(tmp_path):
     rows = read_rows(tmp_path)
     assert list(rows.status) == ["timeout"] and "timeout_s=3" in rows.error[0]
     leftovers = [p for p in psutil.process_iter(["cmdline"])
-                 if p.pid not in before and "harness.measure" in " ".join(p.info["cmdline"] or [])]
+                 if p.pid not in before and str(tmp_path) in " ".join(p.info["cmdline"] or [])]
     assert leftovers == []
 
 
