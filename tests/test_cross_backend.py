@@ -1,0 +1,49 @@
+"""Equal work on every backend: for each scenario at budget=smoke, every backend's checksums equal serial's.
+
+A speedup between runs whose checksums differ would be a bug, so this is the project's central check. One
+multirun per scenario over every backend that can run it (vector: gym and atari only).
+"""
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from tests.conftest import run_cli
+
+ROLE_BACKENDS = ["serial", "reactor_inline", "reactor_threads", "reactor", "ray", "ray_compiled"]
+CASES = {
+    "gym": ["scenario.num_envs=3"],
+    "atari": ["scenario.num_envs=2"],
+    "dqn": ["scenario.num_rollouts=2"],
+    "marl": ["scenario.num_agents=3", "scenario.env=synthetic,simple_spread_v3"],
+    "actors": ["scenario.num_clients=2"],
+    "object_size": ["scenario.num_clients=2"],
+    "overhead": ["scenario.size=5", "scenario.shape=chain,fan"],
+}
+
+
+def backends_for(scenario: str) -> list[str]:
+    extra = ["vector"] if scenario in ("gym", "atari") else []
+    if scenario == "overhead":  # the runtime-overhead benchmark: the reference and the reactor executors
+        return ["serial", "reactor_inline", "reactor_threads", "reactor"]
+    return ROLE_BACKENDS + extra
+
+
+@pytest.mark.parametrize("scenario", sorted(CASES))
+def test_every_backend_computes_the_same_checksums(tmp_path, scenario):
+    backends = backends_for(scenario)
+    proc = run_cli(f"scenario={scenario}", f"backend={','.join(backends)}", "budget=smoke",
+                   "budget.rounds=4", "budget.repetitions=2", "budget.warmup_rounds=1", "workers=2",
+                   *CASES[scenario], run_dir=tmp_path, multirun=True, timeout=600)
+    frames = [pd.read_csv(f, keep_default_na=False) for f in tmp_path.glob("*/results.csv")]
+    rows = pd.concat(frames, ignore_index=True)
+    failed = rows[rows.status != "ok"]
+    assert failed.empty, f"{proc.stderr[-3000:]}\n{failed[['backend', 'variant', 'error']]}"
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows["label"] = rows.backend + ":" + rows.variant
+    assert rows.label.nunique() == len(backends)
+    rows["config"] = rows.params
+    for (_, rep), group in rows.groupby(["config", "repetition"]):
+        reference = group[group.backend == "serial"].checksum
+        assert len(reference) == 1
+        assert (group.checksum == reference.iloc[0]).all(), group[["label", "checksum"]].to_string()
