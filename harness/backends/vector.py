@@ -1,0 +1,125 @@
+"""The vector backend: gymnasium's ``AsyncVectorEnv``, the reference point a gym user would pick first.
+
+One process per env, observations written to shared memory (``shared_memory=True``), its standard use.
+Only the env-bank scenarios (``gym``, ``atari``) fit this shape. To produce the same seeds, actions and
+checksum as the serial backend (and so every other backend), the driver replays exactly what
+`scenarios.gym.EnvWorker` does per env:
+
+  * env ``i`` is reset once with seed ``seed + i``; later resets are unseeded (the env's own RNG goes on);
+  * actions come from ``np.random.default_rng([seed, i])``, drawn in the same way (``num_actions``, a
+    discrete space's ``n``, or a uniform draw in a Box);
+  * the observation returned for a step is the one the step produced, also when the episode ended (with
+    ``SAME_STEP`` autoreset the terminal observation arrives in ``info["final_obs"]`` while the env has
+    already been reset, unseeded, in its process);
+  * with ``reset_every_step`` every env not already reset by autoreset is reset after each step.
+
+The server (the scenario's, in this process) receives per-env ``(obs, reward, done)`` in env order.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from scenarios.base import Backend, Clock, Scenario, Server
+
+#: scenarios whose workers are gymnasium envs stepped with seeded random actions
+SUPPORTED = ("gym", "atari")
+
+
+class VectorBackendUnsupported(ValueError):
+    """The scenario is not a bank of gymnasium envs (only ``gym`` and ``atari`` are)."""
+
+
+def _env_fn(env_id: str) -> Callable[[], Any]:
+    def make() -> Any:
+        from scenarios.gym import make_env
+
+        return make_env(env_id)
+
+    return make
+
+
+class _ActionSampler:
+    """The actions `scenarios.gym.EnvWorker._action` draws for env ``index`` (same RNG, same calls)."""
+
+    def __init__(self, space: Any, seed: int, index: int, num_actions: int | None):
+        self.rng = np.random.default_rng([seed, index])
+        self.space = space
+        self.num_actions = num_actions
+
+    def __call__(self) -> Any:
+        space = self.space
+        if self.num_actions is not None:
+            return int(self.rng.integers(self.num_actions))
+        if hasattr(space, "n"):
+            return int(self.rng.integers(space.n))
+        return self.rng.uniform(space.low, space.high).astype(space.dtype)
+
+
+def unbatch(space: Any, batched: Any, i: int) -> Any:
+    """Env ``i``'s observation from a batched one (``gymnasium.vector.utils.iterate`` refuses Discrete
+    members of a Tuple, as in Blackjack); arrays stay arrays, Tuple/Dict spaces become tuples/dicts."""
+    from gymnasium import spaces
+
+    if isinstance(space, spaces.Tuple):
+        return tuple(unbatch(sub, batched[j], i) for j, sub in enumerate(space.spaces))
+    if isinstance(space, spaces.Dict):
+        return {key: unbatch(sub, batched[key], i) for key, sub in space.spaces.items()}
+    return batched[i]
+
+
+class VectorBackend(Backend):
+    name = "vector"
+    variant = "-"
+
+    def start(self, scenario: Scenario, server: Server) -> None:
+        if scenario.name not in SUPPORTED:
+            raise VectorBackendUnsupported(
+                f"backend=vector runs gymnasium's AsyncVectorEnv and supports only scenarios {SUPPORTED}, "
+                f"not {scenario.name!r}: use backend=serial, reactor or ray")
+        from gymnasium.vector import AsyncVectorEnv, AutoresetMode
+
+        c = scenario.config
+        self.server = server
+        self.n = scenario.num_workers
+        self.reset_every_step = bool(getattr(c, "reset_every_step", False))
+        num_actions = getattr(c, "num_actions", None)
+        self.envs = AsyncVectorEnv([_env_fn(c.env_id) for _ in range(self.n)], shared_memory=True, copy=True,
+                                   autoreset_mode=AutoresetMode.SAME_STEP)
+        space = self.envs.single_action_space
+        self.samplers = [_ActionSampler(space, scenario.seed, i, None if num_actions is None else int(num_actions))
+                         for i in range(self.n)]
+        self.envs.reset(seed=[scenario.seed + i for i in range(self.n)])
+
+    def _split(self, obs: Any) -> list[Any]:
+        return [unbatch(self.envs.single_observation_space, obs, i) for i in range(self.n)]
+
+    def run(self, rounds: int, clock: Clock) -> None:
+        server, envs, samplers, n = self.server, self.envs, self.samplers, self.n
+        is_box = hasattr(envs.single_action_space, "shape") and not hasattr(envs.single_action_space, "n")
+        everyone = np.ones(n, dtype=np.bool_)
+        clock.begin()
+        for _ in range(rounds):
+            server.scatter()  # a Broadcast(None): env workers need no message
+            actions = [draw() for draw in samplers]
+            batch = np.stack(actions) if is_box else np.asarray(actions, dtype=np.int64)
+            obs, rewards, terminated, truncated, infos = envs.step(batch)
+            done = terminated | truncated
+            per_env = self._split(obs)
+            if done.any():
+                final = infos["final_obs"]
+                for i in np.flatnonzero(done):
+                    per_env[i] = final[i]
+            if self.reset_every_step:
+                mask = everyone & ~done
+                if mask.any():
+                    envs.reset(options={"reset_mask": mask})
+            server.gather([(per_env[i], float(rewards[i]), bool(done[i])) for i in range(n)])
+            clock.tick()
+
+    def stop(self) -> None:
+        envs = getattr(self, "envs", None)
+        if envs is not None:
+            envs.close(terminate=True)
+            self.envs = None
