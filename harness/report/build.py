@@ -34,9 +34,10 @@ def make_report(paths: Iterable[Path | str], all_runs: bool = False, figures: bo
         results.rows, superseded = latest_runs(results.rows)
     analysis = analyze(results.rows)
     paper = side_by_side(results.rows, analysis.speedups)
-    plots = all_plots(analysis.summary, analysis.speedups, results.rows, results.latencies) if figures else []
+    plots, notes = (all_plots(analysis.summary, analysis.speedups, results.rows, results.latencies) if figures
+                    else ([], ["figures not drawn (--no-figures)"]))
     return Report(results=results, analysis=analysis, paper=paper, plots=plots, sources=[str(p) for p in paths],
-                  superseded_runs=superseded)
+                  superseded_runs=superseded, figure_notes=notes)
 
 
 def build_report(paths: Iterable[Path | str], out: Optional[Path | str] = None, all_runs: bool = False,

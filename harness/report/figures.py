@@ -15,10 +15,12 @@ from typing import Any, Iterable
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from harness.report.stats import HEADLINE_PAIRS, SERIAL
 
-MAX_PANELS = 12
+MAX_PANELS = 9
 KNOWN_COLORS = {
     "serial:-": "#7f7f7f", "reactor:processes": "#d62728", "reactor:threads": "#ff7f0e",
     "reactor:inline": "#bcbd22", "ray:actors": "#1f77b4", "ray:compiled": "#17becf", "vector:-": "#2ca02c",
@@ -41,18 +43,25 @@ class Plot:
     caption: str = ""
     files: list[Path] = field(default_factory=list)
 
+    _png: bytes = field(default=b"", repr=False)
+
+    def png(self) -> bytes:
+        """The PNG rendering, drawn once (the HTML embeds the same bytes as figures/<name>.png)."""
+        if not self._png:
+            buf = io.BytesIO()
+            self.figure.savefig(buf, format="png", dpi=90)
+            self._png = buf.getvalue()
+        return self._png
+
     def png_base64(self) -> str:
-        buf = io.BytesIO()
-        self.figure.savefig(buf, format="png", dpi=100, bbox_inches="tight")
-        return base64.b64encode(buf.getvalue()).decode()
+        return base64.b64encode(self.png()).decode()
 
     def save(self, folder: Path) -> list[Path]:
         folder.mkdir(parents=True, exist_ok=True)
-        self.files = []
-        for ext in ("png", "svg"):
-            path = folder / f"{self.name}.{ext}"
-            self.figure.savefig(path, format=ext, dpi=100, bbox_inches="tight")
-            self.files.append(path)
+        png, svg = folder / f"{self.name}.png", folder / f"{self.name}.svg"
+        png.write_bytes(self.png())
+        self.figure.savefig(svg, format="svg")
+        self.files = [png, svg]
         return self.files
 
 
@@ -74,6 +83,25 @@ def describe(params: dict[str, Any], keys: Iterable[str], limit: int = 48) -> st
     """``k=v`` for the given keys, shortened to ``limit`` characters."""
     text = " ".join(f"{k}={params.get(k)}" for k in keys if k in params)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def log_axis(ax: Any, which: str = "y") -> None:
+    """A log axis with readable labels (1, 2, 5 per decade; no overlapping minor labels)."""
+    axis = ax.yaxis if which == "y" else ax.xaxis
+    (ax.set_yscale if which == "y" else ax.set_xscale)("log")
+    axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    axis.set_minor_formatter(NullFormatter())
+
+
+def config_title(meta: pd.Series, vary: dict[str, list[str]], limit: int = 32) -> str:
+    """``scenario env k=v w=N`` for a configuration (only the parameters that vary in its scenario)."""
+    scen = meta["scenario"]
+    env = "" if meta["env_id"] in ("-", "") else f" {meta['env_id']}"
+    keys = [k for k in vary.get(scen, []) if k != "env_id"]
+    params = describe(meta["params_dict"], keys, limit)
+    w = meta["workers"]
+    return f"{scen}{env}{(' ' + params) if params else ''} w={int(w) if np.isfinite(w) else '-'}"
 
 
 def _grid(n: int) -> tuple[int, int]:
@@ -100,7 +128,10 @@ def throughput_vs_workers(summary: pd.DataFrame, rows: pd.DataFrame) -> list[Plo
     if not len(s):
         return []
     vary = varying_params(rows)
-    series = list(s.groupby(["scenario", "params", "env_id", "num_envs", "budget", "seed"], dropna=False, sort=True))
+    series = [(k, g) for k, g in s.groupby(["scenario", "params", "env_id", "num_envs", "budget", "seed"],
+                                           dropna=False, sort=True) if g["workers"].nunique() > 1]
+    if not series:
+        return []
     fig, axes = _figure(min(len(series), MAX_PANELS))
     for ax, (key, g) in zip(axes, series):
         scen = key[0]
@@ -113,7 +144,7 @@ def throughput_vs_workers(summary: pd.DataFrame, rows: pd.DataFrame) -> list[Plo
         ceil = g[np.isfinite(g["ceiling"].astype(float))].groupby("workers")["ceiling"].median()
         if len(ceil):
             ax.plot(ceil.index, ceil.values, ls="--", color="black", lw=1, label="ceiling")
-        ax.set_yscale("log")
+        log_axis(ax, "y")
         ax.set_xlabel("workers")
         ax.set_ylabel(f"{g['unit'].iloc[0] or 'units'}/s")
         ax.set_xticks(sorted(set(g["workers"].dropna().astype(int))))
@@ -144,7 +175,7 @@ def speedup_bars(speedups: pd.DataFrame, rows: pd.DataFrame) -> list[Plot]:
     vary = varying_params(rows)
     meta = _config_meta(rows)
     configs = sorted(set(sel["config"]), key=lambda c: (meta.loc[c, "scenario"], c))
-    fig = Figure(figsize=(max(6.0, 0.9 * len(configs) * len(pairs) + 2), 4.2), layout="constrained")
+    fig = Figure(figsize=(min(16.0, max(6.0, 0.45 * len(configs) * len(pairs) + 2)), 4.6), layout="constrained")
     ax = fig.subplots()
     width = 0.8 / len(pairs)
     for j, (a, b) in enumerate(pairs):
@@ -166,14 +197,13 @@ def speedup_bars(speedups: pd.DataFrame, rows: pd.DataFrame) -> list[Plot]:
                 bar.set_hatch("//")
                 bar.set_alpha(0.6)
     ax.axhline(1.0, color="black", lw=1)
-    ax.set_yscale("log")
+    log_axis(ax, "y")
+    handles = [Patch(facecolor=color(b), edgecolor="black", label=f"{a} / {b}") for a, b in pairs]
+    handles.append(Patch(facecolor="white", edgecolor="black", hatch="//", label="not significant"))
     ax.set_xticks(range(len(configs)))
-    ax.set_xticklabels([f"{meta.loc[c, 'scenario']} {meta.loc[c, 'env_id'] if meta.loc[c, 'env_id'] != '-' else ''}\n"
-                        f"{describe(meta.loc[c, 'params_dict'], vary.get(meta.loc[c, 'scenario'], []), 24)} "
-                        f"w={int(meta.loc[c, 'workers']) if np.isfinite(meta.loc[c, 'workers']) else '-'}"
-                        for c in configs], fontsize=7, rotation=30, ha="right")
+    ax.set_xticklabels([config_title(meta.loc[c], vary, 24) for c in configs], fontsize=7, rotation=30, ha="right")
     ax.set_ylabel("speedup (ratio of median throughputs)")
-    ax.legend(fontsize=8)
+    ax.legend(handles=handles, fontsize=8)
     ax.grid(True, axis="y", which="both", alpha=0.3)
     return [Plot("speedups", "Speedups", fig,
                  "Ratio of medians with 95% bootstrap interval; hatched bars: not significant (Mann-Whitney U, "
@@ -204,14 +234,15 @@ def latency_cdfs(rows: pd.DataFrame, latencies: pd.DataFrame) -> list[Plot]:
         for label, lg in g.groupby("label", sort=True):
             v = np.sort(lg["latency_ms"].to_numpy(float))
             v = v[np.isfinite(v) & (v > 0)]
+            idx = np.arange(v.size)
+            if v.size > 400:  # 400 quantiles draw the same curve, at a fraction of the cost and file size
+                idx = np.unique(np.linspace(0, v.size - 1, 400).round().astype(int))
             if v.size:
-                ax.step(v, np.arange(1, v.size + 1) / v.size, where="post", color=color(label), label=label)
-        ax.set_xscale("log")
+                ax.step(v[idx], (idx + 1) / v.size, where="post", color=color(label), label=label)
+        log_axis(ax, "x")
         ax.set_xlabel("round latency (ms)")
         ax.set_ylabel("fraction of rounds")
-        w = meta.loc[cfg, "workers"]
-        ax.set_title(f"{scen} {describe(meta.loc[cfg, 'params_dict'], vary.get(scen, []), 30)} "
-                     f"w={int(w) if np.isfinite(w) else '-'}", fontsize=9)
+        ax.set_title(config_title(meta.loc[cfg], vary), fontsize=9)
         ax.legend(fontsize=7)
         ax.grid(True, which="both", alpha=0.3)
     return [Plot("latency_cdf", "Per-round latency distributions", fig,
@@ -250,10 +281,9 @@ def _overhead_plot(summary: pd.DataFrame, rows: pd.DataFrame, xkey: str, name: s
     if (s["x"] <= 0).any():
         ax.set_xscale("symlog", linthresh=max(1.0, float(s.loc[s["x"] > 0, "x"].min()) if (s["x"] > 0).any() else 1.0))
     else:
-        ax.set_xscale("log")
-    pos = s["overhead_ms"] > 0
-    if pos.all():
-        ax.set_yscale("log")
+        log_axis(ax, "x")
+    if (s["overhead_ms"] > 0).all():
+        log_axis(ax, "y")
     ax.set_xlabel(xlabel)
     ax.set_ylabel("overhead per round (ms)")
     ax.legend(fontsize=7)
@@ -283,8 +313,7 @@ def dqn_plots(rows: pd.DataFrame, latencies: pd.DataFrame) -> list[Plot]:
     vary = varying_params(rows)
     meta = _config_meta(rows)
     def title(c: str) -> str:
-        w = meta.loc[c, "workers"]
-        return f"dqn {describe(meta.loc[c, 'params_dict'], vary.get('dqn', []), 30)} w={int(w) if np.isfinite(w) else '-'}"
+        return config_title(meta.loc[c], vary)
     phased = ok[np.array([any(k in e for k in PHASES) for e in ok["extra_dict"]], dtype=bool)]
     if len(phased):
         pconfigs = [c for c in configs if c in set(phased["config"])]
@@ -331,7 +360,23 @@ def dqn_plots(rows: pd.DataFrame, latencies: pd.DataFrame) -> list[Plot]:
     return plots
 
 
-def all_plots(summary: pd.DataFrame, speedups: pd.DataFrame, rows: pd.DataFrame, latencies: pd.DataFrame) -> list[Plot]:
-    """Every figure the data allows, in report order."""
-    return [*throughput_vs_workers(summary, rows), *speedup_bars(speedups, rows), *latency_cdfs(rows, latencies),
-            *overhead_plots(summary, rows), *dqn_plots(rows, latencies)]
+def all_plots(summary: pd.DataFrame, speedups: pd.DataFrame, rows: pd.DataFrame,
+              latencies: pd.DataFrame) -> tuple[list[Plot], list[str]]:
+    """Every figure the data allows, in report order, and a note for each figure it does not allow."""
+    plots: list[Plot] = []
+    notes: list[str] = []
+    for make, missing in (
+        (lambda: throughput_vs_workers(summary, rows),
+         "throughput against workers: no configuration measured at two or more worker counts"),
+        (lambda: speedup_bars(speedups, rows), "speedups: no configuration with two backends' ok rows"),
+        (lambda: latency_cdfs(rows, latencies), "latency distributions: no per-round latencies (latencies.csv)"),
+        (lambda: overhead_plots(summary, rows),
+         "overhead against payload / number of actors: no actors or object_size rows with round_work_ms at two "
+         "or more payload sizes or client counts"),
+        (lambda: dqn_plots(rows, latencies), "DQN time breakdown and wall time: no ok dqn rows"),
+    ):
+        made = make()
+        plots += made
+        if not made:
+            notes.append(missing)
+    return plots, notes

@@ -34,6 +34,8 @@ def num(x: Any, digits: int = 3) -> str:
         return "-"
     if v == 0:
         return "0"
+    if v.is_integer() and abs(v) >= 1:
+        return f"{int(v):,}"
     mag = math.floor(math.log10(abs(v)))
     decimals = max(0, digits - 1 - mag)
     return f"{v:,.{decimals}f}"
@@ -53,6 +55,11 @@ def ratio_text(r: pd.Series) -> str:
     return f"{num(r['ratio'])}x {interval(r['ci_low'], r['ci_high'])}, {sig}"
 
 
+def _marked(cells: list[str], cls: str, mark: str) -> list[str]:
+    """Invalid rows say so in words too (red alone is lost in a plain-text or colour-blind reading)."""
+    return [mark + cells[0], *cells[1:]] if cls == "invalid" and cells else cells
+
+
 @dataclass
 class Table:
     """A rendered table: header, cells (strings), and per-row CSS class (``invalid``, ``unstable``, ...)."""
@@ -67,8 +74,8 @@ class Table:
         esc = lambda s: str(s).replace("|", "\\|").replace("\n", " ")
         lines = ["| " + " | ".join(map(esc, self.header)) + " |", "|" + "---|" * len(self.header)]
         for cells, cls in zip(self.rows, self.classes or [""] * len(self.rows)):
-            mark = " **INVALID**" if cls == "invalid" else ""
-            lines.append("| " + " | ".join(map(esc, cells)) + mark + " |")
+            cells = _marked(cells, cls, "**INVALID** ")
+            lines.append("| " + " | ".join(map(esc, cells)) + " |")
         return "\n".join(lines) + "\n"
 
     def html(self) -> str:
@@ -77,6 +84,7 @@ class Table:
         head = "".join(f"<th>{html.escape(h)}</th>" for h in self.header)
         body = []
         for cells, cls in zip(self.rows, self.classes or [""] * len(self.rows)):
+            cells = _marked(cells, cls, "INVALID: ")
             tds = "".join(f"<td>{html.escape(str(c))}</td>" for c in cells)
             body.append(f'<tr class="{cls}">{tds}</tr>' if cls else f"<tr>{tds}</tr>")
         return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
@@ -94,6 +102,8 @@ class Report:
     plots: list[Plot]
     sources: list[str]
     superseded_runs: int = 0
+    #: figures that could not be drawn, and why
+    figure_notes: list[str] = field(default_factory=list)
     generated_at: str = field(default_factory=lambda: _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
 
 
@@ -155,9 +165,13 @@ def headline_table(rep: Report) -> Table:
     sp, rows = rep.analysis.speedups, rep.results.rows
     summ = rep.analysis.summary.set_index(["config", "label"])
     head = sp[sp["headline"].astype(bool)] if len(sp) else sp
-    configs = sorted(set(head["config"]), key=lambda c: _config_text(rows, c))
     labels = sorted({lab for pair in HEADLINE_PAIRS for lab in pair})
-    out = []
+    invalid = set(rep.analysis.validity.loc[~rep.analysis.validity["valid"].astype(bool), "config"])
+    present = {c for c, lab in summ.index if lab in labels and summ.loc[(c, lab), "n_ok"] > 0}
+    bad = {c for c in invalid & present
+           if any((c, a_) in summ.index and (c, b_) in summ.index for a_, b_ in HEADLINE_PAIRS)}
+    configs = sorted(set(head["config"]) | bad, key=lambda c: _config_text(rows, c))
+    out, classes = [], []
     for c in configs:
         cells = [_config_text(rows, c)]
         unit = ""
@@ -170,10 +184,11 @@ def headline_table(rep: Report) -> Table:
                 cells.append("-")
         for a_, b_ in HEADLINE_PAIRS:
             r = head[(head["config"] == c) & (head["numerator"] == a_) & (head["denominator"] == b_)]
-            cells.append(ratio_text(r.iloc[0]) if len(r) else "-")
+            cells.append("no speedup: checksums differ" if c in bad else (ratio_text(r.iloc[0]) if len(r) else "-"))
         cells.insert(1, unit)
         out.append(cells)
-    return Table(["configuration", "unit/s", *labels, *[f"{a} / {b}" for a, b in HEADLINE_PAIRS]], out)
+        classes.append("invalid" if c in bad else "")
+    return Table(["configuration", "unit/s", *labels, *[f"{a} / {b}" for a, b in HEADLINE_PAIRS]], out, classes)
 
 
 def geomean_table(rep: Report) -> Table:
@@ -322,8 +337,9 @@ def to_html(rep: Report) -> str:
                 body = f"<details><summary>{len(content.rows)} comparisons</summary>{body}</details>"
             parts.append(body)
         elif isinstance(content, list):
-            if not content:
-                parts.append("<p><em>No figure: not enough data.</em></p>")
+            if rep.figure_notes:
+                parts.append("<p>Not drawn:</p><ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in rep.figure_notes)
+                             + "</ul>")
             for p in content:
                 parts.append(f"<figure><img alt='{html.escape(p.title)}' src='data:image/png;base64,{p.png_base64()}'>"
                              f"<figcaption><strong>{html.escape(p.title)}.</strong> {html.escape(p.caption)}"
@@ -347,8 +363,8 @@ def to_markdown(rep: Report, figure_dir: str = "figures") -> str:
         if isinstance(content, Table):
             lines.append(content.markdown())
         elif isinstance(content, list):
-            if not content:
-                lines += ["_No figure: not enough data._", ""]
+            if rep.figure_notes:
+                lines += ["Not drawn:", ""] + [f"- {n}" for n in rep.figure_notes] + [""]
             for p in content:
                 lines += [f"![{p.title}]({figure_dir}/{p.name}.png)", "",
                           f"*{p.title}.* {p.caption} ([SVG]({figure_dir}/{p.name}.svg))", ""]
