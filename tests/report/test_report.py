@@ -1,0 +1,195 @@
+"""The report on small synthetic result sets with known answers, and the CLI end to end."""
+from __future__ import annotations
+
+import csv
+import json
+import math
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from harness.report import build_report, make_report
+from harness.report.__main__ import main as cli_main
+from harness.report.render import README_END, README_START, to_markdown, warnings
+from harness.results import COLUMNS
+
+from tests.report.synthetic import Jobs
+
+
+def _summary(rep, scenario: str, label: str, workers: int = 2) -> pd.Series:
+    s = rep.analysis.summary
+    sel = s[(s["scenario"] == scenario) & (s["label"] == label) & (s["workers"] == workers)]
+    assert len(sel) == 1, sel
+    return sel.iloc[0]
+
+
+def _gym_pair(jobs: Jobs, workers: int = 2) -> None:
+    jobs.write("gym", "serial", "-", 1, [1000, 1010, 990, 1005, 995])
+    jobs.write("gym", "reactor", "processes", workers, [1800, 1810, 1790, 1805, 1795])
+    jobs.write("gym", "ray", "actors", workers, [100, 101, 99, 102, 98])
+
+
+def test_medians_efficiency_and_significant_speedup(jobs: Jobs) -> None:
+    _gym_pair(jobs)
+    rep = make_report([jobs.root], figures=False)
+    reactor = _summary(rep, "gym", "reactor:processes")
+    assert reactor["median"] == 1800
+    assert reactor["ci_low"] <= 1800 <= reactor["ci_high"]
+    assert reactor["n_ok"] == 5 and not reactor["unstable"]
+    # ceiling = serial 1000/s x min(2 workers, 2 cores)
+    assert reactor["ceiling"] == pytest.approx(2000)
+    assert reactor["efficiency"] == pytest.approx(0.9)
+    sp = rep.analysis.speedups
+    r = sp[(sp["numerator"] == "reactor:processes") & (sp["denominator"] == "ray:actors")].iloc[0]
+    assert r["ratio"] == pytest.approx(18.0)
+    assert r["significant"] and r["headline"]
+    back = sp[(sp["numerator"] == "ray:actors") & (sp["denominator"] == "reactor:processes")].iloc[0]
+    assert back["ratio"] == pytest.approx(1 / 18.0)
+    gm = rep.analysis.geomeans
+    assert gm[(gm["scenario"] == "all")]["geomean"].iloc[0] == pytest.approx(18.0)
+    paper = rep.paper.set_index("scenario")
+    assert paper.loc["gym", "measured_value"] == pytest.approx(18.0)
+    assert paper.loc["gym", "paper_value"] == pytest.approx(1.21)
+    assert "cores: 2 (paper 32)" in paper.loc["gym", "this_machine"]
+    assert "no atari rows" in paper.loc["atari", "how"]
+
+
+def test_overlapping_backends_are_not_significant(jobs: Jobs) -> None:
+    jobs.write("gym", "reactor", "processes", 2, [100, 110, 95, 105, 98])
+    jobs.write("gym", "ray", "actors", 2, [102, 97, 108, 99, 104])
+    rep = make_report([jobs.root], figures=False)
+    sp = rep.analysis.speedups
+    assert not sp["significant"].any()
+    assert "not significant" in to_markdown(rep)
+
+
+def test_differing_checksums_make_the_configuration_invalid(jobs: Jobs) -> None:
+    jobs.write("gym", "reactor", "processes", 2, [500, 510, 505], checksums=["a", "b", "c"])
+    jobs.write("gym", "ray", "actors", 2, [50, 51, 49], checksums=["a", "X", "c"])
+    # another configuration (other workers) with equal checksums stays valid
+    jobs.write("gym", "reactor", "processes", 1, [300, 301, 302], checksums=["a", "b", "c"])
+    jobs.write("gym", "ray", "actors", 1, [30, 31, 32], checksums=["a", "b", "c"])
+    rep = make_report([jobs.root], figures=False)
+    v = rep.analysis.validity.set_index("config")
+    assert sorted(v["valid"].tolist()) == [False, True]
+    bad = v[~v["valid"]].iloc[0]
+    assert "rep 1" in bad["detail"] and "ray:actors=X" in bad["detail"]
+    sp = rep.analysis.speedups
+    assert set(sp["workers"]) == {1}  # no speedup for the invalid configuration
+    md = to_markdown(rep)
+    assert "**INVALID**" in md and "no speedup: checksums differ" in md
+    assert any("invalid" in w for w in warnings(rep))
+
+
+def test_error_and_timeout_rows_are_listed_with_messages(jobs: Jobs) -> None:
+    jobs.write("gym", "reactor", "processes", 2, [500, 510], failure=("error", "RuntimeError: worker 1 died"))
+    jobs.write("gym", "ray", "actors", 2, [], failure=("timeout", "measurement exceeded timeout_s=120"))
+    rep = make_report([jobs.root], figures=False)
+    f = rep.analysis.failures
+    assert sorted(f["status"]) == ["error", "timeout"]
+    assert "RuntimeError: worker 1 died" in set(f["error"])
+    md = to_markdown(rep)
+    assert "worker 1 died" in md and "timeout_s=120" in md
+    ray = _summary(rep, "gym", "ray:actors")
+    assert ray["n_ok"] == 0 and ray["n_timeout"] == 1 and math.isnan(ray["median"])
+    assert len(rep.analysis.speedups) == 0
+
+
+def test_mixed_machines_in_one_comparison_warn(jobs: Jobs) -> None:
+    jobs.write("gym", "reactor", "processes", 2, [500, 510, 505])
+    jobs.write("gym", "ray", "actors", 2, [50, 51, 49], meta={"hostname": "elsewhere", "cpu_count": 64})
+    rep = make_report([jobs.root], figures=False)
+    assert len(rep.analysis.mixed) == 1
+    w = " ".join(warnings(rep))
+    assert "mixed environment" in w and "elsewhere" in w
+
+
+def test_mixed_versions_warn(jobs: Jobs) -> None:
+    jobs.write("gym", "reactor", "processes", 2, [500, 510, 505])
+    jobs.write("gym", "ray", "actors", 2, [50, 51, 49], meta={"versions": {"gymnasium": "1.0.0", "ray": "2.9.0"}})
+    rep = make_report([jobs.root], figures=False)
+    assert "software stacks" in rep.analysis.mixed["mixed"].iloc[0]
+
+
+def test_partial_data_says_what_is_missing(jobs: Jobs) -> None:
+    jobs.write("gym", "reactor", "processes", 2, [500])  # one backend, a single repetition
+    rep = make_report([jobs.root], figures=True)
+    w = " ".join(warnings(rep))
+    assert "no speedups" in w and "ray:actors" in w and "unstable" in w
+    assert "1 repetition" in _summary(rep, "gym", "reactor:processes")["unstable_reasons"]
+    assert any("two or more worker counts" in n for n in rep.figure_notes)
+
+
+def test_only_error_rows_and_no_files(jobs: Jobs, tmp_path: Path) -> None:
+    jobs.write("gym", "ray", "actors", 2, [], failure=("error", "boom"))
+    rep = make_report([jobs.root], figures=True)
+    assert any("no row has status ok" in w for w in warnings(rep))
+    assert rep.plots == []
+    empty = make_report([tmp_path / "nothing-here"], figures=True)
+    assert any("no results.csv" in w for w in warnings(empty))
+    to_markdown(empty)
+
+
+def test_latest_run_supersedes_older_runs(jobs: Jobs) -> None:
+    jobs.write("gym", "ray", "actors", 2, [10, 10, 10], started_at="2026-01-01T00:00:00+00:00")
+    jobs.write("gym", "ray", "actors", 2, [50, 51, 49], started_at="2026-02-01T00:00:00+00:00")
+    rep = make_report([jobs.root], figures=False)
+    assert _summary(rep, "gym", "ray:actors")["median"] == 50
+    assert rep.superseded_runs == 1
+    pooled = make_report([jobs.root], all_runs=True, figures=False)
+    assert _summary(pooled, "gym", "ray:actors")["n_ok"] == 6
+
+
+def test_microbenchmark_overhead_and_dqn_breakdown(jobs: Jobs) -> None:
+    for pb in (0, 1000, 100000):
+        p = {"num_clients": 4, "payload_bytes": pb, "work": "busy", "work_us": 100.0}
+        jobs.write("object_size", "reactor", "processes", 2, [100, 101, 99], params=p, round_work_ms=0.1,
+                   latency_ms=0.1 + 0.05, env_id="-", num_envs=None)
+    ex = [{"sampling_s": 1.0, "communication_s": 0.5, "training_s": 0.25}] * 3
+    jobs.write("dqn", "reactor", "processes", 2, [10, 11, 10.5], extras=ex, env_id="Blackjack-v1",
+               params={"minibatch": 500}, num_envs=None)
+    rep = make_report([jobs.root], figures=True)
+    obj = rep.analysis.summary[rep.analysis.summary["scenario"] == "object_size"]
+    assert obj["overhead_ms"].tolist() == pytest.approx([0.05] * 3)
+    names = {p.name for p in rep.plots}
+    assert {"overhead_vs_payload", "dqn_phases", "dqn_wall_time", "latency_cdf"} <= names
+
+
+def test_cli_writes_every_file_and_the_readme_section(jobs: Jobs, tmp_path: Path) -> None:
+    _gym_pair(jobs)
+    jobs.write("gym", "reactor", "processes", 1, [900, 905, 910, 895, 900])
+    jobs.write("gym", "ray", "actors", 1, [50, 51, 49, 50, 50])
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# Title\n\nbefore\n\n{README_START}\nold text\n{README_END}\n\nafter\n")
+    out = tmp_path / "out"
+    assert cli_main([str(jobs.root), "--out", str(out), "--readme", str(readme)]) == 0
+    html_text = (out / "report.html").read_text()
+    assert "data:image/png;base64," in html_text
+    assert not re.search(r"(src|href)=['\"]https?:", html_text)  # self-contained
+    md = (out / "report.md").read_text()
+    for link in re.findall(r"\]\((figures/[^)]+)\)", md):
+        assert (out / link).exists(), link
+    assert (out / "figures" / "throughput_vs_workers.svg").exists()
+    with (out / "summary.csv").open() as fh:
+        rows = list(csv.DictReader(fh))
+    assert {r["label"] for r in rows} == {"serial:-", "reactor:processes", "ray:actors"}
+    assert "speedup_over_ray_actors" in rows[0]
+    text = readme.read_text()
+    assert text.startswith("# Title\n\nbefore\n\n") and text.endswith("\n\nafter\n")
+    assert "old text" not in text and "reactor:processes / ray:actors" in text and "box" in text
+    # a README without the markers is refused, not rewritten
+    bare = tmp_path / "BARE.md"
+    bare.write_text("no markers\n")
+    assert cli_main([str(jobs.root), "--out", str(out), "--no-figures", "--readme", str(bare)]) == 2
+    assert bare.read_text() == "no markers\n"
+
+
+def test_reads_real_columns_only(jobs: Jobs) -> None:
+    path = jobs.write("gym", "serial", "-", 1, [1000, 1001, 999]) / "results.csv"
+    header = path.read_text().splitlines()[0].split(",")
+    assert tuple(header) == COLUMNS
+    rep = make_report([path], figures=False)  # a single file works too
+    assert len(rep.results.rows) == 3
+    assert json.loads(rep.results.rows["params"].iloc[0]) == {"env_id": "CartPole-v1", "num_envs": 4}
