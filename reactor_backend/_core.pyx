@@ -158,8 +158,10 @@ cdef class Port(Trigger):
     def _refuse(self):
         from reactor_backend.errors import ReactionError as _RE
         c = self.wctx
-        if c is None or c.current < 0:
-            raise _RE(f"port {self.full_name} set outside a reaction that declares it as an effect")
+        if c is None:
+            raise _RE(f"port {self.full_name} set, but no reaction declares it in effects=")
+        if c.current < 0:
+            raise _RE(f"port {self.full_name} set outside a reaction that declares it in effects=")
         raise _RE(f"port {self.full_name} set by a reaction that does not declare it in effects=")
 
     cpdef _set(self, object value):
@@ -706,9 +708,8 @@ cdef class Core:
                     self._mark(tm)
                     self._trigger_all(tm.reactions)
                 if tm.period > 0:
-                    nt = t + tm.period
-                    if self.timeout < 0 or nt <= self.start_time + self.timeout:
-                        self._push_event(nt, 0, ev)
+                    # queued even past the timeout: a pending event means "not starved" (as in LF)
+                    self._push_event(t + tm.period, 0, ev)
         return 0
 
     cdef int _reset_presence(self) except -1:
@@ -745,8 +746,7 @@ cdef class Core:
         self.mstep = 0
         self._running = True
         for tm in self.timers:
-            if self.timeout < 0 or tm.offset <= self.timeout:
-                self._push_event(start_time + tm.offset, 0, Event(EV_TIMER, tm, None))
+            self._push_event(start_time + tm.offset, 0, Event(EV_TIMER, tm, None))
         final = self.timeout == 0
         try:
             while True:

@@ -398,7 +398,10 @@ def assemble(main: Reactor) -> Program:
     sorted_rx = tuple(reactions[i] for i in order)
     edges = tuple(sorted((reactions[i].index, reactions[j].index) for i in range(n) for j in succ[i]))
     n_levels = (max(levels_of) + 1) if n else 0
-    levels = tuple(tuple(rx for rx in sorted_rx if rx.level == k) for k in range(n_levels))
+    by_level: list[list[Reaction]] = [[] for _ in range(n_levels)]
+    for rx in sorted_rx:
+        by_level[rx.level].append(rx)
+    levels = tuple(tuple(lv) for lv in by_level)
 
     readers: dict[int, tuple[Reaction, ...]] = {}
     for p in ports:
@@ -411,11 +414,13 @@ def assemble(main: Reactor) -> Program:
                 rd[rx.index] = rx
         p.reactions = tuple(trig[i] for i in sorted(trig))
         readers[p.id] = tuple(rd[i] for i in sorted(rd))
+    other_trig: dict[int, dict[int, Reaction]] = {}
+    for rx in sorted_rx:
+        for t in rx.triggers:
+            if not isinstance(t, Port):
+                other_trig.setdefault(id(t), {})[rx.index] = rx
     for obj in list(actions) + list(timers) + [start_t, shut_t]:
-        trig = {}
-        for rx in sorted_rx:
-            if any(t is obj for t in rx.triggers):
-                trig[rx.index] = rx
+        trig = other_trig.get(id(obj), {})
         obj.reactions = tuple(trig[i] for i in sorted(trig))
 
     main.__dict__["_assembled"] = True

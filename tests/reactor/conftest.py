@@ -1,0 +1,37 @@
+"""Fixtures of the reactor conformance suite.
+
+Every conformance test takes the ``executor`` fixture and runs its program with ``executor.run(main,
+...)``, so each case runs under every executor listed in ``EXECUTOR_PARAMS``. To add an executor
+(e.g. ``processes`` with 1, 2 and 4 workers) append ``("processes", 1)`` ... to ``EXECUTOR_PARAMS``.
+
+Observations: tests record values in plain Python lists held by reactors that are *not* bank
+members (main and its non-bank children are placed on worker 0, the calling process, by
+``assign_workers``), so the lists are readable after ``run`` under a multi-process executor too.
+Bank members send what they see to such a recorder through ports.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from reactor_backend import run
+
+EXECUTOR_PARAMS: list[tuple[str, int]] = [("inline", 1), ("threads", 3)]
+
+
+@dataclass(frozen=True)
+class ExecutorSpec:
+    """An executor name and worker count; ``run`` runs a program with them."""
+
+    name: str
+    workers: int
+
+    def run(self, main: Any, **kwargs: Any) -> Any:
+        return run(main, executor=self.name, workers=self.workers, **kwargs)
+
+
+@pytest.fixture(params=EXECUTOR_PARAMS, ids=[f"{n}-{w}" for n, w in EXECUTOR_PARAMS])
+def executor(request: pytest.FixtureRequest) -> ExecutorSpec:
+    return ExecutorSpec(*request.param)

@@ -1,0 +1,354 @@
+"""The processes executor: same observable effects as inline across worker counts, values and tags
+crossing processes (zero-delay, delayed, microsteps, actions, stop requests), the plan (barriers,
+one slot per broadcast), errors with remote tracebacks, killed workers, Ctrl-C, and no leaked
+process or /dev/shm segment after any of them."""
+from __future__ import annotations
+
+import glob
+import os
+import signal
+import threading
+import time
+
+import numpy as np
+import psutil
+import pytest
+
+from reactor_backend import (Input, LogicalAction, Output, Reactor, ReactionError, Tag, Timer, assemble, msec,
+                             reaction, run, sec, shutdown, startup, usec)
+from reactor_backend.processes import WorkerDied, plan
+
+WORKERS = [1, 2, 4]
+
+
+@pytest.fixture(autouse=True)
+def no_leaks():
+    before = set(glob.glob(f"/dev/shm/rb-{os.getpid()}-*"))
+    yield
+    assert psutil.Process().children(recursive=True) == []
+    assert set(glob.glob(f"/dev/shm/rb-{os.getpid()}-*")) - before == set()
+
+
+# ---- a server broadcasting to a bank and gathering (the actors microbenchmark's shape) ------------
+class Client(Reactor):
+    inp = Input()
+    out = Output()
+
+    def __init__(self, scale=1):
+        super().__init__()
+        self.scale = scale
+        self.seen = 0
+
+    @reaction(inp, effects=[out])
+    def work(self):
+        self.seen += 1
+        x = self.inp.value
+        self.out.set((self.bank_index, os.getpid(), x * self.scale + self.bank_index))
+
+
+class Server(Reactor):
+    ins = Input(width="n")
+    out = Output()
+    go = LogicalAction()
+
+    def __init__(self, n, rounds):
+        super().__init__()
+        self.n, self.rounds, self.round = n, rounds, 0
+        self.log = []
+        self.pids = set()
+
+    @reaction(startup, go, effects=[out])
+    def send(self):
+        self.out.set(np.arange(5) + self.round)
+
+    @reaction(ins, effects=[go])
+    def gather(self):
+        vals = [p.value for p in self.ins]
+        assert all(p.is_present for p in self.ins)
+        self.pids.update(v[1] for v in vals)
+        self.log.append((self.elapsed, self.microstep, [(v[0], v[2].tolist()) for v in vals]))
+        self.round += 1
+        if self.round < self.rounds:
+            self.go.schedule(usec(10) * (self.round % 3))  # mixes microstep and time advances
+
+
+class Star(Reactor):
+    def __init__(self, n=6, rounds=20):
+        super().__init__()
+        self.server = Server(n, rounds)
+        self.clients = self.bank(Client, n, scale=3)
+        self.connect(self.server.out, self.clients.inp, broadcast=True)
+        self.connect(self.clients.out, self.server.ins)
+
+
+def test_star_matches_inline_for_every_worker_count():
+    ref = Star()
+    ref_stats = run(ref, executor="inline")
+    for w in WORKERS:
+        main = Star()
+        stats = run(main, executor="processes", workers=w)
+        assert main.server.log == ref.server.log
+        assert (stats.tags, stats.reactions, stats.final_tag.time - stats.start_time) == \
+               (ref_stats.tags, ref_stats.reactions, ref_stats.final_tag.time - ref_stats.start_time)
+        assert len(main.server.pids) == w  # the bank really ran in w processes
+        # state of members placed in other workers was copied back into the caller's objects
+        assert [c.seen for c in main.clients] == [20] * 6
+
+
+def test_plan_has_minimal_barriers_and_one_slot_per_broadcast():
+    main = Star(n=8)
+    p = plan(assemble(main), 2)
+    # server.send (level 0) -> clients (level 1) -> server.gather (level 2): two barriers
+    assert p.barrier_levels == (1, 2)
+    broadcast = [e for e in p.exports if e[1] is main.server.out]
+    assert len(broadcast) == 1 and broadcast[0][4] == (1,)  # written once, read by worker 1
+    back = [e for e in p.exports if e[1] is not main.server.out]
+    assert len(back) == 4  # only the 4 members on worker 1 send across
+    assert plan(assemble(Star()), 1).barrier_levels == ()
+
+
+# ---- delays, microsteps and actions across processes -----------------------------------------------
+class Relay(Reactor):
+    inp = Input()
+    out = Output()
+    tick = Timer(offset=msec(1), period=msec(3))
+    act = LogicalAction(min_delay=usec(5))
+
+    def __init__(self):
+        super().__init__()
+        self.count = 0
+
+    @reaction(tick, effects=[act])
+    def on_tick(self):
+        self.act.schedule(usec(self.bank_index), self.bank_index)
+
+    @reaction(act, inp, effects=[out])
+    def fire(self):
+        self.count += 1
+        self.out.set((self.bank_index, self.inp.value if self.inp.is_present else None, self.microstep))
+
+
+class Recorder(Reactor):
+    ins = Input(width=4)
+    direct = Input(width=4)
+
+    def __init__(self):
+        super().__init__()
+        self.log = []
+
+    @reaction(ins)
+    def rec(self):
+        self.log.append(("delayed", self.elapsed, self.microstep, [p.value for p in self.ins if p.is_present]))
+
+    @reaction(direct)
+    def rec2(self):
+        self.log.append(("direct", self.elapsed, self.microstep, sorted(p.value for p in self.direct if p.is_present)))
+
+    @reaction(shutdown)
+    def bye(self):
+        self.log.append(("shutdown", self.elapsed, self.microstep))
+
+
+class Ring(Reactor):
+    """Bank members send to their right neighbour with after=0 (a microstep) and to a recorder on
+    worker 0 both directly and with after=2 ms."""
+
+    def __init__(self):
+        super().__init__()
+        self.relays = self.bank(Relay, 4)
+        self.rec = Recorder()
+        outs = [r.out for r in self.relays]
+        self.connect(outs, [self.relays[(i + 1) % 4].inp for i in range(4)], after=0)
+        self.connect(self.relays.out, self.rec.ins, after=msec(2))
+        self.connect(self.relays.out, self.rec.direct)
+
+
+@pytest.mark.parametrize("workers", WORKERS)
+def test_delays_microsteps_and_actions_cross_processes(workers):
+    ref = Ring()
+    ref_stats = run(ref, timeout=msec(11))
+    main = Ring()
+    stats = run(main, timeout=msec(11), executor="processes", workers=workers)
+    assert main.rec.log == ref.rec.log
+    assert any(entry[2] > 0 for entry in ref.rec.log if entry[0] == "direct")  # microsteps happened
+    assert stats.tags == ref_stats.tags and stats.reactions == ref_stats.reactions
+    assert [r.count for r in main.relays] == [r.count for r in ref.relays]
+
+
+class Stopper(Reactor):
+    out = Output()
+    tick = Timer(offset=0, period=msec(1))
+
+    @reaction(tick, effects=[out])
+    def step(self):
+        self.out.set(self.bank_index)
+        if self.bank_index == 3 and self.elapsed == msec(4):
+            self.request_stop()
+
+
+class Sink(Reactor):
+    inp = Input(width=4)
+
+    def __init__(self):
+        super().__init__()
+        self.log = []
+
+    @reaction(inp)
+    def got(self):
+        self.log.append((self.elapsed, self.microstep, [p.value for p in self.inp if p.is_present]))
+
+    @reaction(shutdown)
+    def bye(self):
+        self.log.append(("shutdown", self.elapsed, self.microstep))
+
+
+class StopMain(Reactor):
+    def __init__(self):
+        super().__init__()
+        self.b = self.bank(Stopper, 4)
+        self.sink = Sink()
+        self.connect(self.b.out, self.sink.inp)
+
+
+@pytest.mark.parametrize("workers", [2, 4])
+def test_request_stop_in_another_process_stops_everyone(workers):
+    ref = StopMain()
+    run(ref, timeout=sec(1))
+    main = StopMain()
+    stats = run(main, timeout=sec(1), executor="processes", workers=workers)
+    assert main.sink.log == ref.sink.log
+    assert main.sink.log[-1] == ("shutdown", msec(4), 1)
+    assert stats.final_tag == Tag(stats.start_time + msec(4), 1)
+
+
+# ---- values ------------------------------------------------------------------------------------------
+class ArraySource(Reactor):
+    out = Output()
+    tick = Timer(offset=0, period=msec(1))
+
+    @reaction(tick, effects=[out])
+    def emit(self):
+        rng = np.random.default_rng(int(self.elapsed // msec(1)) + 10 * self.bank_index)
+        self.out.set({"frame": rng.integers(0, 255, (210, 160, 3), dtype=np.uint8), "i": self.bank_index})
+
+
+class ArraySink(Reactor):
+    inp = Input(width=2)
+
+    def __init__(self):
+        super().__init__()
+        self.sums = []
+        self.writable = []
+
+    @reaction(inp)
+    def got(self):
+        for p in self.inp:
+            self.sums.append((p.value["i"], int(p.value["frame"].astype(np.int64).sum())))
+            self.writable.append(p.value["frame"].flags.writeable)
+
+
+class ArrayMain(Reactor):
+    def __init__(self):
+        super().__init__()
+        self.src = self.bank(ArraySource, 2)
+        self.sink = ArraySink()
+        self.connect(self.src.out, self.sink.inp)
+
+
+def test_arrays_cross_as_views_or_copies():
+    ref = ArrayMain()
+    run(ref, timeout=msec(5))
+    main = ArrayMain()
+    run(main, timeout=msec(5), executor="processes", workers=2)
+    assert main.sink.sums == ref.sink.sums
+    # member 1 lives in worker 1: its frames arrive as read-only views over shared memory
+    assert main.sink.writable == [True, False] * 6
+    main = ArrayMain()
+    run(main, timeout=msec(5), executor="processes", workers=2, copy_arrays=True)
+    assert main.sink.sums == ref.sink.sums and all(main.sink.writable)
+
+
+# ---- faults --------------------------------------------------------------------------------------------
+class Faulty(Reactor):
+    out = Output()
+    tick = Timer(offset=0, period=msec(1))
+
+    def __init__(self, mode="raise"):
+        super().__init__()
+        self.mode = mode
+
+    @reaction(tick, effects=[out])
+    def step(self):
+        if self.bank_index == 1 and self.elapsed == msec(3):
+            if self.mode == "raise":
+                raise ValueError(f"broken member {self.bank_index}")
+            if self.mode == "kill":
+                os.kill(os.getpid(), signal.SIGKILL)
+        self.out.set(self.bank_index)
+
+
+class Drain(Reactor):
+    inp = Input(width=2)
+
+    @reaction(inp)
+    def got(self):
+        pass
+
+
+class FaultMain(Reactor):
+    def __init__(self, mode):
+        super().__init__()
+        self.b = self.bank(Faulty, 2, mode=mode)
+        self.sink = Drain()
+        self.connect(self.b.out, self.sink.inp)
+
+
+def test_error_in_worker_raises_reaction_error_with_remote_traceback():
+    t0 = time.perf_counter()
+    with pytest.raises(ReactionError) as info:
+        run(FaultMain("raise"), timeout=sec(1), executor="processes", workers=2)
+    assert time.perf_counter() - t0 < 3
+    e = info.value
+    assert e.reactor == "main.b[1]" and e.reaction == "step"
+    assert e.tag.microstep == 0
+    assert "broken member 1" in str(e) and "worker 1" in str(e)
+    assert "raise ValueError" in e.remote_traceback
+    assert isinstance(e.__cause__, ValueError)
+
+
+def test_error_in_caller_stops_workers():
+    class Bad(Reactor):
+        inp = Input(width=2)
+
+        @reaction(inp)
+        def got(self):
+            if self.elapsed == msec(2):
+                raise KeyError("caller side")
+
+    class M(Reactor):
+        def __init__(self):
+            super().__init__()
+            self.b = self.bank(Faulty, 2, mode="none")
+            self.bad = Bad()
+            self.connect(self.b.out, self.bad.inp)
+
+    with pytest.raises(ReactionError, match="caller side") as info:
+        run(M(), timeout=sec(10), executor="processes", workers=2)
+    assert info.value.reactor == "main.bad"
+
+
+def test_killed_worker_tears_down():
+    t0 = time.perf_counter()
+    with pytest.raises(WorkerDied, match="SIGKILL"):
+        run(FaultMain("kill"), timeout=sec(100), executor="processes", workers=2)
+    assert time.perf_counter() - t0 < 3
+
+
+def test_ctrl_c_tears_down():
+    timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    t0 = time.perf_counter()
+    with pytest.raises(KeyboardInterrupt):
+        run(FaultMain("none"), timeout=sec(100), fast=False, executor="processes", workers=3)
+    assert time.perf_counter() - t0 < 2.5
+    timer.join()
