@@ -1,0 +1,189 @@
+"""The scenarios' roles in-process: contracts the CLI tests cannot see (what the checksum covers, what
+verification catches, placement independence of seeded roles)."""
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+
+from scenarios import make_scenario
+from scenarios.base import Broadcast, split_messages
+from scenarios.configs import ActorsConfig, AtariConfig, DqnConfig, MarlConfig, MarlEnv, ObjectSizeConfig
+from scenarios.micro import BroadcastServer, PayloadCorrupted
+
+
+def run_rounds(scenario, rounds: int, workers=None):
+    server = scenario.make_server()
+    workers = workers or [scenario.make_worker(i) for i in range(scenario.num_workers)]
+    for _ in range(rounds):
+        msgs = split_messages(server.scatter(), len(workers))
+        server.gather([w.step(m) for w, m in zip(workers, msgs)])
+    return server, workers
+
+
+# ---- object_size / actors ---------------------------------------------------------------------------
+
+def one_round(server: BroadcastServer, clients: int = 3) -> tuple[np.ndarray, list[np.ndarray]]:
+    payload = server.scatter().value
+    return payload, [payload.copy() for _ in range(clients)]
+
+
+def test_verification_accepts_exact_copies_and_advances():
+    server = BroadcastServer(100_000, seed=0)
+    before = server.checksum()
+    _, copies = one_round(server)
+    server.gather(copies)
+    assert server.checksum() != before
+
+
+@pytest.mark.parametrize("corrupt", ["sampled_byte", "stamp", "last_byte", "shape", "dtype", "not_array", "stale"])
+def test_verification_catches_a_corrupted_payload(corrupt):
+    server = BroadcastServer(100_000, seed=0)
+    _, copies = one_round(server)
+    server.gather(copies)  # round 0 fine; keep its copy to replay it as stale data in round 1
+    stale = copies[0]
+    _, copies = one_round(server)
+    bad = copies[1]
+    if corrupt == "sampled_byte":
+        bad[server.stride * 7] ^= 0xFF
+    elif corrupt == "stamp":
+        bad[0] ^= 0x01
+    elif corrupt == "last_byte":
+        bad[-1] ^= 0x80
+    elif corrupt == "shape":
+        copies[1] = bad[:-1]
+    elif corrupt == "dtype":
+        copies[1] = bad.astype(np.int16)
+    elif corrupt == "not_array":
+        copies[1] = bad.tobytes()
+    elif corrupt == "stale":
+        copies[1] = stale
+    with pytest.raises(PayloadCorrupted, match="client 1"):
+        server.gather(copies)
+
+
+def test_empty_payload_round_trip():
+    server, _ = run_rounds(make_scenario(ActorsConfig(num_clients=2, payload_bytes=0), 0), 3)
+    assert server.round == 3
+
+
+def test_micro_work_is_done_by_clients():
+    import time
+
+    scenario = make_scenario(ObjectSizeConfig(num_clients=2, payload_bytes=10, work="sleep", work_us=2000), 0)
+    assert scenario.round_work_seconds() == pytest.approx(0.002)
+    t0 = time.perf_counter()
+    run_rounds(scenario, 5)
+    assert time.perf_counter() - t0 >= 5 * 2 * 0.002
+
+
+# ---- dqn ---------------------------------------------------------------------------------------------
+
+def dqn_config(**kw) -> DqnConfig:
+    return DqnConfig(**{"num_rollouts": 2, "steps_per_round": 30, "minibatch": 32, "eval_episodes": 10, **kw})
+
+
+def test_dqn_checksum_covers_the_weights():
+    """Identical transitions, different learning rates: only the weights differ, and so must the checksums."""
+    scenario = make_scenario(dqn_config(), 0)
+    worker = scenario.make_worker(0)
+    transitions = worker.step(scenario.make_server().scatter().value)
+    sums = []
+    for lr in (0.01, 0.001):
+        server = make_scenario(dqn_config(lr=lr), 0).make_server()
+        server.scatter()
+        server.gather([transitions])
+        sums.append(server.checksum())
+    assert sums[0] != sums[1]
+
+
+def test_dqn_checksum_ignores_rollout_timing_and_learner_trains():
+    scenario = make_scenario(dqn_config(), 0)
+    worker = scenario.make_worker(0)
+    a, b = scenario.make_server(), scenario.make_server()
+    w0 = [w.copy() for w in a.scatter().value]
+    b.scatter()
+    transitions, seconds = worker.step(w0)
+    assert transitions.shape == (30, 9) and transitions.dtype == np.float32
+    assert set(np.unique(transitions[:, 3])) <= {0.0, 1.0}
+    a.gather([(transitions, seconds)])
+    b.gather([(transitions, seconds + 123.0)])
+    assert a.checksum() == b.checksum()
+    assert any(not np.array_equal(x, y) for x, y in zip(w0, a.scatter().value))
+
+
+def test_dqn_roles_built_twice_agree_and_messages_pickle():
+    """Same config and seed -> same rounds, whichever process builds the roles (here: fresh instances)."""
+    s1, _ = run_rounds(make_scenario(dqn_config(), 3), 4)
+    s2, _ = run_rounds(pickle.loads(pickle.dumps(make_scenario(dqn_config(), 3))), 4)
+    assert s1.checksum() == s2.checksum()
+    assert s1.final_metrics() == s2.final_metrics()
+    msg = s1.scatter()
+    assert isinstance(msg, Broadcast) and all(isinstance(w, np.ndarray) for w in msg.value)
+    pickle.dumps(msg)
+    m = s1.metrics()
+    assert m["breakdown_rounds"] == 4 and m["training_s"] > 0 and m["sampling_s"] > 0
+
+
+def test_dqn_buffer_is_a_ring():
+    server = make_scenario(dqn_config(buffer_capacity=50), 0).make_server()
+    rows = np.arange(40 * 9, dtype=np.float32).reshape(40, 9)
+    server._store(rows)
+    server._store(rows + 1000)
+    assert server.size == 50 and server.pos == 30
+    np.testing.assert_array_equal(server.buffer[:30], rows[10:] + 1000)
+    np.testing.assert_array_equal(server.buffer[30:40], rows[30:])
+
+
+# ---- marl --------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("env", [MarlEnv.synthetic, MarlEnv.simple_spread_v3])
+def test_marl_agents_are_seeded_per_index(env):
+    scenario = make_scenario(MarlConfig(env=env, num_agents=4), 0)
+    server = scenario.make_server()
+    joint = server.scatter().value
+    assert joint.dtype == np.float32 and joint.shape == (4, 24 if env == MarlEnv.simple_spread_v3 else 18)
+    again = [scenario.make_worker(i) for i in range(4)]
+    agents = [scenario.make_worker(i) for i in range(4)]
+    actions = [a.step(joint) for a in agents]
+    assert actions == [a.step(joint) for a in again]
+    w0, w1 = (list(a.policy.parameters())[0].detach().numpy() for a in agents[:2])
+    assert not np.array_equal(w0, w1)
+    read_only = joint.copy()
+    read_only.flags.writeable = False
+    assert actions == [a.step(read_only) for a in agents]
+
+
+def test_marl_spread_resets_after_max_cycles():
+    cfg = MarlConfig(env=MarlEnv.simple_spread_v3, num_agents=3, max_cycles=5)
+    scenario = make_scenario(cfg, 0)
+    server, _ = run_rounds(scenario, 12)
+    assert server.env.env.agents  # reset twice along the way, still live
+    costs = server.final_metrics()
+    assert costs["env_step_ms"] > 0 and costs["inference_ms"] > 0
+
+
+# ---- atari -------------------------------------------------------------------------------------------
+
+def test_atari_workers_deliver_full_frames_with_restricted_actions():
+    scenario = make_scenario(AtariConfig(num_envs=2, num_actions=2), 0)
+    worker = scenario.make_worker(1)
+    try:
+        actions = [worker._action() for _ in range(50)]
+        assert set(actions) == {0, 1}
+        obs, reward, done = worker.step(None)
+        assert obs.shape == (210, 160, 3) and obs.dtype == np.uint8
+        assert isinstance(reward, float) and isinstance(done, bool)
+    finally:
+        worker.close()
+    assert scenario.row_fields() == {"num_envs": 2, "env_id": "ALE/Pong-v5"}
+
+
+def test_vector_backend_refuses_non_env_scenarios():
+    from harness.backends.vector import VectorBackend, VectorBackendUnsupported
+    from harness.config import VectorConfig
+
+    scenario = make_scenario(dqn_config(), 0)
+    with pytest.raises(VectorBackendUnsupported, match="gym"):
+        VectorBackend(VectorConfig(), 2).start(scenario, scenario.make_server())
