@@ -1,0 +1,127 @@
+"""The Ray actor that holds worker roles, and how worker indices are packed into actors.
+
+An actor is a plain class here (made remote by the orchestration with the options of the job), so the
+same code runs under ``.remote()`` calls and inside a Compiled Graph. It builds its workers with
+``scenario.make_worker(i)`` in its own process: environments and models are created where they live.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any, Sequence
+
+import numpy as np
+
+from scenarios.base import Scenario, Worker
+
+
+def actor_slices(num_workers: int, envs_per_actor: int) -> list[range]:
+    """Consecutive worker indices per actor: ``k`` each, the last actor may hold fewer."""
+    if num_workers < 1:
+        raise ValueError("a scenario needs at least one worker")
+    if envs_per_actor < 1:
+        raise ValueError(f"envs_per_actor must be >= 1, got {envs_per_actor}")
+    k = envs_per_actor
+    return [range(start, min(start + k, num_workers)) for start in range(0, num_workers, k)]
+
+
+#: scalar types whose size is known without serializing them
+_SCALARS = (type(None), bool, int, float, complex, np.generic)
+
+
+def known_small(value: Any, limit: int) -> bool:
+    """True when ``value`` is certainly smaller than ``limit`` bytes once serialized.
+
+    Only plain scalars, strings, bytes, numpy arrays and containers of them are sized (without
+    serializing); anything else counts as large, so it goes through the object store once.
+    """
+    budget = [limit]
+
+    def fits(v: Any, depth: int) -> bool:
+        if depth > 8:
+            return False
+        if isinstance(v, _SCALARS):
+            budget[0] -= 16
+        elif isinstance(v, (str, bytes, bytearray)):
+            budget[0] -= len(v) + 16
+        elif isinstance(v, np.ndarray):
+            if v.dtype.hasobject:
+                return False
+            budget[0] -= v.nbytes + 128
+        elif isinstance(v, (tuple, list)):
+            budget[0] -= 8
+            if not all(fits(item, depth + 1) for item in v):
+                return False
+        elif isinstance(v, dict):
+            if not all(fits(k, depth + 1) and fits(item, depth + 1) for k, item in v.items()):
+                return False
+        else:
+            return False
+        return budget[0] > 0
+
+    return limit > 0 and fits(value, 0)
+
+
+def owned_copy(value: Any) -> Any:
+    """``value`` with every read-only numpy array (a zero-copy view of a Ray buffer) copied out.
+
+    A Compiled Graph hands numpy results to the driver as views of its shared-memory channel; the channel
+    cannot take the next round's result until those views are gone. The server may keep what it gathers,
+    so results are copied into memory the driver owns. Containers are rebuilt only when something inside
+    them was copied.
+    """
+    if isinstance(value, np.ndarray):
+        return value.copy() if not value.flags.writeable else value
+    if isinstance(value, (tuple, list)):
+        items = [owned_copy(v) for v in value]
+        if all(a is b for a, b in zip(items, value)):
+            return value
+        if isinstance(value, list):
+            return items
+        return type(value)(*items) if hasattr(value, "_fields") else tuple(items)
+    if isinstance(value, dict):
+        copied = {k: owned_copy(v) for k, v in value.items()}
+        return value if all(copied[k] is value[k] for k in value) else copied
+    return value
+
+
+class WarmUp:
+    """Sentinel message of a compiled graph's warm-up execution: the actors return without stepping.
+
+    Ray's first execution of a compiled graph sets up each actor's channel context (importing torch when
+    it is installed), which can take seconds per actor; a warm-up pass moves that into start-up without
+    touching any role, so the checksum is unchanged.
+    """
+
+
+class RoleActor:
+    """A Ray actor holding the worker roles ``indices`` of ``scenario`` (one or several envs)."""
+
+    def __init__(self, scenario: Scenario, indices: Sequence[int], threads: int):
+        for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+            os.environ[var] = str(threads)
+        self.indices = list(indices)
+        self.workers: list[Worker] = [scenario.make_worker(i) for i in self.indices]
+        if "torch" in sys.modules:  # the roles imported torch: pin its intra-op pool like the env vars
+            sys.modules["torch"].set_num_threads(threads)
+
+    def ready(self) -> int:
+        """Returns this actor's process id once its workers exist (start-up ends when all are ready)."""
+        return os.getpid()
+
+    def step_each(self, msgs: Sequence[Any]) -> list[Any]:
+        """One round with one message per held worker, in worker-index order."""
+        if msgs is WarmUp:
+            return []
+        return [w.step(m) for w, m in zip(self.workers, msgs)]
+
+    def step_all(self, msg: Any) -> list[Any]:
+        """One round in which every held worker receives the same (broadcast) message."""
+        if msg is WarmUp:
+            return []
+        return [w.step(msg) for w in self.workers]
+
+    def close(self) -> None:
+        """Close the workers (environments, files) before the actor is killed."""
+        for w in self.workers:
+            w.close()

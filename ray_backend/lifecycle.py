@@ -1,0 +1,156 @@
+"""Ray's lifecycle for one job: start (or join) an instance, size actors to fit, and leave nothing behind.
+
+A job either starts its own local instance (the default: ``num_cpus=workers``, no dashboard, no usage
+stats, worker logs not forwarded to the driver) and owns it, or joins an existing cluster by address and
+must leave that cluster running. Ownership decides what ``shutdown`` may do.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+import psutil
+
+#: thread-count variables every actor process inherits from the measuring process
+THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+#: a process whose name or command line contains one of these is a Ray process
+RAY_PROCESS_MARKERS = ("raylet", "gcs_server", "ray::")
+#: Ray accepts fractional resources in steps of 1e-4
+_RESOURCE_STEP = 10_000
+_REPO_ROOT = str(Path(__file__).resolve().parents[1])
+
+
+class RayStartError(RuntimeError):
+    """Ray could not be started or joined (the message carries Ray's own)."""
+
+
+def actor_num_cpus(num_actors: int, cpus: float) -> float:
+    """CPUs each actor reserves so that all ``num_actors`` fit on ``cpus`` CPUs at once.
+
+    One CPU per actor while they fit (Ray's default for a busy actor); otherwise an equal fraction,
+    rounded down to Ray's resource step, so 15 actors on 2 CPUs reserve 0.1333 CPU each and are all
+    scheduled. Actors are CPU-bound in turn within a round, so oversubscription is what the OS scheduler
+    resolves, as it does for every other backend with more roles than cores.
+    """
+    if num_actors < 1 or cpus <= 0:
+        raise ValueError("need at least one actor and a positive CPU count")
+    share = min(1.0, cpus / num_actors)
+    return math.floor(share * _RESOURCE_STEP) / _RESOURCE_STEP
+
+
+def thread_env() -> dict[str, str]:
+    """The thread pinning of this process (set by the harness), to reproduce in every actor process."""
+    threads = os.environ.get("OMP_NUM_THREADS", "1")
+    return {var: os.environ.get(var, threads) for var in THREAD_VARS}
+
+
+def ray_processes(session_id: Optional[int] = None) -> list[psutil.Process]:
+    """Ray processes that are ours: descendants of this process or members of ``session_id``'s session.
+
+    Raylet, GCS and worker processes are started by the driver (directly or through the raylet), so a
+    local instance lives entirely under the measuring process and its session.
+    """
+    me = psutil.Process()
+    sid = os.getsid(0) if session_id is None else session_id
+    found: dict[int, psutil.Process] = {}
+    try:
+        candidates = me.children(recursive=True)
+    except psutil.Error:
+        candidates = []
+    for proc in psutil.process_iter(["pid"]):
+        try:
+            if os.getsid(proc.pid) == sid and proc.pid != me.pid:
+                candidates.append(proc)
+        except (ProcessLookupError, PermissionError, psutil.Error):
+            continue
+    for proc in candidates:
+        try:
+            text = proc.name() + " " + " ".join(proc.cmdline())
+        except psutil.Error:
+            continue
+        if any(marker in text for marker in RAY_PROCESS_MARKERS):
+            found[proc.pid] = proc
+    return list(found.values())
+
+
+class RayInstance:
+    """A connection to Ray for one job; owns the instance only when it started it."""
+
+    def __init__(self, address: Optional[str], num_cpus: int):
+        self.address = address
+        self.num_cpus = int(num_cpus)
+        self.owned = False
+        self.connected = False
+        self.init_seconds = 0.0
+
+    def start(self) -> None:
+        """Start a local instance (``address`` None) or join the cluster at ``address``."""
+        import ray
+
+        os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
+        env_vars = {**thread_env(), "RAY_USAGE_STATS_ENABLED": "0"}
+        # actors import ray_backend and scenarios by name: make the checkout importable in every worker
+        pythonpath = os.pathsep.join(p for p in (_REPO_ROOT, os.environ.get("PYTHONPATH", "")) if p)
+        env_vars["PYTHONPATH"] = pythonpath
+        kwargs: dict[str, Any] = dict(
+            include_dashboard=False,
+            log_to_driver=False,
+            logging_level=logging.WARNING,
+            runtime_env={"env_vars": env_vars},
+        )
+        if ray.is_initialized():
+            raise RayStartError("Ray is already initialized in this process; a job needs its own instance")
+        t0 = time.perf_counter()
+        try:
+            if self.address is None:
+                self.owned = True  # from here on, whatever was started is ours to stop
+                ray.init(num_cpus=self.num_cpus, **kwargs)
+            else:
+                ray.init(address=self.address, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - any start-up failure ends the job with Ray's message
+            self.shutdown()
+            where = "a local Ray instance" if self.address is None else f"the Ray cluster at {self.address!r}"
+            raise RayStartError(f"could not start {where}: {type(exc).__name__}: {exc}") from exc
+        self.connected = True
+        self.init_seconds = time.perf_counter() - t0
+
+    def cluster_cpus(self) -> float:
+        """CPUs available to this job's actors: ``num_cpus`` locally, the cluster's total when joined."""
+        if self.owned:
+            return float(self.num_cpus)
+        import ray
+
+        return float(ray.cluster_resources().get("CPU", self.num_cpus))
+
+    def shutdown(self, grace_s: float = 10.0) -> None:
+        """Disconnect; when the instance is ours, stop it and make sure none of its processes remain.
+
+        ``ray.shutdown()`` stops the raylet and GCS it started; worker processes exit when their raylet
+        goes. Any Ray process of ours still alive after ``grace_s`` is killed, so a job never leaks one.
+        A joined cluster is only disconnected from (our actors are not detached, so they end with us).
+        """
+        import ray
+
+        ours = ray_processes() if self.owned else []
+        if ray.is_initialized():
+            try:
+                ray.shutdown()
+            finally:
+                self.connected = False
+        if not self.owned:
+            return
+        ours = {p.pid: p for p in ours + ray_processes()}.values()
+        _, alive = psutil.wait_procs(list(ours), timeout=grace_s)
+        for proc in alive:
+            try:
+                proc.kill()
+            except psutil.Error:
+                pass
+        psutil.wait_procs(alive, timeout=5)
+        if alive:
+            print(f"ray_backend: killed {len(alive)} Ray process(es) left after ray.shutdown()", file=sys.stderr)

@@ -1,0 +1,203 @@
+"""The Ray backend: the scenario's roles as Ray actors, driven round by round from the measuring process.
+
+``mode=actors`` is what a Ray user writes: each round the driver scatters, calls every actor with
+``.remote(...)`` and ``ray.get``s the list. A broadcast is ``ray.put`` once per round and passed by
+reference, unless it is known to be small (``broadcast_inline_max_bytes``, Ray's own inlining limit by
+default): then it is passed inline, because a put plus a reference per call costs more than a tiny copy.
+``mode=compiled`` runs the same round as a Ray Compiled Graph. In both modes the
+server stays in the driver, the actors hold ``envs_per_actor`` consecutive workers each, and results are
+gathered in worker-index order, so the checksum equals the serial backend's.
+
+Start-up (``ray.init``, actor creation, graph compilation) happens before ``clock.begin()`` and is never
+counted in throughput; its parts are kept in ``startup_breakdown``.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any, Optional
+
+from ray_backend.actors import RoleActor, actor_slices, known_small
+from ray_backend.lifecycle import RayInstance, actor_num_cpus, thread_env
+from scenarios.base import Backend, Broadcast, Clock, Scenario, Server, split_messages
+
+
+#: the compiled graph's warm-up execution may import torch in every actor at once: give it room
+WARMUP_TIMEOUT_S = 300.0
+
+
+class RayRoleError(RuntimeError):
+    """A worker role raised inside a Ray actor; the message is the role's own exception."""
+
+
+class RayBackend(Backend):
+    """Ray actors (``mode=actors``) or a Ray Compiled Graph (``mode=compiled``) over the scenario's roles."""
+
+    name = "ray"
+
+    def __init__(self, config: Any, workers: int):
+        super().__init__(config, workers)
+        self.mode = str(getattr(config.mode, "value", config.mode))
+        if self.mode not in ("actors", "compiled"):
+            raise ValueError(f"unknown Ray mode {self.mode!r}; use actors or compiled")
+        self.variant = self.mode
+        self.envs_per_actor = int(config.envs_per_actor)
+        self.timeout_s = float(config.compiled_timeout_s)
+        self.broadcast_inline_max_bytes = int(getattr(config, "broadcast_inline_max_bytes", 0))
+        self.instance = RayInstance(config.address, self.workers)
+        self.actors: list[Any] = []
+        self.slices: list[range] = []
+        self.graph: Optional[Any] = None  # CompiledRounds, built at the first round
+        self.failed = False
+        self.startup_breakdown: dict[str, float] = {}
+
+    # ---------------------------------------------------------------- assembly (not timed)
+    def start(self, scenario: Scenario, server: Server) -> None:
+        import ray
+
+        self.server = server
+        self.num_workers = scenario.num_workers
+        self.slices = actor_slices(self.num_workers, self.envs_per_actor)
+        self.instance.start()
+        self.startup_breakdown["ray_init_s"] = self.instance.init_seconds
+
+        t0 = time.perf_counter()
+        cpus = actor_num_cpus(len(self.slices), self.instance.cluster_cpus())
+        threads = int(thread_env()["OMP_NUM_THREADS"])
+        remote_cls = ray.remote(RoleActor).options(num_cpus=cpus, max_restarts=0, max_task_retries=0)
+        self.actors = [remote_cls.remote(scenario, list(s), threads) for s in self.slices]
+        self._get(ray, [a.ready.remote() for a in self.actors], "creating the actors")
+        self.startup_breakdown["actor_creation_s"] = time.perf_counter() - t0
+
+    # ---------------------------------------------------------------- execution
+    def run(self, rounds: int, clock: Clock) -> None:
+        if rounds < 1:
+            return
+        if self.mode == "compiled":
+            self._run_compiled(rounds, clock)
+        else:
+            self._run_actors(rounds, clock)
+
+    def _run_actors(self, rounds: int, clock: Clock) -> None:
+        import ray
+
+        server, actors, slices, n = self.server, self.actors, self.slices, self.num_workers
+        put, get, inline_max = ray.put, ray.get, self.broadcast_inline_max_bytes
+        clock.begin()
+        for r in range(rounds):
+            msgs = server.scatter()
+            if isinstance(msgs, Broadcast):
+                value = msgs.value
+                # a large broadcast goes into the object store once and every call passes the reference;
+                # a small one travels inline in each call, where Ray would put it anyway
+                arg = value if known_small(value, inline_max) else put(value)
+                refs = [a.step_all.remote(arg) for a in actors]
+            else:
+                msgs = split_messages(msgs, n)
+                refs = [a.step_each.remote(msgs[s.start:s.stop]) for a, s in zip(actors, slices)]
+            try:
+                chunks = get(refs)
+            except Exception as exc:  # noqa: BLE001 - translated to a clear error, Ray's kept as cause
+                self.failed = True
+                raise self._explain(exc, f"round {r} (0-based)") from exc
+            server.gather([res for chunk in chunks for res in chunk])
+            clock.tick()
+
+    def _run_compiled(self, rounds: int, clock: Clock) -> None:
+        server, slices, n = self.server, self.slices, self.num_workers
+        first = server.scatter()  # its shape (broadcast or not) decides the graph's shape
+        t0 = time.perf_counter()
+        self.graph = self._compile(isinstance(first, Broadcast))
+        self.startup_breakdown["compile_s"] = time.perf_counter() - t0
+        clock.begin()
+        msgs = first
+        for r in range(rounds):
+            if r:
+                msgs = server.scatter()
+            graph = self.graph
+            if isinstance(msgs, Broadcast) and graph.broadcast:
+                arg: Any = msgs.value
+            else:
+                if graph.broadcast:  # a per-worker round after broadcast rounds: recompile once
+                    graph.teardown()
+                    self.graph = graph = self._compile(False)
+                per = split_messages(msgs, n)
+                arg = [per[s.start:s.stop] for s in slices]
+            try:
+                chunks = graph.round(arg, r)
+            except Exception as exc:  # noqa: BLE001
+                self.failed = True
+                raise self._explain(exc, f"round {r} (0-based) of the compiled graph") from exc
+            server.gather([res for chunk in chunks for res in chunk])
+            clock.tick()
+
+    def _compile(self, broadcast: bool) -> Any:
+        from ray_backend.compiled import CompiledRounds
+
+        try:
+            graph = CompiledRounds(self.actors, broadcast, self.timeout_s)
+        except Exception as exc:  # noqa: BLE001
+            self.failed = True
+            raise self._explain(exc, "compiling the graph") from exc
+        self.graph = graph
+        try:
+            graph.warm_up(max(self.timeout_s, WARMUP_TIMEOUT_S))
+        except Exception:
+            self.failed = True
+            raise
+        return graph
+
+    # ---------------------------------------------------------------- teardown
+    def stop(self) -> None:
+        """Tear the graph down, kill the actors, stop Ray if this job started it (never hangs on a dead actor)."""
+        import ray
+
+        try:
+            if self.failed:  # a hung or dead actor must not make teardown wait: kill first
+                self._kill_actors(ray)
+            if self.graph is not None:
+                try:
+                    self.graph.teardown()
+                except Exception:  # noqa: BLE001 - teardown after a failure may find channels closed
+                    pass
+                self.graph = None
+            if not self.failed and self.actors and ray.is_initialized():
+                try:
+                    ray.get([a.close.remote() for a in self.actors], timeout=10)
+                except Exception:  # noqa: BLE001 - closing is best effort; the actors die next
+                    pass
+            self._kill_actors(ray)
+        finally:
+            if ray.is_initialized() or self.instance.owned:
+                self.instance.shutdown()
+
+    def _kill_actors(self, ray: Any) -> None:
+        if ray.is_initialized():
+            for a in self.actors:
+                try:
+                    ray.kill(a, no_restart=True)
+                except Exception:  # noqa: BLE001 - already dead
+                    pass
+        self.actors = []
+
+    # ---------------------------------------------------------------- errors
+    def _get(self, ray: Any, refs: list[Any], what: str) -> list[Any]:
+        try:
+            return ray.get(refs)
+        except Exception as exc:  # noqa: BLE001
+            self.failed = True
+            raise self._explain(exc, what) from exc
+
+    @staticmethod
+    def _explain(exc: BaseException, what: str) -> BaseException:
+        """A short error for the results row: the role's own exception, or Ray's message on a crash."""
+        import ray
+
+        if isinstance(exc, ray.exceptions.RayTaskError):
+            cause = exc.cause if exc.cause is not None else exc
+            if isinstance(cause, ray.exceptions.RayActorError):
+                return RuntimeError(f"a Ray actor died during {what}: {type(cause).__name__}: {cause}")
+            return RayRoleError(f"{type(cause).__name__}: {cause} (raised in a Ray actor during {what})")
+        if isinstance(exc, ray.exceptions.RayActorError):
+            return RuntimeError(f"a Ray actor died during {what}: {type(exc).__name__}: {exc}")
+        return exc if not isinstance(exc, ray.exceptions.RayError) else RuntimeError(
+            f"Ray failed during {what}: {type(exc).__name__}: {exc}")
