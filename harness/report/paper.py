@@ -68,6 +68,19 @@ def _versions(rows: pd.DataFrame) -> str:
     return ", ".join(sorted(seen)) or "unknown"
 
 
+def _config_name(rows: pd.DataFrame, config: str) -> str:
+    """The env and the parameters that tell this configuration apart from its scenario's others."""
+    r = rows[rows["config"] == config]
+    if not len(r):
+        return config
+    own = r["params_dict"].iloc[0]
+    others = [p for p in rows["params_dict"]]
+    keys = sorted(k for k in own if k not in ("env_id", "num_envs") and any(o.get(k) != own.get(k) for o in others))
+    env = r["env_id"].iloc[0]
+    text = " ".join([*([env] if env not in ("-", "") else []), *(f"{k}={own[k]}" for k in keys)])
+    return text or r["scenario"].iloc[0]
+
+
 def side_by_side(rows: pd.DataFrame, speedups: pd.DataFrame, pair: tuple[str, str] = PAPER_PAIR) -> pd.DataFrame:
     """One row per paper result: the paper's value and settings, and what this machine measured, with how.
 
@@ -95,7 +108,10 @@ def side_by_side(rows: pd.DataFrame, speedups: pd.DataFrame, pair: tuple[str, st
             used = len(sel)
             measured = ratio if pr.kind == "speedup" else (1.0 / ratio - 1.0 if ratio > 0 else math.nan)
             sig = int(sel["significant"].sum())
-            note = f"{used} configuration(s) at workers={int(wmax)}, {sig} significant (Mann-Whitney U, p<0.05)"
+            each = "; ".join(f"{_config_name(srows, c)}: {r:.2f}x{'' if s else ' (n.s.)'}"
+                             for c, r, s in zip(sel["config"], sel["ratio"], sel["significant"]))
+            note = (f"geometric mean of {used} configuration(s) at workers={int(wmax)}, {sig} significant "
+                    f"(Mann-Whitney U, p<0.05): {each}")
             srows = srows[srows["config"].isin(set(sel["config"]))]
         cpu = pd.to_numeric(srows["cpu_count"], errors="coerce").dropna()
         if len(cpu):
