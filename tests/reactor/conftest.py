@@ -11,6 +11,7 @@ Bank members send what they see to such a recorder through ports.
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +20,10 @@ import pytest
 from reactor_backend import run
 
 EXECUTOR_PARAMS: list[tuple[str, int]] = [("inline", 1), ("threads", 3)]
+# REACTOR_EXECUTORS="inline:1,threads:2,processes:4" replaces the list (e.g. to try one executor alone)
+if os.environ.get("REACTOR_EXECUTORS"):
+    EXECUTOR_PARAMS = [(n, int(w)) for n, w in (item.split(":") for item in
+                                                os.environ["REACTOR_EXECUTORS"].split(","))]
 
 
 @dataclass(frozen=True)
