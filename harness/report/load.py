@@ -6,6 +6,7 @@ gets the keys the statistics group on: its backend label, its configuration key,
 """
 from __future__ import annotations
 
+import csv
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -71,38 +72,38 @@ def backend_label(backend: Any, variant: Any) -> str:
     return f"{backend}:{v}"
 
 
-def _read_one(path: Path, job: str) -> tuple[pd.DataFrame, pd.DataFrame]:
-    df = pd.read_csv(path, dtype=str, keep_default_na=False)
-    for col in COLUMNS:
-        if col not in df.columns:
-            df[col] = ""
-    df["job"] = job
-    df["source"] = str(path)
+def _read_one(path: Path, job: str) -> tuple[list[dict[str, str]], pd.DataFrame]:
+    # the csv module: small files, read as strings (the columns are typed once, for all files, in `prepare`)
+    with path.open(newline="") as fh:
+        records = [{**r, "job": job, "source": str(path)} for r in csv.DictReader(fh)]
     lat_path = path.parent / LATENCIES_FILE
     lat = pd.DataFrame(columns=["repetition", "round", "latency_ms", "job"])
     if lat_path.exists():
-        lat = pd.read_csv(lat_path)
+        with lat_path.open(newline="") as fh:
+            reader = csv.reader(fh)
+            next(reader, None)
+            values = np.array([r for r in reader if len(r) == 3], dtype=float).reshape(-1, 3)
+        lat = pd.DataFrame(values, columns=["repetition", "round", "latency_ms"])
         lat["job"] = job
-    return df, lat
+    return records, lat
 
 
 def load_results(paths: Iterable[Path | str]) -> ResultSet:
     """Read every results file under ``paths`` into one tidy table (never raises on a bad file: it says so)."""
     files = find_result_files(paths)
-    frames, lats, problems = [], [], []
+    records: list[dict[str, str]] = []
+    lats, problems = [], []
     for i, path in enumerate(files):
         try:
-            df, lat = _read_one(path, job=f"{i}:{path.parent.name}")
-        except (OSError, pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
+            recs, lat = _read_one(path, job=f"{i}:{path.parent.name}")
+        except (OSError, csv.Error, ValueError, UnicodeDecodeError) as exc:
             problems.append(f"could not read {path}: {exc}")
             continue
-        frames.append(df)
+        records += recs
         if len(lat):
             lats.append(lat)
-    if frames:
-        rows = pd.concat(frames, ignore_index=True)
-    else:
-        rows = pd.DataFrame(columns=[*COLUMNS, "job", "source"])
+    columns = list(dict.fromkeys([*COLUMNS, "job", "source", *(k for r in records[:1] for k in r)]))
+    rows = pd.DataFrame.from_records(records, columns=columns).fillna("")
     latencies = (pd.concat(lats, ignore_index=True) if lats
                  else pd.DataFrame({"repetition": pd.Series(dtype=float), "round": pd.Series(dtype=float),
                                     "latency_ms": pd.Series(dtype=float), "job": pd.Series(dtype=str)}))

@@ -45,10 +45,13 @@ def interval(lo: Any, hi: Any) -> str:
     return f"[{num(lo)}, {num(hi)}]" if num(lo) != "-" else "-"
 
 
-def ratio_text(r: pd.Series) -> str:
-    """``3.21x [2.9, 3.5]`` plus significance."""
+def ratio_text(r: pd.Series, compact: bool = False) -> str:
+    """``3.21x [2.9, 3.5]`` plus significance (``compact``: ``(p=0.008)`` or ``(n.s.)``)."""
     if not np.isfinite(r["ratio"]):
         return "-"
+    if compact:
+        return (f"{num(r['ratio'])}x {interval(r['ci_low'], r['ci_high'])} "
+                + (f"(p={r['p_value']:.2g})" if r["significant"] else "(n.s.)"))
     sig = f"p={r['p_value']:.3g}" if r["significant"] else (
         f"not significant (p={r['p_value']:.2g}" + (f"; n={r['n_a']}+{r['n_b']} cannot reach p<{ALPHA})"
                                                    if r["min_p"] >= ALPHA else ")"))
@@ -102,21 +105,29 @@ class Report:
     plots: list[Plot]
     sources: list[str]
     superseded_runs: int = 0
+    #: configuration -> readable name (computed on first use)
+    names: Optional[dict[str, str]] = None
     #: figures that could not be drawn, and why
     figure_notes: list[str] = field(default_factory=list)
     generated_at: str = field(default_factory=lambda: _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
 
 
-def _config_text(rows: pd.DataFrame, config: str) -> str:
-    r = rows[rows["config"] == config]
-    if not len(r):
-        return config
-    r0 = r.iloc[0]
-    vary = varying_params(rows).get(r0["scenario"], [])
-    env = "" if r0["env_id"] in ("-", "") else f" {r0['env_id']}"
-    w = int(r0["workers"]) if np.isfinite(r0["workers"]) else "-"
-    extra = describe(r0["params_dict"], [k for k in vary if k not in ("env_id",)], 60)
-    return f"{r0['scenario']}{env} w={w} {r0['budget']}{(' ' + extra) if extra else ''}".strip()
+def config_names(rows: pd.DataFrame) -> dict[str, str]:
+    """Each configuration's readable name: scenario, env, workers, budget and the parameters that vary."""
+    vary = varying_params(rows)
+    out = {}
+    for config, r0 in rows.drop_duplicates("config").set_index("config").iterrows():
+        env = "" if r0["env_id"] in ("-", "") else f" {r0['env_id']}"
+        w = int(r0["workers"]) if np.isfinite(r0["workers"]) else "-"
+        extra = describe(r0["params_dict"], [k for k in vary.get(r0["scenario"], []) if k != "env_id"], 60)
+        out[config] = f"{r0['scenario']}{env} w={w} {r0['budget']}{(' ' + extra) if extra else ''}".strip()
+    return out
+
+
+def _name(rep: "Report", config: str) -> str:
+    if rep.names is None:
+        rep.names = config_names(rep.results.rows)
+    return rep.names.get(config, config)
 
 
 def warnings(rep: Report) -> list[str]:
@@ -130,7 +141,7 @@ def warnings(rep: Report) -> list[str]:
         out.append("the result files hold no rows")
         return out
     for _, m in a.mixed.iterrows():
-        out.append(f"mixed environment in one comparison: {_config_text(rows, m['config'])}: {m['mixed']}")
+        out.append(f"mixed environment in one comparison: {_name(rep, m['config'])}: {m['mixed']}")
     if rows["machine"].nunique() > 1 and not len(a.mixed):
         out.append(f"rows come from {rows['machine'].nunique()} machines (never within one comparison)")
     ok = rows[rows["status"] == "ok"]
@@ -160,7 +171,7 @@ def warnings(rep: Report) -> list[str]:
     return out
 
 
-def headline_table(rep: Report) -> Table:
+def headline_table(rep: Report, compact: bool = False) -> Table:
     """Per configuration: reactor:processes over ray:actors and over ray:compiled, with intervals."""
     sp, rows = rep.analysis.speedups, rep.results.rows
     summ = rep.analysis.summary.set_index(["config", "label"])
@@ -170,10 +181,10 @@ def headline_table(rep: Report) -> Table:
     present = {c for c, lab in summ.index if lab in labels and summ.loc[(c, lab), "n_ok"] > 0}
     bad = {c for c in invalid & present
            if any((c, a_) in summ.index and (c, b_) in summ.index for a_, b_ in HEADLINE_PAIRS)}
-    configs = sorted(set(head["config"]) | bad, key=lambda c: _config_text(rows, c))
+    configs = sorted(set(head["config"]) | bad, key=lambda c: _name(rep, c))
     out, classes = [], []
     for c in configs:
-        cells = [_config_text(rows, c)]
+        cells = [_name(rep, c)]
         unit = ""
         for lab in labels:
             if (c, lab) in summ.index:
@@ -184,7 +195,8 @@ def headline_table(rep: Report) -> Table:
                 cells.append("-")
         for a_, b_ in HEADLINE_PAIRS:
             r = head[(head["config"] == c) & (head["numerator"] == a_) & (head["denominator"] == b_)]
-            cells.append("no speedup: checksums differ" if c in bad else (ratio_text(r.iloc[0]) if len(r) else "-"))
+            cells.append("no speedup: checksums differ" if c in bad
+                         else (ratio_text(r.iloc[0], compact) if len(r) else "-"))
         cells.insert(1, unit)
         out.append(cells)
         classes.append("invalid" if c in bad else "")
@@ -213,7 +225,7 @@ def scenario_tables(rep: Report) -> list[tuple[str, Table]]:
         header = ["configuration", "backend", "ok/err/timeout", "median", "95% interval", "unit/s", "CV",
                   "stability", "efficiency", "p50 ms", "p99 ms", "startup s"] + (["overhead ms/round"] if has_overhead else [])
         cells, classes = [], []
-        g = g.assign(_c=[_config_text(rows, c) for c in g["config"]]).sort_values(["_c", "workers", "label"])
+        g = g.assign(_c=[_name(rep, c) for c in g["config"]]).sort_values(["_c", "workers", "label"])
         for _, r in g.iterrows():
             row = [r["_c"], r["label"], f"{r['n_ok']}/{r['n_error']}/{r['n_timeout']}", num(r["median"]),
                    interval(r["ci_low"], r["ci_high"]), r["unit"] or "-",
@@ -232,21 +244,21 @@ def scenario_tables(rep: Report) -> list[tuple[str, Table]]:
 def speedup_table(rep: Report) -> Table:
     sp, rows = rep.analysis.speedups, rep.results.rows
     return Table(["configuration", "backend", "over", "speedup [95% interval], significance"],
-                 [[_config_text(rows, r["config"]), r["numerator"], r["denominator"], ratio_text(r)]
+                 [[_name(rep, r["config"]), r["numerator"], r["denominator"], ratio_text(r)]
                   for _, r in sp.sort_values(["scenario", "config", "numerator", "denominator"]).iterrows()])
 
 
 def invalid_table(rep: Report) -> Table:
     bad = rep.analysis.validity[~rep.analysis.validity["valid"].astype(bool)]
     return Table(["configuration", "checksums that differ"],
-                 [[_config_text(rep.results.rows, r["config"]), r["detail"]] for _, r in bad.iterrows()],
+                 [[_name(rep, r["config"]), r["detail"]] for _, r in bad.iterrows()],
                  ["invalid"] * len(bad))
 
 
 def failure_table(rep: Report) -> Table:
     f = rep.analysis.failures
     return Table(["scenario", "backend", "workers", "configuration", "status", "message", "file"],
-                 [[r["scenario"], r["label"], num(r["workers"]), _config_text(rep.results.rows, r["config"]),
+                 [[r["scenario"], r["label"], num(r["workers"]), _name(rep, r["config"]),
                    r["status"], (r["error"] or "(no message)")[:500], r["source"]] for _, r in f.iterrows()],
                  ["failed"] * len(f))
 
@@ -391,14 +403,17 @@ def summary_csv(rep: Report) -> pd.DataFrame:
 
 
 def readme_section(rep: Report) -> str:
-    """The README's results block (between the markers): machine, date and the headline table."""
+    """The README's results block (between the markers): machine, dates, the headline table, the caveats."""
     rows = rep.results.rows
-    started = sorted(str(m.get("started_at", "")) for m in rows["meta"]) if len(rows) else []
-    when = f"{started[0][:10]} to {started[-1][:10]}" if started and started[0] else rep.generated_at
+    started = sorted(d for d in (str(m.get("started_at", ""))[:10] for m in rows["meta"]) if d) if len(rows) else []
+    when = (started[0] if started[0] == started[-1] else f"{started[0]} to {started[-1]}") if started else "unknown date"
     lines = [README_START,
-             "<!-- generated by `python -m harness.report --readme README.md`; do not edit by hand -->", "",
-             f"Measured on {machine_line(rows)}, {when}. {_counts(rep)}.", ""]
-    t = headline_table(rep)
+             "<!-- generated by `make results-readme` (python -m harness.report DIR --readme README.md); "
+             "do not edit by hand -->", "",
+             f"Measured on {machine_line(rows)}, {when}: {_counts(rep)}. Throughput medians in unit/s; speedup "
+             "= ratio of medians [95% bootstrap interval] (p of a Mann-Whitney U test; n.s. = not significant). "
+             "Definitions: docs/report.md.", ""]
+    t = headline_table(rep, compact=True)
     lines.append(t.markdown() if t.rows else "_No headline comparison in these results (reactor:processes against "
                  "ray:actors or ray:compiled)._\n")
     g = rep.analysis.geomeans
@@ -408,7 +423,9 @@ def readme_section(rep: Report) -> str:
             f"{r['pair']} = {num(r['geomean'])}x" for _, r in allrow.iterrows()) + ".", ""]
     warns = warnings(rep)
     if warns:
-        lines += [f"Caveats: {len(warns)} (see the full report, `make report`)."]
+        lines += ["Caveats:", ""] + [f"- {w}" for w in warns[:6]]
+        if len(warns) > 6:
+            lines.append(f"- and {len(warns) - 6} more in the full report (`make report`)")
     lines += ["", README_END]
     return "\n".join(lines)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from itertools import permutations
+from itertools import combinations
 from typing import Iterable, Sequence
 
 import numpy as np
@@ -111,11 +111,17 @@ def speedup(a: Iterable[float], b: Iterable[float], confidence: float = CONFIDEN
             n_boot: int = BOOTSTRAP_SAMPLES) -> Speedup:
     """Median(a) / median(b) with a bootstrap interval (a and b resampled apart) and a two-sided U test."""
     x, y = _clean(a), _clean(b)
+    bx = bootstrap_medians(x, n_boot, seed=1) if x.size else x
+    by = bootstrap_medians(y, n_boot, seed=2) if y.size else y
+    return _speedup(x, y, bx, by, confidence, alpha)
+
+
+def _speedup(x: np.ndarray, y: np.ndarray, bx: np.ndarray, by: np.ndarray, confidence: float = CONFIDENCE,
+             alpha: float = ALPHA) -> Speedup:
+    """The speedup from samples and their (independently drawn) bootstrap medians."""
     if x.size == 0 or y.size == 0 or np.median(y) == 0:
         return Speedup(math.nan, math.nan, math.nan, math.nan, False, int(x.size), int(y.size))
     ratio = float(np.median(x) / np.median(y))
-    bx = bootstrap_medians(x, n_boot, seed=1)
-    by = bootstrap_medians(y, n_boot, seed=2)
     with np.errstate(divide="ignore", invalid="ignore"):
         ratios = bx / by
     ratios = ratios[np.isfinite(ratios)]
@@ -124,6 +130,12 @@ def speedup(a: Iterable[float], b: Iterable[float], confidence: float = CONFIDEN
     p = float(_st.mannwhitneyu(x, y, alternative="two-sided").pvalue)
     p = 1.0 if not np.isfinite(p) else p
     return Speedup(ratio, float(lo), float(hi), p, bool(p < alpha), int(x.size), int(y.size))
+
+
+def inverse(sp: Speedup) -> Speedup:
+    """B over A from A over B: reciprocal ratio and interval, the same (two-sided) test."""
+    inv = lambda v: 1.0 / v if v and np.isfinite(v) else math.nan  # noqa: E731
+    return Speedup(inv(sp.ratio), inv(sp.high), inv(sp.low), sp.p_value, sp.significant, sp.n_b, sp.n_a)
 
 
 def geometric_mean(values: Iterable[float]) -> float:
@@ -189,22 +201,23 @@ def add_efficiency(summary: pd.DataFrame) -> pd.DataFrame:
     s = summary.copy()
     s["ceiling"] = math.nan
     s["efficiency"] = math.nan
-    serial = s[(s["label"] == SERIAL) & np.isfinite(s["median"].astype(float))] if len(s) else s
-    for i, r in s.iterrows():
-        cand = serial[(serial["scenario"] == r["scenario"]) & (serial["params"] == r["params"])]
-        same = cand[cand["config"] == r["config"]]
-        exact = cand[(cand["budget"] == r["budget"]) & (cand["seed"] == r["seed"])]
-        use = same if len(same) else (exact if len(exact) else cand)
-        if not len(use) or not np.isfinite(r["median"]):
+    serial = s[(s["label"] == SERIAL) & np.isfinite(s["median"].astype(float))]
+    by_config = serial.groupby("config")["median"].median().to_dict()
+    by_exact = serial.groupby(["scenario", "params", "budget", "seed"])["median"].median().to_dict()
+    by_params = serial.groupby(["scenario", "params"])["median"].median().to_dict()
+    ceilings, effs = [], []
+    for config, scen, params, budget, seed, workers, cores, med in zip(
+            s["config"], s["scenario"], s["params"], s["budget"], s["seed"], s["workers"], s["cpu_count"], s["median"]):
+        per_core = by_config.get(config, by_exact.get((scen, params, budget, seed), by_params.get((scen, params))))
+        if per_core is None or not np.isfinite(cores) or not np.isfinite(med):
+            ceilings.append(math.nan)
+            effs.append(math.nan)
             continue
-        per_core = float(np.median(use["median"]))
-        cores = r["cpu_count"] if np.isfinite(r["cpu_count"]) else math.nan
-        workers = r["workers"] if np.isfinite(r["workers"]) else 1
-        if not np.isfinite(cores):
-            continue
-        ceiling = per_core * min(workers, cores)
-        s.at[i, "ceiling"] = ceiling
-        s.at[i, "efficiency"] = r["median"] / ceiling if ceiling > 0 else math.nan
+        ceiling = per_core * min(workers if np.isfinite(workers) else 1, cores)
+        ceilings.append(ceiling)
+        effs.append(med / ceiling if ceiling > 0 else math.nan)
+    s["ceiling"] = ceilings
+    s["efficiency"] = effs
     return s
 
 
@@ -250,9 +263,14 @@ def pairwise_speedups(rows: pd.DataFrame, valid: pd.DataFrame) -> pd.DataFrame:
     for config, g in ok.groupby("config", sort=True):
         if config in invalid:
             continue
-        samples = {lab: s["throughput"].to_numpy(float) for lab, s in g.groupby("label")}
-        for a, b in permutations(sorted(samples), 2):
-            sp = speedup(samples[a], samples[b])
+        samples = {lab: _clean(s["throughput"]) for lab, s in g.groupby("label")}
+        # each label's bootstrap medians drawn once, from its own random stream (independent resampling)
+        boots = {lab: bootstrap_medians(x, seed=100 + i) if x.size else x for i, (lab, x) in enumerate(sorted(samples.items()))}
+        results: dict[tuple[str, str], Speedup] = {}
+        for a, b in combinations(sorted(samples), 2):
+            results[(a, b)] = _speedup(samples[a], samples[b], boots[a], boots[b])
+            results[(b, a)] = inverse(results[(a, b)])
+        for (a, b), sp in sorted(results.items()):
             out.append({"scenario": g["scenario"].iloc[0], "config": config, "workers": g["workers"].iloc[0],
                         "numerator": a, "denominator": b, "ratio": sp.ratio, "ci_low": sp.low, "ci_high": sp.high,
                         "p_value": sp.p_value, "significant": sp.significant, "n_a": sp.n_a, "n_b": sp.n_b,
