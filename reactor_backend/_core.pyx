@@ -370,7 +370,9 @@ cdef class Core:
     cdef public SpecialTrigger shutdown_trigger
     cdef public tuple timers
     cdef public object barrier_levels  # sorted tuple of levels, or None
+    cdef public object wake_hook       # executors: called (any thread) after an inbox append, or None
     cdef bint _inline
+    cdef bint _inline_singletons
     cdef bint _has_advance
     cdef int64_t _stop_t
     cdef int64_t _stop_m
@@ -435,8 +437,10 @@ cdef class Core:
         self.shutdown_trigger = program.shutdown
         self.timers = program.timers
         self._inline = bool(getattr(executor, "inline", False))
+        self._inline_singletons = bool(getattr(executor, "inline_singletons", False))
         self._has_advance = getattr(executor, "advance", None) is not None
         self.barrier_levels = getattr(executor, "barrier_levels", None)
+        self.wake_hook = None
         self._inbox_lock = threading.Lock()
         self._inbox = []
         self._wake = threading.Event()
@@ -582,6 +586,8 @@ cdef class Core:
         with self._inbox_lock:
             self._inbox.append(None)
         self._wake.set()
+        if self.wake_hook is not None:
+            self.wake_hook()
 
     def schedule_physical(self, Action action, int64_t delay, value) -> None:
         """Thread-safe: queue a physical action event at physical time now + min_delay + delay."""
@@ -589,6 +595,8 @@ cdef class Core:
         with self._inbox_lock:
             self._inbox.append((t, action, value))
         self._wake.set()
+        if self.wake_hook is not None:
+            self.wake_hook()
 
     cdef int _drain_inbox(self) except -1:
         cdef int64_t t, m
@@ -614,6 +622,15 @@ cdef class Core:
                 m = 0
             a._push_at(t, m, item[2])
         return 0
+
+    def drain_inbox(self) -> None:
+        """Executors: move physical events / external stop requests from the inbox to the queue."""
+        self._drain_inbox()
+
+    @property
+    def inbox_pending(self) -> bool:
+        """Executors: True when a physical event or stop request waits in the inbox."""
+        return bool(self._inbox)
 
     @property
     def stop_tag(self):
@@ -676,12 +693,28 @@ cdef class Core:
             cur = top_level if top_level < bar_level else bar_level
             if cur == NEVER_LEVEL:
                 break
+            if (self._inline_singletons and cur == top_level and cur != bar_level
+                    and (self._rn == 1 or (self._rn > 1 and self._second_level() != cur))):
+                # a level with a single ready reaction and no barrier: no dispatch needed
+                r = self._pop_ready()
+                self.reactions_run += 1
+                self.execute(r)
+                continue
             batch = []
             while self._rn > 0 and (<Reaction> self._rh[0]).level == cur:
                 batch.append(self._pop_ready())
             self.reactions_run += len(batch)
             executor.run_level(<int> cur, batch)
         return 0
+
+    cdef inline int64_t _second_level(self):
+        """Smallest level among the ready reactions other than the top (a child of the root)."""
+        cdef int64_t a = NEVER_LEVEL, b = NEVER_LEVEL
+        if self._rn > 1:
+            a = (<Reaction> self._rh[1]).level
+        if self._rn > 2:
+            b = (<Reaction> self._rh[2]).level
+        return a if a < b else b
 
     cdef int _fire_events_at(self, int64_t t, int64_t m) except -1:
         cdef Event ev
@@ -805,9 +838,11 @@ cdef class Core:
                         final = True
                     else:
                         # keepalive with nothing queued and no end in sight: wait for a physical event
-                        self._wait_physical(_time_ns() + 200_000_000)
+                        # (a multi-process executor's advance() does every physical wait collectively)
+                        if not self._has_advance:
+                            self._wait_physical(_time_ns() + 200_000_000)
                         continue
-                    if not self.fast or (self.keepalive and not has_next and not self._stop):
+                    if not self._has_advance and (not self.fast or (self.keepalive and not has_next and not self._stop)):
                         if self._wait_physical(nt):
                             continue  # a physical event arrived first: re-plan
                     break

@@ -25,6 +25,7 @@ Layout of the control block (bytes; each hot word on its own cache line)::
 
     0     stop word (int32)            64   barrier count (int32)
     128   barrier generation (int32)   192  futex waiter count (int32)
+    224   signal word (int32): "something happened" (a physical event) for timed waits
     256   reduction cells: 2 parities x nproc x 8 int64 (64 bytes per cell)
     then  per-process int64 counters (``COUNTERS`` each), then free space for the caller
 """
@@ -95,6 +96,7 @@ cdef enum:
     OFF_COUNT = 64
     OFF_GEN = 128
     OFF_WAITERS = 192
+    OFF_SIGNAL = 224
     OFF_CELLS = 256
     CELL_WORDS = 8            # int64 words per reduction cell (one cache line)
     COUNTERS = 8              # int64 counters per process
@@ -140,6 +142,7 @@ cdef class Barrier:
     cdef int32_t *_count
     cdef int32_t *_gen
     cdef int32_t *_waiters
+    cdef int32_t *_signal
     cdef int64_t *_cells
     cdef int64_t *_counters
     cdef readonly int nproc
@@ -163,6 +166,7 @@ cdef class Barrier:
         self._count = <int32_t *>(self._base + OFF_COUNT)
         self._gen = <int32_t *>(self._base + OFF_GEN)
         self._waiters = <int32_t *>(self._base + OFF_WAITERS)
+        self._signal = <int32_t *>(self._base + OFF_SIGNAL)
         self._cells = <int64_t *>(self._base + OFF_CELLS)
         self._counters = <int64_t *>(self._base + OFF_CELLS + 2 * nproc * CELL_WORDS * 8)
         self.nproc = nproc
@@ -187,6 +191,7 @@ cdef class Barrier:
             raise ValueError("stop code must be non-zero")
         cdef bint won = rb_cas32(self._stop, 0, code)
         rb_futex_wake(self._gen)
+        rb_futex_wake(self._signal)
         return won
 
     @property
@@ -198,6 +203,34 @@ cdef class Barrier:
     def generation(self) -> int:
         """Completed barrier rounds (mod 2**32)."""
         return rb_load32(self._gen)
+
+    # ---- signal word (timed waits that any process can cut short) ---------------------------
+    @property
+    def signal_value(self) -> int:
+        return rb_load32(self._signal)
+
+    def signal(self) -> None:
+        """Bump the signal word and wake every process sleeping in ``wait_signal``."""
+        rb_add32(self._signal, 1)
+        rb_futex_wake(self._signal)
+
+    def wait_signal(self, int seen, long long timeout_ns) -> bool:
+        """Sleep up to ``timeout_ns`` until the signal word differs from ``seen``: True if it does.
+
+        Raises ``Aborted`` if the stop word is set; sees Ctrl-C (``PyErr_CheckSignals``).
+        """
+        cdef int32_t old = seen
+        if rb_load32(self._stop) != 0:
+            raise Aborted(rb_load32(self._stop))
+        if rb_load32(self._signal) != old:
+            return True
+        if timeout_ns > 0:
+            with nogil:
+                rb_futex_wait(self._signal, old, timeout_ns)
+        PyErr_CheckSignals()
+        if rb_load32(self._stop) != 0:
+            raise Aborted(rb_load32(self._stop))
+        return rb_load32(self._signal) != old
 
     # ---- counters -------------------------------------------------------------------------
     def add_counter(self, int slot, long long value) -> None:

@@ -64,6 +64,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import time
 from typing import Any
 
 from reactor_backend import _sync
@@ -79,6 +80,9 @@ from reactor_backend.transport import SlotTable, create_segment, open_segment
 __all__ = ["ProcessExecutor", "make_executor", "plan", "WorkerDied"]
 
 NEVER = _sync.NEVER
+_NO_WAIT = -1
+_POLL_NS = 20_000_000  # timed-wait slice (physical events wake waiters at once via core.wake_hook)
+_time_ns = time.time_ns
 _C_REACTIONS = 0   # per-process counter slots in the control block
 _C_STATE = 1
 _INTERNAL = frozenset({"_ctx", "bank_index", "_bank_member", "_connections", "_banks", "_placement", "_name",
@@ -171,6 +175,7 @@ class ProcessExecutor(Executor):
         core.barrier_levels = self.barrier_levels  # the core read it before attach
         self.group = ProcessGroup(self.workers, grace=self.grace)
         self.slots = SlotTable(self.group.prefix + "p-", len(self.plan.exports), create=True)
+        self._delayed = {p.id: p.delayed for p in program.ports}  # before any process edits them
         self._localize(0)
 
     def _localize(self, rank: int) -> None:
@@ -182,8 +187,8 @@ class ProcessExecutor(Executor):
             rx.local = plan.placement[rx.reactor] == rank
         for p in self.program.ports:
             own = plan.owner.get(p.id)
-            if own is not None and own != rank:
-                p.delayed = ()  # the owner schedules delayed events and exports their destinations
+            # only the owner schedules a root's delayed events (and exports their destinations)
+            p.delayed = self._delayed[p.id] if own is None or own == rank else ()
         flush: dict[int, list] = {}
         imports: dict[int, list] = {}
         for slot, root, b, own, readers in plan.exports:
@@ -203,11 +208,13 @@ class ProcessExecutor(Executor):
             self._localize(rank)
             core = self.core
             core.executor = self
+            core.wake_hook = barrier.signal
             core.run(start_time)
             barrier.add_counter(_C_REACTIONS, int(core.reactions_run))
             self._send_state(rank, barrier)
 
         self.barrier = self.group.start(child)
+        self.core.wake_hook = self.barrier.signal
 
     # ---- per level / per tag ----------------------------------------------------------------
     def run_level(self, level: int, reactions: list[Reaction]) -> None:
@@ -227,11 +234,75 @@ class ProcessExecutor(Executor):
         for r in reactions:
             execute(r)
 
+    def _reduce(self, local_next: Tag | None, stop: Tag | None, flags: int = 0):
+        t, m = (local_next[0], local_next[1]) if local_next is not None else (NEVER, NEVER)
+        st, sm = (stop[0], stop[1]) if stop is not None else (NEVER, NEVER)
+        t, m, st, sm, fl = self.barrier.arrive_reduce(t, m, st, sm, flags)
+        return (None if t == NEVER else Tag(t, m)), (None if st == NEVER else Tag(st, sm)), fl
+
     def _advance(self, local_next: Tag | None, stop: Tag | None) -> tuple[Tag | None, Tag | None]:
-        t, m = (local_next.time, local_next.microstep) if local_next is not None else (NEVER, NEVER)
-        st, sm = (stop.time, stop.microstep) if stop is not None else (NEVER, NEVER)
-        t, m, st, sm, _ = self.barrier.arrive_reduce(t, m, st, sm, 0)
-        return (None if t == NEVER else Tag(t, m)), (None if st == NEVER else Tag(st, sm))
+        """Agree on the next tag and stop tag; in slow mode or keepalive, also wait collectively.
+
+        Fast path: one barrier with a reduction. When the core would wait for physical time (``fast=
+        False``, or keepalive with an empty queue), all processes wait here instead, together: each
+        sleeps on the shared signal word until the target time; a process whose inbox receives a
+        physical event (or an external stop request) bumps the word, everybody re-reduces, and the
+        wait ends only when a reduction finds every process past the target with nothing new.
+        """
+        nxt, st, _ = self._reduce(local_next, stop)
+        while True:
+            target = self._wait_target(nxt, st)
+            if target == _NO_WAIT:
+                return nxt, st
+            self._wait_until(target)
+            core = self.core
+            core.drain_inbox()
+            early = 1 if (target is None or _time_ns() < target) else 0
+            nxt2, st2, early_any = self._reduce(core.next_event_tag(), core.stop_tag, early)
+            if nxt2 == nxt and st2 == st and not early_any:
+                return nxt, st
+            nxt, st = nxt2, st2
+
+    def _wait_target(self, nxt: Tag | None, st: Tag | None) -> int | None:
+        """Physical time the core would wait for before the next tag (same in every process):
+        ``_NO_WAIT``, a time in ns, or None (keepalive, nothing queued, no end: wait for an event)."""
+        core = self.core
+        keepalive = core.keepalive
+        if nxt is None and st is None and not keepalive:
+            return _NO_WAIT  # starvation: the core shuts down at the next microstep
+        final = None
+        if st is not None:
+            final = st
+            if core.timeout >= 0 and core.start_time + core.timeout < st[0]:
+                final = Tag(core.start_time + core.timeout, 0)
+        elif core.timeout >= 0:
+            final = Tag(core.start_time + core.timeout, 0)
+        goal = nxt if (nxt is not None and (final is None or nxt < final)) else final
+        if goal is None:
+            return None
+        if not core.fast or (keepalive and nxt is None and st is None):
+            return goal[0]
+        return _NO_WAIT
+
+    def _wait_until(self, target: int | None) -> None:
+        """Sleep until physical time ``target`` (None: indefinitely) or until any process signals."""
+        b = self.barrier
+        core = self.core
+        seen = b.signal_value
+        last_check = _time_ns()
+        while True:
+            if core.inbox_pending:
+                b.signal()
+                return
+            now = _time_ns()
+            if target is not None and now >= target:
+                return
+            slice_ns = _POLL_NS if target is None else min(_POLL_NS, target - now)
+            if b.wait_signal(seen, slice_ns):
+                return
+            if now - last_check > 50_000_000 and b.check is not None:
+                last_check = now
+                b.check()
 
     # ---- end ------------------------------------------------------------------------------
     def _state_of(self, reactor: Reactor) -> dict[str, Any]:

@@ -111,6 +111,7 @@ def test_plan_has_minimal_barriers_and_one_slot_per_broadcast():
 class Relay(Reactor):
     inp = Input()
     out = Output()
+    echo = Output()
     tick = Timer(offset=msec(1), period=msec(3))
     act = LogicalAction(min_delay=usec(5))
 
@@ -122,15 +123,19 @@ class Relay(Reactor):
     def on_tick(self):
         self.act.schedule(usec(self.bank_index), self.bank_index)
 
-    @reaction(act, inp, effects=[out])
+    @reaction(act, inp, effects=[out, echo])
     def fire(self):
         self.count += 1
-        self.out.set((self.bank_index, self.inp.value if self.inp.is_present else None, self.microstep))
+        if self.act.is_present:  # a value received from the neighbour is not forwarded again
+            self.out.set((self.bank_index, self.act.value, self.microstep))
+        if self.inp.is_present:
+            self.echo.set((self.bank_index, self.inp.value, self.microstep))
 
 
 class Recorder(Reactor):
     ins = Input(width=4)
     direct = Input(width=4)
+    echo = Input(width=4)
 
     def __init__(self):
         super().__init__()
@@ -143,6 +148,10 @@ class Recorder(Reactor):
     @reaction(direct)
     def rec2(self):
         self.log.append(("direct", self.elapsed, self.microstep, sorted(p.value for p in self.direct if p.is_present)))
+
+    @reaction(echo)
+    def rec3(self):
+        self.log.append(("echo", self.elapsed, self.microstep, [p.value for p in self.echo if p.is_present]))
 
     @reaction(shutdown)
     def bye(self):
@@ -161,6 +170,7 @@ class Ring(Reactor):
         self.connect(outs, [self.relays[(i + 1) % 4].inp for i in range(4)], after=0)
         self.connect(self.relays.out, self.rec.ins, after=msec(2))
         self.connect(self.relays.out, self.rec.direct)
+        self.connect(self.relays.echo, self.rec.echo)
 
 
 @pytest.mark.parametrize("workers", WORKERS)
@@ -170,7 +180,7 @@ def test_delays_microsteps_and_actions_cross_processes(workers):
     main = Ring()
     stats = run(main, timeout=msec(11), executor="processes", workers=workers)
     assert main.rec.log == ref.rec.log
-    assert any(entry[2] > 0 for entry in ref.rec.log if entry[0] == "direct")  # microsteps happened
+    assert any(entry[2] > 0 for entry in ref.rec.log if entry[0] == "echo")  # microsteps happened
     assert stats.tags == ref_stats.tags and stats.reactions == ref_stats.reactions
     assert [r.count for r in main.relays] == [r.count for r in ref.relays]
 
