@@ -82,6 +82,8 @@ class RayConfig(BackendConfig):
     #: actors mode: a broadcast known to be smaller than this is passed inline in each call (as Ray does
     #: for small arguments); anything else is ``ray.put`` once per round. 0 = always ``ray.put``
     broadcast_inline_max_bytes: int = 102400
+    #: bytes of shared memory for a local instance's object store; None = Ray's default (30% of RAM)
+    object_store_memory: Optional[int] = None
 
 
 @dataclass

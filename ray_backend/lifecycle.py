@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import socket
 import sys
 import time
 from pathlib import Path
@@ -18,8 +19,11 @@ import psutil
 
 #: thread-count variables every actor process inherits from the measuring process
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
-#: a process whose name or command line contains one of these is a Ray process
-RAY_PROCESS_MARKERS = ("raylet", "gcs_server", "ray::")
+#: a process whose name or command line contains one of these is a Ray process (daemons, their Python
+#: agents such as dashboard/agent.py and log_monitor.py, and workers, whose title is ``ray::...``)
+RAY_PROCESS_MARKERS = ("raylet", "gcs_server", "ray::", "/site-packages/ray/")
+#: seconds to wait for a TCP connection to a cluster's GCS before giving up on joining it
+JOIN_CONNECT_TIMEOUT_S = 10.0
 #: Ray accepts fractional resources in steps of 1e-4
 _RESOURCE_STEP = 10_000
 _REPO_ROOT = str(Path(__file__).resolve().parents[1])
@@ -50,24 +54,26 @@ def thread_env() -> dict[str, str]:
 
 
 def ray_processes(session_id: Optional[int] = None) -> list[psutil.Process]:
-    """Ray processes that are ours: descendants of this process or members of ``session_id``'s session.
+    """Ray processes that are ours: descendants of this process, plus members of session ``session_id``.
 
-    Raylet, GCS and worker processes are started by the driver (directly or through the raylet), so a
-    local instance lives entirely under the measuring process and its session.
+    Raylet, GCS and their agents are started by the driver and workers by the raylet, so a local
+    instance lives under the measuring process while it runs. A worker orphaned by a dying raylet is
+    re-parented away but stays in the driver's session, hence the optional session filter (the harness
+    runs every measurement in a session of its own).
     """
     me = psutil.Process()
-    sid = os.getsid(0) if session_id is None else session_id
-    found: dict[int, psutil.Process] = {}
     try:
         candidates = me.children(recursive=True)
     except psutil.Error:
         candidates = []
-    for proc in psutil.process_iter(["pid"]):
-        try:
-            if os.getsid(proc.pid) == sid and proc.pid != me.pid:
-                candidates.append(proc)
-        except (ProcessLookupError, PermissionError, psutil.Error):
-            continue
+    if session_id is not None:
+        for proc in psutil.process_iter():
+            try:
+                if proc.pid != me.pid and os.getsid(proc.pid) == session_id:
+                    candidates.append(proc)
+            except (OSError, psutil.Error):
+                continue
+    found: dict[int, psutil.Process] = {}
     for proc in candidates:
         try:
             text = proc.name() + " " + " ".join(proc.cmdline())
@@ -78,12 +84,25 @@ def ray_processes(session_id: Optional[int] = None) -> list[psutil.Process]:
     return list(found.values())
 
 
+def check_reachable(address: str, timeout_s: float = JOIN_CONNECT_TIMEOUT_S) -> None:
+    """Fail fast when ``host:port`` accepts no TCP connection (``auto`` is resolved by Ray itself)."""
+    if address == "auto" or address.startswith(("ray://", "local")) or ":" not in address:
+        return
+    host, _, port = address.rpartition(":")
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout_s):
+            pass
+    except (OSError, ValueError) as exc:
+        raise ConnectionError(f"no Ray GCS answers at {address}: {exc}") from exc
+
+
 class RayInstance:
     """A connection to Ray for one job; owns the instance only when it started it."""
 
-    def __init__(self, address: Optional[str], num_cpus: int):
+    def __init__(self, address: Optional[str], num_cpus: int, object_store_memory: Optional[int] = None):
         self.address = address
         self.num_cpus = int(num_cpus)
+        self.object_store_memory = object_store_memory
         self.owned = False
         self.connected = False
         self.init_seconds = 0.0
@@ -109,13 +128,18 @@ class RayInstance:
         try:
             if self.address is None:
                 self.owned = True  # from here on, whatever was started is ours to stop
+                if self.object_store_memory is not None:
+                    kwargs["object_store_memory"] = int(self.object_store_memory)
                 ray.init(num_cpus=self.num_cpus, **kwargs)
             else:
+                check_reachable(self.address)
+                # Ray retries an unreachable GCS for minutes; a job should fail in seconds instead
+                os.environ.setdefault("RAY_gcs_server_port_wait_time_s", str(int(JOIN_CONNECT_TIMEOUT_S)))
                 ray.init(address=self.address, **kwargs)
         except Exception as exc:  # noqa: BLE001 - any start-up failure ends the job with Ray's message
             self.shutdown()
-            where = "a local Ray instance" if self.address is None else f"the Ray cluster at {self.address!r}"
-            raise RayStartError(f"could not start {where}: {type(exc).__name__}: {exc}") from exc
+            what = "start a local Ray instance" if self.address is None else f"join the Ray cluster at {self.address!r}"
+            raise RayStartError(f"could not {what}: {type(exc).__name__}: {exc}") from exc
         self.connected = True
         self.init_seconds = time.perf_counter() - t0
 
@@ -136,7 +160,9 @@ class RayInstance:
         """
         import ray
 
-        ours = ray_processes() if self.owned else []
+        # in the harness this process leads its own session: then orphaned workers are found too
+        session = os.getsid(0) if os.getsid(0) == os.getpid() else None
+        ours = ray_processes(session) if self.owned else []
         if ray.is_initialized():
             try:
                 ray.shutdown()
@@ -144,7 +170,7 @@ class RayInstance:
                 self.connected = False
         if not self.owned:
             return
-        ours = {p.pid: p for p in ours + ray_processes()}.values()
+        ours = {p.pid: p for p in ours + ray_processes(session)}.values()
         _, alive = psutil.wait_procs(list(ours), timeout=grace_s)
         for proc in alive:
             try:

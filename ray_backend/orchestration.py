@@ -43,7 +43,7 @@ class RayBackend(Backend):
         self.envs_per_actor = int(config.envs_per_actor)
         self.timeout_s = float(config.compiled_timeout_s)
         self.broadcast_inline_max_bytes = int(getattr(config, "broadcast_inline_max_bytes", 0))
-        self.instance = RayInstance(config.address, self.workers)
+        self.instance = RayInstance(config.address, self.workers, getattr(config, "object_store_memory", None))
         self.actors: list[Any] = []
         self.slices: list[range] = []
         self.graph: Optional[Any] = None  # CompiledRounds, built at the first round

@@ -1,0 +1,241 @@
+"""The Ray backend with real Ray: both modes equal serial, packing, teardown, and every failure path.
+
+Ray start-up costs seconds per job on a 2-core machine, so the default set starts Ray four times
+(two CLI jobs in one multirun, one in-process run, one failing CLI job); the other failure paths and the
+cluster join are ``slow``.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import psutil
+import pytest
+
+from harness.backends import make_backend
+from harness.config import RayConfig, SerialConfig
+from harness.measure import _config_object
+from ray_backend.actors import actor_slices, known_small, owned_copy
+from ray_backend.lifecycle import RayStartError, actor_num_cpus
+from scenarios import make_scenario
+from scenarios.configs import FaultConfig, GymConfig
+from tests.conftest import read_rows, run_cli
+
+MARKERS = ("raylet", "gcs_server", "ray::", "/site-packages/ray/")
+
+
+def our_ray_processes() -> list[str]:
+    """Ray processes among this test process's descendants or in its session (independent of the backend)."""
+    me = psutil.Process()
+    sid = os.getsid(0)
+    procs = list(me.children(recursive=True))
+    for proc in psutil.process_iter():
+        try:
+            if proc.pid != me.pid and os.getsid(proc.pid) == sid:
+                procs.append(proc)
+        except (OSError, psutil.Error):
+            continue
+    found = []
+    for proc in procs:
+        try:
+            text = proc.name() + " " + " ".join(proc.cmdline())
+        except psutil.Error:
+            continue
+        if any(m in text for m in MARKERS):
+            found.append(f"{proc.pid} {text[:120]}")
+    return found
+
+
+class CountingClock:
+    """The harness's clock contract, recorded: one ``begin`` then one ``tick`` per round."""
+
+    def __init__(self) -> None:
+        self.begins = 0
+        self.ticks = 0
+
+    def begin(self) -> None:
+        self.begins += 1
+
+    def tick(self) -> None:
+        assert self.begins == 1, "tick() before begin()"
+        self.ticks += 1
+
+
+def run_in_process(backend_cfg: Any, scenario_cfg: Any, rounds: int) -> tuple[str, Any]:
+    """start / run / stop a backend in this process (no harness kill_tree to hide leaks); its checksum."""
+    scenario = make_scenario(scenario_cfg, 0)
+    server = scenario.make_server()
+    backend = make_backend(backend_cfg, 2)
+    clock = CountingClock()
+    try:
+        backend.start(scenario, server)
+        backend.run(rounds, clock)
+    finally:
+        backend.stop()
+    assert (clock.begins, clock.ticks) == (1, rounds)
+    return server.checksum(), backend
+
+
+# ------------------------------------------------------------------ pure helpers (no Ray)
+def test_actor_slices_pack_consecutive_indices_and_the_last_actor_may_hold_fewer():
+    assert actor_slices(5, 2) == [range(0, 2), range(2, 4), range(4, 5)]
+    assert actor_slices(3, 1) == [range(0, 1), range(1, 2), range(2, 3)]
+    assert actor_slices(2, 8) == [range(0, 2)]
+    with pytest.raises(ValueError):
+        actor_slices(3, 0)
+
+
+def test_actor_cpus_fit_every_actor_on_the_instance():
+    assert actor_num_cpus(2, 2) == 1.0
+    share = actor_num_cpus(15, 2)
+    assert share == 0.1333 and 15 * share <= 2
+    assert actor_num_cpus(16, 2) * 16 <= 2
+
+
+def test_owned_copy_copies_read_only_arrays_only():
+    ro = np.arange(4.0)
+    ro.setflags(write=False)
+    rw = np.arange(3)
+    out = owned_copy([(ro, 1.0, True), {"a": rw}])
+    assert out[0][0] is not ro and out[0][0].flags.writeable and np.array_equal(out[0][0], ro)
+    assert out[1]["a"] is rw
+    same = [(rw, 2)]
+    assert owned_copy(same) is same
+
+
+def test_known_small_sizes_without_serializing():
+    assert known_small(None, 102400)
+    assert known_small({"w": np.zeros(100, np.float32)}, 102400)
+    assert not known_small(np.zeros(200_000, np.uint8), 102400)
+    assert not known_small(object(), 10**9)  # unknown types go through the object store
+    assert not known_small(None, 0)  # 0 = always ray.put
+
+
+# ------------------------------------------------------------------ real Ray
+def test_cli_actors_and_compiled_give_the_serial_checksums(tmp_path):
+    proc = run_cli("scenario=gym", "backend=serial,ray,ray_compiled", "budget=smoke",
+                   run_dir=tmp_path, multirun=True, timeout=400)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = {}
+    for f in sorted(tmp_path.glob("*/results.csv")):
+        df = read_rows(f.parent)
+        assert (df.status == "ok").all(), df[["backend", "variant", "error"]]
+        rows[f"{df.backend[0]}:{df.variant[0]}"] = df
+    assert sorted(rows) == ["ray:actors", "ray:compiled", "serial:-"]
+    serial = list(rows["serial:-"].checksum)
+    assert len(serial) == 3 and len(set(serial)) == 3  # each repetition extends the stream
+    for label in ("ray:actors", "ray:compiled"):
+        df = rows[label]
+        assert list(df.checksum) == serial, label
+        assert (df.startup_seconds > 0).all() and (df.throughput > 0).all()
+
+
+def test_compiled_envs_per_actor_2_matches_serial_and_teardown_leaves_no_ray_process():
+    assert our_ray_processes() == [], "a Ray process was already running in this session"
+    scenario_cfg = _config_object(GymConfig, {"num_envs": 3})  # actors hold workers [0, 1] and [2]
+    reference, _ = run_in_process(_config_object(SerialConfig, {}), scenario_cfg, 30)
+    checksum, backend = run_in_process(
+        _config_object(RayConfig, {"mode": "compiled", "envs_per_actor": 2}), scenario_cfg, 30)
+    assert checksum == reference
+    assert [list(s) for s in backend.slices] == [[0, 1], [2]]
+    assert set(backend.startup_breakdown) == {"ray_init_s", "actor_creation_s", "compile_s"}
+    import ray
+
+    assert not ray.is_initialized()
+    assert our_ray_processes() == []  # stop() alone (no harness kill_tree) left nothing behind
+
+
+def test_actor_that_raises_gives_an_error_row_with_its_message(tmp_path):
+    proc = run_cli("scenario=fault", "scenario.kind=error", "backend=ray", "budget=smoke",
+                   run_dir=tmp_path, timeout=300)
+    assert proc.returncode != 0
+    rows = read_rows(tmp_path)
+    assert list(rows.status) == ["error"]
+    assert "EnvCrashed: worker 1 crashed at round 3" in rows.error[0]
+    assert "ray" == rows.backend[0] and "actors" == rows.variant[0]
+
+
+# ------------------------------------------------------------------ slow: more modes and failures
+@pytest.mark.slow
+def test_actors_envs_per_actor_2_matches_serial(tmp_path):
+    proc = run_cli("scenario=gym", "backend=ray", "backend.envs_per_actor=2", "budget=smoke",
+                   run_dir=tmp_path / "ray")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    serial = run_cli("scenario=gym", "backend=serial", "budget=smoke", run_dir=tmp_path / "serial")
+    assert serial.returncode == 0
+    assert list(read_rows(tmp_path / "ray").checksum) == list(read_rows(tmp_path / "serial").checksum)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend,kind,extra,expect", [
+    ("ray_compiled", "error", [], "EnvCrashed: worker 1 crashed at round 3"),
+    ("ray", "exit", [], "ActorDiedError"),
+    ("ray_compiled", "exit", [], "ActorDiedError"),
+    ("ray_compiled", "hang", ["backend.compiled_timeout_s=5"], "timed out after compiled_timeout_s=5"),
+])
+def test_failures_end_the_job_with_a_clear_row(tmp_path, backend, kind, extra, expect):
+    t0 = time.monotonic()
+    proc = run_cli("scenario=fault", f"scenario.kind={kind}", f"backend={backend}", "budget=smoke", *extra,
+                   run_dir=tmp_path, timeout=300)
+    assert proc.returncode != 0
+    rows = read_rows(tmp_path)
+    assert list(rows.status) == ["error"], rows.error[0]
+    assert expect in rows.error[0]
+    assert time.monotonic() - t0 < 110  # ended by the backend, not by the runner's 120 s timeout
+
+
+@pytest.mark.slow
+def test_ray_that_cannot_start_is_an_error_and_leaves_nothing(tmp_path):
+    scenario_cfg = _config_object(FaultConfig, {"num_workers": 2})
+    cfg = _config_object(RayConfig, {"object_store_memory": 10**14})  # more than any machine has
+    with pytest.raises(RayStartError, match="could not start a local Ray instance: ValueError"):
+        run_in_process(cfg, scenario_cfg, 5)
+    assert our_ray_processes() == []
+
+
+@pytest.mark.slow
+def test_joining_a_cluster_by_address_leaves_it_running(tmp_path):
+    ray_cli = shutil.which("ray", path=str(Path(sys.executable).parent))
+    temp_dir = tmp_path / "cluster"  # our cluster's processes carry this path: we stop only those
+    port = 46379
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
+    subprocess.run([ray_cli, "start", "--head", f"--port={port}", "--num-cpus=2", "--include-dashboard=false",
+                    f"--temp-dir={temp_dir}", "--disable-usage-stats"], check=True, env=env,
+                   capture_output=True, timeout=180)
+    try:
+        proc = run_cli("scenario=gym", "backend=ray_compiled", f"backend.address=127.0.0.1:{port}",
+                       "budget=smoke", run_dir=tmp_path / "run", timeout=300)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        rows = read_rows(tmp_path / "run")
+        serial = run_cli("scenario=gym", "backend=serial", "budget=smoke", run_dir=tmp_path / "serial")
+        assert serial.returncode == 0
+        assert list(rows.checksum) == list(read_rows(tmp_path / "serial").checksum)
+        assert [p for p in cluster_processes(temp_dir) if "gcs_server" in " ".join(p.cmdline())], \
+            "the job stopped a cluster it did not start"
+    finally:
+        procs = cluster_processes(temp_dir)
+        for p in procs:
+            try:
+                p.kill()
+            except psutil.Error:
+                pass
+        psutil.wait_procs(procs, timeout=10)
+
+
+def cluster_processes(temp_dir: Path) -> list[psutil.Process]:
+    """The processes of the cluster started with ``--temp-dir=temp_dir`` (never anyone else's), with children."""
+    out: dict[int, psutil.Process] = {}
+    for p in psutil.process_iter():
+        try:
+            if str(temp_dir) in " ".join(p.cmdline()):
+                out[p.pid] = p
+                out.update({c.pid: c for c in p.children(recursive=True)})
+        except psutil.Error:
+            continue
+    return list(out.values())
