@@ -19,7 +19,7 @@ import pytest
 
 from reactor_backend import run
 
-EXECUTOR_PARAMS: list[tuple[str, int]] = [("inline", 1), ("threads", 3)]
+EXECUTOR_PARAMS: list[tuple[str, int]] = [("inline", 1), ("threads", 3), ("processes", 1), ("processes", 2), ("processes", 4)]
 # REACTOR_EXECUTORS="inline:1,threads:2,processes:4" replaces the list (e.g. to try one executor alone)
 if os.environ.get("REACTOR_EXECUTORS"):
     EXECUTOR_PARAMS = [(n, int(w)) for n, w in (item.split(":") for item in
