@@ -178,6 +178,9 @@ def speedup_bars(speedups: pd.DataFrame, rows: pd.DataFrame) -> list[Plot]:
     fig = Figure(figsize=(min(16.0, max(6.0, 0.45 * len(configs) * len(pairs) + 2)), 4.6), layout="constrained")
     ax = fig.subplots()
     width = 0.8 / len(pairs)
+    # one colour per bar series: the denominator's when every pair has the same numerator, else the numerator's
+    by_den = len({a for a, _ in pairs}) == 1
+    pair_color = {(a, b): color(b if by_den else a) for a, b in pairs}
     for j, (a, b) in enumerate(pairs):
         ps = sel[(sel["numerator"] == a) & (sel["denominator"] == b)].set_index("config")
         xs, ys, lo, hi, sig = [], [], [], [], []
@@ -190,7 +193,7 @@ def speedup_bars(speedups: pd.DataFrame, rows: pd.DataFrame) -> list[Plot]:
             continue
         ys_a = np.array(ys, float)
         err = np.vstack([ys_a - np.array(lo, float), np.array(hi, float) - ys_a]).clip(min=0)
-        bars = ax.bar(xs, ys_a, width=width, color=color(b), edgecolor="black", label=f"{a} / {b}",
+        bars = ax.bar(xs, ys_a, width=width, color=pair_color[(a, b)], edgecolor="black", label=f"{a} / {b}",
                       yerr=err, capsize=3)
         for bar, s in zip(bars, sig):
             if not s:
@@ -198,7 +201,7 @@ def speedup_bars(speedups: pd.DataFrame, rows: pd.DataFrame) -> list[Plot]:
                 bar.set_alpha(0.6)
     ax.axhline(1.0, color="black", lw=1)
     log_axis(ax, "y")
-    handles = [Patch(facecolor=color(b), edgecolor="black", label=f"{a} / {b}") for a, b in pairs]
+    handles = [Patch(facecolor=pair_color[(a, b)], edgecolor="black", label=f"{a} / {b}") for a, b in pairs]
     handles.append(Patch(facecolor="white", edgecolor="black", hatch="//", label="not significant"))
     ax.set_xticks(range(len(configs)))
     ax.set_xticklabels([config_title(meta.loc[c], vary, 24) for c in configs], fontsize=7, rotation=30, ha="right")

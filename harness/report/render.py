@@ -145,6 +145,10 @@ def warnings(rep: Report) -> list[str]:
     if rows["machine"].nunique() > 1 and not len(a.mixed):
         out.append(f"rows come from {rows['machine'].nunique()} machines (never within one comparison)")
     ok = rows[rows["status"] == "ok"]
+    odd = rows[~rows["status"].isin(["ok", "error", "timeout"])]
+    if len(odd):
+        out.append(f"{len(odd)} row(s) with an unknown status (a damaged or foreign file?) left out: "
+                   + ", ".join(sorted(set(odd["source"]))[:5]))
     if not len(ok):
         out.append("no row has status ok: there are no measurements, only failures (listed below)")
     bad = a.validity[~a.validity["valid"].astype(bool)]

@@ -193,3 +193,20 @@ def test_reads_real_columns_only(jobs: Jobs) -> None:
     rep = make_report([path], figures=False)  # a single file works too
     assert len(rep.results.rows) == 3
     assert json.loads(rep.results.rows["params"].iloc[0]) == {"env_id": "CartPole-v1", "num_envs": 4}
+
+
+def test_a_damaged_file_does_not_stop_the_report(jobs: Jobs) -> None:
+    _gym_pair(jobs)
+    broken = jobs.root / "99_broken" / "results.csv"
+    broken.parent.mkdir(parents=True)
+    broken.write_bytes(b"scenario,backend\n\xff\xfe\x00garbage")
+    truncated = jobs.write("gym", "ray", "compiled", 2, [300, 301, 299]) / "results.csv"
+    truncated.write_text(truncated.read_text()[:-40])  # cut mid-row, as an interrupted write would
+    rep = make_report([jobs.root], figures=False)
+    assert any("99_broken" in w for w in warnings(rep))
+    assert _summary(rep, "gym", "reactor:processes")["median"] == 1800
+    to_markdown(rep)
+    # a row whose status is not in the contract's vocabulary is named, not silently dropped
+    with truncated.open("a") as fh:
+        fh.write("\ngym,ray,compiled,2,4,CartPole-v1,smoke,0,9,1,env_steps,1,1,,,,weird\n")
+    assert any("unknown status" in w for w in warnings(make_report([jobs.root], figures=False)))
