@@ -10,6 +10,7 @@ Layers: ``model`` (declarations, Reactor, banks) -> ``assembly`` (immutable ``Pr
 -> ``_core`` (compiled scheduler) driven by an ``executors`` plug-in -> ``runtime.run``.
 """
 from reactor_backend.assembly import Program, assemble, assign_workers
+from reactor_backend.diagrams import Diagram, diagram
 from reactor_backend.errors import AssemblyError, CausalityError, ReactionError
 from reactor_backend.model import (Input, LogicalAction, Output, PhysicalAction, Reactor, Timer, reaction,
                                    shutdown, startup)
@@ -17,14 +18,8 @@ from reactor_backend.runtime import RunStats, run
 from reactor_backend.timeutil import FOREVER, Tag, msec, nsec, sec, usec
 
 
-def diagram(main):  # noqa: ANN001, ANN201 - thin lazy wrapper
-    """The program's dataflow graph as ``.dot`` (Graphviz) and ``.mermaid`` text."""
-    from reactor_backend.diagram import diagram as _diagram
-    return _diagram(main)
-
-
 __all__ = [
     "Reactor", "Input", "Output", "Timer", "LogicalAction", "PhysicalAction", "reaction", "startup",
     "shutdown", "run", "Tag", "AssemblyError", "CausalityError", "ReactionError", "nsec", "usec", "msec",
-    "sec", "FOREVER", "Program", "assemble", "assign_workers", "RunStats", "diagram",
+    "sec", "FOREVER", "Program", "assemble", "assign_workers", "RunStats", "diagram", "Diagram",
 ]

@@ -28,6 +28,8 @@ Hooks the tag loop calls:
 
 - ``inline`` (class attribute): ``True`` makes the core run reactions itself, without calling
   ``run_level`` (the fast path). Every other executor gets ``run_level``.
+- ``inline_singletons`` (class attribute, default ``False``): ``True`` lets the core run a level that
+  has exactly one ready reaction (and is not a barrier level) itself, skipping ``run_level``.
 - ``run_level(level: int, reactions: list[Reaction]) -> None``: run these reactions (all ready at
   ``level``, in global order) by calling ``core.execute(r)`` for each, in any thread; return only when
   all are done; raise the ``ReactionError`` of the first failing reaction (in list order).
@@ -74,6 +76,7 @@ class Executor:
 
     name: str = "base"
     inline: bool = False
+    inline_singletons: bool = False
     barrier_levels: tuple[int, ...] | None = None
     advance: Callable | None = None  # set to a method in multi-process executors
 
@@ -152,6 +155,7 @@ class ThreadExecutor(Executor):
     """
 
     name = "threads"
+    inline_singletons = True
 
     def __init__(self, workers: int = 2, **options: Any) -> None:
         super().__init__(workers, **options)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+from time import time_ns as _time_ns
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from reactor_backend._core import Action as _Action
@@ -388,8 +389,7 @@ class Reactor:
 
     @property
     def physical_time(self) -> int:
-        import time
-        return time.time_ns()
+        return _time_ns()
 
     @property
     def start_time(self) -> int:

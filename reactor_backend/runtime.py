@@ -7,6 +7,7 @@ from typing import Any
 
 from reactor_backend._core import Core
 from reactor_backend.assembly import Program, assemble
+from reactor_backend.errors import AssemblyError
 from reactor_backend.executors import make_executor
 from reactor_backend.model import Reactor
 from reactor_backend.timeutil import FOREVER, Tag
@@ -44,6 +45,9 @@ def run(main: Reactor | Program, *, timeout: int | None = None, fast: bool = Tru
     processes. Raises ``AssemblyError`` before anything runs, ``ReactionError`` from reactions.
     """
     program = main if isinstance(main, Program) else assemble(main)
+    if program.main.__dict__.get("_ran"):
+        raise AssemblyError(f"{program.main.name}: this program already ran; build a new main reactor")
+    program.main.__dict__["_ran"] = True
     if timeout is not None:
         timeout = int(timeout)
         if timeout < 0:
