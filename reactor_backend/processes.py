@@ -11,9 +11,9 @@ Placement (static, at assembly)
     0). Worker 0 is the calling process, so reactors placed there keep their state in the caller
     and can be read after ``run`` returns. Workers 1..N-1 are forked from the caller after the
     program is assembled (``begin``), so heavy state built in startup reactions is created in the
-    process that owns the reactor. When ``run`` returns, the picklable attributes of reactors that
-    lived in other workers are copied back into the caller's objects (unpicklable ones, e.g.
-    environments, are skipped), so tests and users can read results from any reactor.
+    process that owns the reactor. When ``run`` returns, the plain-data attributes (numbers,
+    strings, containers of them, numpy arrays) of reactors that lived in other workers are copied
+    back into the caller's objects; other objects (environments, models) stay where they lived.
 
 Every process holds the whole program and its own ``Core``; ``reaction.local`` is True only for
 its own reactions. All processes process the same sequence of tags.
@@ -62,18 +62,19 @@ Faults
 """
 from __future__ import annotations
 
-import os
 import pickle
 import time
 from typing import Any
 
+import numpy as np
+
 from reactor_backend import _sync
-from reactor_backend._core import Action, Core, Port, Reaction, Timer
+from reactor_backend._core import Core, Port, Reaction
 from reactor_backend._procgroup import ProcessGroup, WorkerDied, WorkerError
 from reactor_backend.assembly import Program, assign_workers
 from reactor_backend.errors import ReactionError
 from reactor_backend.executors import Executor
-from reactor_backend.model import Bank, MultiPort, Reactor, class_declarations
+from reactor_backend.model import Reactor, class_declarations
 from reactor_backend.timeutil import Tag
 from reactor_backend.transport import SlotTable, create_segment, open_segment
 
@@ -306,17 +307,9 @@ class ProcessExecutor(Executor):
 
     # ---- end ------------------------------------------------------------------------------
     def _state_of(self, reactor: Reactor) -> dict[str, Any]:
+        """The reactor's plain-data attributes (numbers, strings, containers, numpy arrays)."""
         decls = {d.name for d in class_declarations(type(reactor))[0]}
-        out = {}
-        for k, v in reactor.__dict__.items():
-            if k in _INTERNAL or k in decls or isinstance(v, (Reactor, Bank, Port, MultiPort, Action, Timer)):
-                continue
-            try:
-                pickle.dumps(v, protocol=5)
-            except Exception:
-                continue
-            out[k] = v
-        return out
+        return {k: v for k, v in reactor.__dict__.items() if k not in _INTERNAL and k not in decls and _plain(v)}
 
     def _send_state(self, rank: int, barrier: _sync.Barrier) -> None:
         state = {}
@@ -356,6 +349,24 @@ class ProcessExecutor(Executor):
     def collect(self, stats: Any) -> Any:
         stats.reactions = getattr(self, "reactions_total", stats.reactions)
         return stats
+
+
+_SCALARS = (type(None), bool, int, float, complex, str, bytes, np.generic)
+
+
+def _plain(v: Any, depth: int = 0) -> bool:
+    """Plain data, safe and meaningful to copy back (not environments, models, files, reactors)."""
+    if isinstance(v, _SCALARS):
+        return True
+    if depth > 20:
+        return False
+    if type(v) is np.ndarray:
+        return not v.dtype.hasobject
+    if isinstance(v, (list, tuple, set, frozenset)):
+        return all(_plain(x, depth + 1) for x in v)
+    if type(v) is dict:
+        return all(_plain(k, depth + 1) and _plain(x, depth + 1) for k, x in v.items())
+    return False
 
 
 def _as_reaction_error(werr: WorkerError) -> ReactionError:
