@@ -95,7 +95,7 @@ def load_results(paths: Iterable[Path | str]) -> ResultSet:
     lats, problems = [], []
     for i, path in enumerate(files):
         try:
-            recs, lat = _read_one(path, job=f"{i}:{path.parent.name}")
+            recs, lat = _read_one(path, job=f"{i:05d}:{path.parent.name}")
         except (OSError, csv.Error, ValueError, UnicodeDecodeError) as exc:
             problems.append(f"could not read {path}: {exc}")
             continue

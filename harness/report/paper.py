@@ -121,6 +121,9 @@ def side_by_side(rows: pd.DataFrame, speedups: pd.DataFrame, pair: tuple[str, st
         if pr.scenario == "atari":
             resets = sorted({str(p.get("reset_every_step")) for p in srows["params_dict"]})
             differs.append(f"reset_every_step: {', '.join(resets) or '-'} (paper: true)")
+        if pr.scenario == "marl":
+            envs_ = sorted({str(p.get("env")) for p in srows["params_dict"] if p.get("env") is not None})
+            differs.append(f"marl env: {', '.join(envs_) or '-'}")
         if pr.scenario == "dqn":
             mb = sorted({str(p.get("minibatch")) for p in srows["params_dict"] if p.get("minibatch") is not None})
             differs.append(f"minibatch: {', '.join(mb) or '-'}")

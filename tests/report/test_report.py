@@ -179,6 +179,9 @@ def test_cli_writes_every_file_and_the_readme_section(jobs: Jobs, tmp_path: Path
     text = readme.read_text()
     assert text.startswith("# Title\n\nbefore\n\n") and text.endswith("\n\nafter\n")
     assert "old text" not in text and "reactor:processes / ray:actors" in text and "box" in text
+    assert "18.0x" in text  # the headline ratio 1800 / 100 at workers=2
+    assert cli_main([str(jobs.root), "--out", str(out), "--no-figures", "--readme", str(readme)]) == 0
+    assert readme.read_text() == text  # regenerating changes nothing
     # a README without the markers is refused, not rewritten
     bare = tmp_path / "BARE.md"
     bare.write_text("no markers\n")
