@@ -18,6 +18,7 @@ Thread safety: under the GIL, every mutation of these structures happens inside 
 calls no Python code, so worker threads of the ``threads`` executor can set ports concurrently.
 Free-threaded CPython builds are not supported by this file (it would need a lock around the heaps).
 """
+cimport cython
 from libc.stdlib cimport malloc, realloc, free
 from libc.stdint cimport int64_t, uint64_t
 from cpython.ref cimport PyObject, Py_INCREF, Py_DECREF
@@ -39,6 +40,7 @@ cdef enum:
 cdef int64_t NEVER_LEVEL = 1 << 62
 
 
+@cython.final
 cdef class ReactorCtx:
     """Per-reactor runtime context: which of its reactions is running (for effect checks)."""
     cdef public int current
@@ -49,6 +51,7 @@ cdef class ReactorCtx:
         self.reactor = reactor
 
 
+@cython.final
 cdef class Reaction:
     """One reaction of one reactor, as the scheduler sees it (filled in by the assembly phase)."""
     cdef public object fn            # bound method: the body
@@ -116,6 +119,7 @@ cdef class SpecialTrigger(Trigger):
     pass
 
 
+@cython.final
 cdef class Port(Trigger):
     """A port channel: a value plus presence at the current tag.
 
@@ -219,6 +223,7 @@ cdef class Port(Trigger):
             self._pending.append(ev)
 
 
+@cython.final
 cdef class Timer(Trigger):
     cdef public int64_t offset
     cdef public int64_t period
@@ -229,6 +234,7 @@ cdef class Timer(Trigger):
         self.period = period
 
 
+@cython.final
 cdef class Action(Trigger):
     """A logical or physical action. ``schedule`` creates an event at a later tag."""
     cdef public bint physical
@@ -322,6 +328,7 @@ cdef class Action(Trigger):
         self.core._push_event(t, m, ev)
 
 
+@cython.final
 cdef class Event:
     cdef public int kind
     cdef public object target
@@ -348,6 +355,7 @@ cdef inline bint _entry_lt(HeapEntry* a, HeapEntry* b) nogil:
     return a.seq < b.seq
 
 
+@cython.final
 cdef class Core:
     """The scheduler of one process: event queue, ready queue, presence reset and the tag loop.
 
