@@ -5,7 +5,9 @@ shared-memory barriers far more cheaply than message passing. This measures one 
 reactor (pinned to worker 0, the calling process) broadcasts a payload to N client reactors (a bank
 split over the workers), each client copies it and sends it back, the server gathers all N and
 starts the next round one microstep later. Printed: median and p90 microseconds per round for the
-processes executor (and inline, for reference), and for the same pattern over OS pipes to N
+processes executor (and inline, for reference), for the bare primitives doing the same exchange
+without reactors (the floor: ``_sync`` barriers + ``transport`` slots, N forked processes), and
+for the same pattern over OS pipes to N
 worker processes (``multiprocessing.Pipe``, raw bytes, no pickling), the textbook alternative.
 
 This is a quick, self-contained check (no results rows); the harness's ``actors`` / ``object_size``
@@ -88,6 +90,48 @@ def bench_reactor(executor: str, workers: int, clients: int, nbytes: int, rounds
     return _round_stats(main.server.times, warmup)
 
 
+def bench_raw(clients: int, nbytes: int, rounds: int, warmup: int) -> tuple[float, float]:
+    """The floor: the same round with bare primitives (no reactors): the caller writes one slot,
+    barrier, each of ``clients`` forked processes reads it and writes its own slot, barrier with
+    the tag reduction, the caller reads all slots."""
+    from reactor_backend._procgroup import ProcessGroup
+    from reactor_backend.transport import SlotTable, unlink_prefix
+
+    n = clients + 1
+    group = ProcessGroup(n)
+    prefix = group.prefix + "raw-"
+    SlotTable(prefix, n, create=True)
+    payload = np.ones(nbytes, dtype=np.uint8)
+    total = rounds + warmup
+
+    def body(rank: int, b: Any) -> list[float]:
+        tab = SlotTable(prefix, n, create=False)
+        times: list[float] = []
+        if rank == 0:
+            w, rs = tab.writer(0), [tab.reader(i) for i in range(1, n)]
+            for i in range(total):
+                times.append(time.perf_counter())
+                w.write(payload, i)
+                b.arrive()
+                b.arrive_reduce(i, 0, 0, 0, 0)
+                for r in rs:
+                    assert r.read().nbytes == nbytes
+            times.append(time.perf_counter())
+        else:
+            r, w = tab.reader(0), tab.writer(rank)
+            for i in range(total):
+                b.arrive()
+                w.write(r.read().copy(), i)
+                b.arrive_reduce(i, 0, 0, 0, 0)
+        return times
+
+    try:
+        times = group.run(body)
+    finally:
+        unlink_prefix(prefix)
+    return _round_stats(times, warmup)
+
+
 def _pipe_client(conn: Any) -> None:
     while True:
         msg = conn.recv_bytes()
@@ -145,6 +189,7 @@ def main(argv: list[str] | None = None) -> None:
             cells = [("inline", lambda: bench_reactor("inline", 1, n, size, rounds, warm)),
                      (f"processes(w={args.workers})",
                       lambda: bench_reactor("processes", args.workers, n, size, rounds, warm)),
+                     ("raw barrier+slots", lambda: bench_raw(n, size, rounds, warm)),
                      ("pipe ping-pong", lambda: bench_pipes(n, size, rounds, warm))]
             for name, fn in cells:
                 best = min((fn() for _ in range(args.repeat)), key=lambda x: x[0])
