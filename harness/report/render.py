@@ -280,8 +280,10 @@ def environment_table(rep: Report) -> Table:
                     str(meta.get("ram_gb", "?")), str(meta.get("os", "?")), str(meta.get("python", "?")),
                     ", ".join(f"{k} {v}" for k, v in sorted(versions.items()) if v and v != "-"),
                     f"{str(meta.get('git_sha', '?'))[:10]}{' (dirty)' if meta.get('git_dirty') else ''}",
+                    ", ".join(str(int(t)) for t in sorted(set(g["threads_per_worker"].dropna()))) or "-",
                     ", ".join(sorted(set(g["scenario"]))), str(len(g))])
-    return Table(["host", "cpu", "cores", "RAM GB", "os", "python", "packages", "git", "scenarios", "rows"], out)
+    return Table(["host", "cpu", "cores", "RAM GB", "os", "python", "packages", "git", "threads/worker", "scenarios",
+                  "rows"], out)
 
 
 def machine_line(rows: pd.DataFrame) -> str:
