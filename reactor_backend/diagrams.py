@@ -1,16 +1,19 @@
 """The dataflow graph of a reactor program as Graphviz DOT and Mermaid text.
 
 ``diagram(main)`` shows reactors (nested as clusters / subgraphs), their ports, timers, actions and
-reactions (``name @level``), and every flattened connection labelled with its delay (``after 10ms``,
-``physical``). Reaction edges show triggers (solid) and effects (dashed). Render with
-``dot -Tsvg`` or paste the Mermaid text into any Mermaid viewer.
+reactions (``name @level``), and the connections labelled with their delays (``after 10ms``,
+``physical``). Reaction edges show triggers and sources (solid) and effects (dashed).
+
+By default (``collapse=True``) the graph reads like an LF diagram: a bank is drawn once, as
+``workers[*] : Worker ×4``, a multiport is one node (``output msgs[4]``) and parallel channel
+connections are one edge labelled with their count (``×4``). ``collapse=False`` draws every bank
+member and every channel. Render with ``dot -Tsvg`` or paste the Mermaid text into a Mermaid viewer.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
-from reactor_backend._core import Action, Port, Timer
 from reactor_backend.assembly import Program, assemble
 
 
@@ -26,98 +29,156 @@ class Diagram:
 
 
 def _fmt_ns(ns: int) -> str:
+    if ns == 0:
+        return "0"
     for unit, f in (("s", 10 ** 9), ("ms", 10 ** 6), ("us", 10 ** 3)):
         if ns >= f and ns % f == 0:
             return f"{ns // f}{unit}"
     return f"{ns}ns"
 
 
-def _ident(prefix: str, i: int) -> str:
-    return f"{prefix}{i}"
+def _conn_label(delay: int | None, physical: bool) -> str:
+    if physical:
+        return "physical" + (f" after {_fmt_ns(delay)}" if delay else "")
+    if delay is not None:
+        return f"after {_fmt_ns(delay)}"
+    return ""
 
 
-def diagram(main: Any) -> Diagram:
+def diagram(main: Any, *, collapse: bool = True) -> Diagram:
     """Build the diagram of ``main`` (a Reactor, assembled here, or an assembled ``Program``)."""
     prog = main if isinstance(main, Program) else assemble(main)
-    rid = {r: i for i, r in enumerate(prog.reactors)}
-    node: dict[int, str] = {}
-    labels: dict[str, str] = {}
-    owned: dict[int, list[str]] = {i: [] for i in range(len(prog.reactors))}
 
-    for p in prog.ports:
-        n = _ident("p", p.id)
-        node[id(p)] = n
-        labels[n] = f"{p.kind} {p.name}"
-        owned[rid[p.owner]].append(n)
-    for k, t in enumerate(prog.timers):
-        n = _ident("t", k)
-        node[id(t)] = n
-        period = f" every {_fmt_ns(t.period)}" if t.period else ""
-        labels[n] = f"timer {t.name} @{_fmt_ns(t.offset)}{period}"
-        owned[rid[t.owner]].append(n)
-    for a in prog.actions:
-        n = _ident("a", a.id)
-        node[id(a)] = n
-        labels[n] = f"{'physical' if a.physical else 'logical'} action {a.name}"
-        owned[rid[a.owner]].append(n)
-    for rx in prog.reactions:
-        n = _ident("r", rx.index)
-        node[id(rx)] = n
-        dl = f" deadline {_fmt_ns(rx.deadline)}" if rx.deadline >= 0 else ""
-        labels[n] = f"reaction {rx.name} @L{rx.level}{dl}"
-        owned[rid[rx.reactor]].append(n)
-    special = {id(prog.startup): "startup", id(prog.shutdown): "shutdown"}
-
-    children: dict[int, list[int]] = {i: [] for i in range(len(prog.reactors))}
+    # ---- group reactors: one group per reactor, or per bank position when collapsing
+    member_attr: dict[Any, str] = {}
+    for _container, attr, bank in prog.banks:
+        for m in bank.members:
+            member_attr[m] = attr
+    canon: dict[Any, str] = {}
     for r in prog.reactors:
         par = prog.parent[r]
-        if par is not None:
-            children[rid[par]].append(rid[r])
+        if par is None:
+            canon[r] = "main"
+        elif collapse and r in member_attr:
+            canon[r] = f"{canon[par]}.{member_attr[r]}[*]"
+        else:
+            canon[r] = f"{canon[par]}.{r.name.rsplit('.', 1)[1]}"
+    groups: list[str] = []
+    group_size: dict[str, int] = {}
+    group_type: dict[str, str] = {}
+    group_parent: dict[str, str | None] = {}
+    for r in prog.reactors:
+        g = canon[r]
+        if g not in group_size:
+            groups.append(g)
+            group_size[g] = 0
+            group_type[g] = type(r).__name__
+            par = prog.parent[r]
+            group_parent[g] = canon[par] if par is not None else None
+        group_size[g] += 1
+    gid = {g: i for i, g in enumerate(groups)}
 
-    conn_edges: list[tuple[str, str, str]] = []
+    # ---- nodes: (group, item name) -> node id, label, kind
+    node_of: dict[tuple[str, str], str] = {}
+    node_label: dict[str, str] = {}
+    node_kind: dict[str, str] = {}
+    owned: dict[str, list[str]] = {g: [] for g in groups}
+    channels: dict[str, int] = {}
+
+    def add(group: str, key: str, label: str, kind: str) -> str:
+        k = (group, key)
+        if k not in node_of:
+            n = f"n{len(node_of)}"
+            node_of[k] = n
+            node_label[n] = label
+            node_kind[n] = kind
+            owned[group].append(n)
+            channels[n] = 0
+        return node_of[k]
+
+    multiport_nodes: dict[str, str] = {}  # node -> group
+
+    def port_node(p: Any) -> str:
+        g = canon[p.owner]
+        base = p.multiport.name if (collapse and p.multiport is not None) else p.name
+        n = add(g, "port:" + base, f"{p.kind} {base}", "port")
+        channels[n] += 1
+        if collapse and p.multiport is not None:
+            multiport_nodes[n] = g
+        return n
+
+    obj_node: dict[int, str] = {}
+    for p in prog.ports:
+        obj_node[id(p)] = port_node(p)
+    for n, g in multiport_nodes.items():  # a multiport is one node labelled with its width
+        node_label[n] += f"[{channels[n] // max(group_size[g], 1)}]"
+    for t in prog.timers:
+        period = f" every {_fmt_ns(t.period)}" if t.period else ""
+        obj_node[id(t)] = add(canon[t.owner], "timer:" + t.name,
+                              f"timer {t.name} @{_fmt_ns(t.offset)}{period}", "timer")
+    for a in prog.actions:
+        obj_node[id(a)] = add(canon[a.owner], "action:" + a.name,
+                              f"{'physical' if a.physical else 'logical'} action {a.name}", "action")
+    for rx in prog.reactions:
+        dl = f" deadline {_fmt_ns(rx.deadline)}" if rx.deadline >= 0 else ""
+        obj_node[id(rx)] = add(canon[rx.reactor], "reaction:" + rx.name, f"reaction {rx.name} @L{rx.level}{dl}",
+                               "reaction")
+    special = {id(prog.startup): "startup", id(prog.shutdown): "shutdown"}
+
+    # ---- edges, aggregated
+    conn_edges: dict[tuple[str, str, str], int] = {}
     for c in prog.connections:
-        label = ""
-        if c.physical:
-            label = "physical" + (f" after {_fmt_ns(c.delay)}" if c.delay else "")
-        elif c.delay is not None:
-            label = f"after {_fmt_ns(c.delay)}"
-        conn_edges.append((node[id(c.src)], node[id(c.dst)], label))
-    trig_edges: list[tuple[str, str]] = []
-    eff_edges: list[tuple[str, str]] = []
+        key = (obj_node[id(c.src)], obj_node[id(c.dst)], _conn_label(c.delay, c.physical))
+        conn_edges[key] = conn_edges.get(key, 0) + 1
+    dep_edges: dict[tuple[str, str], None] = {}
+    eff_edges: dict[tuple[str, str], None] = {}
     used_special: set[str] = set()
     for rx in prog.reactions:
-        for t in rx.triggers:
+        me = obj_node[id(rx)]
+        for t in rx.triggers + rx.sources:
             if id(t) in special:
                 used_special.add(special[id(t)])
-                trig_edges.append((special[id(t)], node[id(rx)]))
+                dep_edges[(special[id(t)], me)] = None
             else:
-                trig_edges.append((node[id(t)], node[id(rx)]))
-        for s in rx.sources:
-            trig_edges.append((node[id(s)], node[id(rx)]))
+                dep_edges[(obj_node[id(t)], me)] = None
         for e in rx.effects:
-            eff_edges.append((node[id(rx)], node[id(e)]))
+            eff_edges[(me, obj_node[id(e)])] = None
+
+    def edge_label(label: str, count: int) -> str:
+        if collapse and count > 1:
+            return f"{label} ×{count}".strip()
+        return label
+
+    def group_title(g: str) -> str:
+        mult = f" ×{group_size[g]}" if group_size[g] > 1 else ""
+        return f"{g} : {group_type[g]}{mult}"
+
+    children: dict[str, list[str]] = {g: [] for g in groups}
+    for g in groups:
+        if group_parent[g] is not None:
+            children[group_parent[g]].append(g)  # type: ignore[index]
 
     # ---- DOT
+    shapes = {"reaction": "ellipse", "timer": "circle", "action": "diamond", "port": "box"}
     dot = ["digraph reactors {", "  rankdir=LR;", "  node [shape=box, fontsize=10];"]
 
-    def dot_cluster(i: int, indent: str) -> None:
-        r = prog.reactors[i]
-        dot.append(f'{indent}subgraph cluster_{i} {{')
-        dot.append(f'{indent}  label="{r.name} : {type(r).__name__}";')
-        for n in owned[i]:
-            shape = "ellipse" if n.startswith("r") else ("circle" if n.startswith(("t", "a")) else "box")
-            dot.append(f'{indent}  {n} [label="{labels[n]}", shape={shape}];')
-        for ch in children[i]:
+    def dot_cluster(g: str, indent: str) -> None:
+        dot.append(f"{indent}subgraph cluster_{gid[g]} {{")
+        dot.append(f'{indent}  label="{group_title(g)}";')
+        for n in owned[g]:
+            dot.append(f'{indent}  {n} [label="{node_label[n]}", shape={shapes[node_kind[n]]}];')
+        for ch in children[g]:
             dot_cluster(ch, indent + "  ")
         dot.append(f"{indent}}}")
 
-    dot_cluster(0, "  ")
+    dot_cluster("main", "  ")
     for s in sorted(used_special):
         dot.append(f'  {s} [shape=doublecircle, label="{s}"];')
-    for a, b, lab in conn_edges:
+    for (a, b, lab), cnt in conn_edges.items():
+        lab = edge_label(lab, cnt)
         attrs = f'penwidth=2, label="{lab}"' if lab else "penwidth=2"
         dot.append(f"  {a} -> {b} [{attrs}];")
-    for a, b in trig_edges:
+    for a, b in dep_edges:
         dot.append(f"  {a} -> {b};")
     for a, b in eff_edges:
         dot.append(f"  {a} -> {b} [style=dashed];")
@@ -126,22 +187,22 @@ def diagram(main: Any) -> Diagram:
     # ---- Mermaid
     mm = ["flowchart LR"]
 
-    def mm_cluster(i: int, indent: str) -> None:
-        r = prog.reactors[i]
-        mm.append(f'{indent}subgraph R{i}["{r.name} : {type(r).__name__}"]')
-        for n in owned[i]:
-            lab = labels[n].replace('"', "'")
-            mm.append(f'{indent}  {n}(["{lab}"])' if n.startswith("r") else f'{indent}  {n}["{lab}"]')
-        for ch in children[i]:
+    def mm_cluster(g: str, indent: str) -> None:
+        mm.append(f'{indent}subgraph G{gid[g]}["{group_title(g)}"]')
+        for n in owned[g]:
+            lab = node_label[n].replace('"', "'")
+            mm.append(f'{indent}  {n}(["{lab}"])' if node_kind[n] == "reaction" else f'{indent}  {n}["{lab}"]')
+        for ch in children[g]:
             mm_cluster(ch, indent + "  ")
         mm.append(f"{indent}end")
 
-    mm_cluster(0, "  ")
+    mm_cluster("main", "  ")
     for s in sorted(used_special):
         mm.append(f"  {s}(({s}))")
-    for a, b, lab in conn_edges:
+    for (a, b, lab), cnt in conn_edges.items():
+        lab = edge_label(lab, cnt)
         mm.append(f"  {a} ==>|{lab}| {b}" if lab else f"  {a} ==> {b}")
-    for a, b in trig_edges:
+    for a, b in dep_edges:
         mm.append(f"  {a} --> {b}")
     for a, b in eff_edges:
         mm.append(f"  {a} -.-> {b}")

@@ -108,11 +108,17 @@ def test_bank_index_and_views():
 
 
 def test_diagram_contains_reactors_ports_and_delays():
-    d = diagram(Prog(n=2))
-    for text in (d.dot, d.mermaid):
+    prog = assemble(Prog(n=3))
+    full = diagram(prog, collapse=False)
+    for text in (full.dot, full.mermaid):
         assert "main.workers[1] : Stage" in text and "after 2ms" in text and "reaction fwd @L1" in text
-    assert d.dot.startswith("digraph") and d.mermaid.startswith("flowchart LR")
-    assert d.dot.count("{") == d.dot.count("}")
+    assert full.dot.startswith("digraph") and full.mermaid.startswith("flowchart LR")
+    assert full.dot.count("{") == full.dot.count("}")
+    short = diagram(prog)  # banks drawn once, parallel channel edges merged with a count
+    for text in (short.dot, short.mermaid):
+        assert "main.workers[*] : Stage ×3" in text and "main.workers[1]" not in text and "×3" in text
+        assert "main.nest[*].leaf : Stage ×2" in text
+    assert short.dot.count(" -> ") < full.dot.count(" -> ")
 
 
 def test_startup_reaction_on_own_program_only():
