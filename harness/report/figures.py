@@ -297,10 +297,19 @@ def _overhead_plot(summary: pd.DataFrame, rows: pd.DataFrame, xkey: str, name: s
 
 def overhead_plots(summary: pd.DataFrame, rows: pd.DataFrame) -> list[Plot]:
     """The microbenchmarks: overhead per round against payload size and against number of clients."""
-    return (_overhead_plot(summary, rows, "payload_bytes", "overhead_vs_payload", "Overhead against payload size",
-                           "payload (bytes)", ("object_size", "actors"))
-            + _overhead_plot(summary, rows, "num_clients", "overhead_vs_clients", "Overhead against number of actors",
-                             "clients (actors)", ("actors", "object_size")))
+    plots: list[Plot] = []
+    # each axis from the microbenchmark that sweeps it; the other one only if the first has no sweep of it
+    for xkey, name, title, xlabel, order in (
+            ("payload_bytes", "overhead_vs_payload", "Overhead against payload size", "payload (bytes)",
+             ("object_size", "actors")),
+            ("num_clients", "overhead_vs_clients", "Overhead against number of actors", "clients (actors)",
+             ("actors", "object_size"))):
+        for scen in order:
+            made = _overhead_plot(summary, rows, xkey, name, title, xlabel, (scen,))
+            if made:
+                plots += made
+                break
+    return plots
 
 
 PHASES = ("sampling_s", "communication_s", "training_s")
