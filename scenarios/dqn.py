@@ -24,6 +24,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from scenarios.base import Broadcast, RunningChecksum, Scenario, Server, Worker
+from scenarios.nets import seeded_mlp
 
 OBS_DIM = 3
 NUM_ACTIONS = 2
@@ -41,12 +42,8 @@ def _torch() -> Any:
 
 def make_qnet(hidden: int, seed: int) -> Any:
     """The paper's Q-network Linear(3, hidden)-ReLU-Linear(hidden, 2), initialized from ``seed`` only."""
-    torch = _torch()
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        return torch.nn.Sequential(
-            torch.nn.Linear(OBS_DIM, hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, NUM_ACTIONS)
-        )
+    _torch()
+    return seeded_mlp([OBS_DIM, hidden, NUM_ACTIONS], [seed, 5])
 
 
 def get_weights(net: Any) -> list[np.ndarray]:

@@ -21,6 +21,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from scenarios.base import Broadcast, RunningChecksum, Scenario, Server, Worker
+from scenarios.nets import seeded_mlp
 
 #: simple_spread's discrete actions: no-op, left, right, down, up
 SPREAD_ACTIONS = 5
@@ -50,12 +51,8 @@ def dims(config: Any) -> tuple[int, int]:
 
 def make_policy(obs_dim: int, hidden: int, num_actions: int, seed: int, index: int) -> Any:
     """Agent ``index``'s policy with initial weights that depend only on ``(seed, index)``."""
-    torch = _torch()
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(int(np.random.SeedSequence([seed, index]).generate_state(1)[0]))
-        return torch.nn.Sequential(
-            torch.nn.Linear(obs_dim, hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, num_actions)
-        )
+    _torch()
+    return seeded_mlp([obs_dim, hidden, num_actions], [seed, index])
 
 
 class AgentWorker(Worker):

@@ -187,3 +187,23 @@ def test_vector_backend_refuses_non_env_scenarios():
     scenario = make_scenario(dqn_config(), 0)
     with pytest.raises(VectorBackendUnsupported, match="gym"):
         VectorBackend(VectorConfig(), 2).start(scenario, scenario.make_server())
+
+
+def test_policies_built_in_concurrent_threads_equal_sequential_ones():
+    """The threads executor builds workers in parallel: initial weights must not depend on the global RNG."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    scenario = make_scenario(MarlConfig(env=MarlEnv.synthetic, num_agents=6), 1)
+    sequential = [scenario.make_worker(i) for i in range(6)]
+    start = threading.Barrier(6)
+
+    def build(i):
+        start.wait()
+        return scenario.make_worker(i)
+
+    with ThreadPoolExecutor(6) as pool:
+        concurrent = list(pool.map(build, range(6)))
+    for a, b in zip(sequential, concurrent):
+        for p, q in zip(a.policy.parameters(), b.policy.parameters()):
+            assert np.array_equal(p.detach().numpy(), q.detach().numpy())
