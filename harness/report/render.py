@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import datetime as _dt
 import html
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Optional, Sequence
+from typing import Any, Optional
 
 import numpy as np
 import pandas as pd
 
 from harness.report.figures import Plot, describe, varying_params
-from harness.report.load import MACHINE_KEYS, ResultSet
+from harness.report.load import ResultSet
 from harness.report.paper import PAPER_CITATION
 from harness.report.stats import ALPHA, HEADLINE_PAIRS, Analysis
 

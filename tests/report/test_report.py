@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness.report import build_report, make_report
+from harness.report import make_report
 from harness.report.__main__ import main as cli_main
 from harness.report.render import README_END, README_START, to_markdown, warnings
 from harness.results import COLUMNS
