@@ -1,7 +1,7 @@
 """Assembly errors, causality loops, errors raised in reactions, deadlines and physical actions."""
 from __future__ import annotations
 
-import importlib.util
+import sys
 import threading
 import time
 
@@ -361,8 +361,13 @@ def test_unknown_executor_is_value_error():
         run(P(), executor="bogus")
 
 
-@pytest.mark.skipif(importlib.util.find_spec("reactor_backend.processes") is not None,
-                    reason="the processes executor is installed")
-def test_processes_executor_missing_is_value_error():
+def test_processes_executor_missing_is_value_error(monkeypatch):
+    # as if reactor_backend/processes.py were absent
+    monkeypatch.setitem(sys.modules, "reactor_backend.processes", None)
     with pytest.raises(ValueError, match="valid executors"):
         run(P(), executor="processes", workers=2)
+
+
+def test_unknown_executor_option_is_type_error():
+    with pytest.raises(TypeError, match="no options"):
+        run(P(), executor="threads", workers=2, spin=True)
