@@ -13,7 +13,9 @@ Placement (static, at assembly)
     program is assembled (``begin``), so heavy state built in startup reactions is created in the
     process that owns the reactor. When ``run`` returns, the plain-data attributes (numbers,
     strings, containers of them, numpy arrays) of reactors that lived in other workers are copied
-    back into the caller's objects; other objects (environments, models) stay where they lived.
+    back into the caller's objects (lists, dicts and sets are refilled in place, so a list passed
+    to a reactor's constructor shows what that reactor appended); other objects (environments,
+    models) stay where they lived.
 
 Every process holds the whole program and its own ``Core``; ``reaction.local`` is True only for
 its own reactions. All processes process the same sequence of tags.
@@ -334,7 +336,9 @@ class ProcessExecutor(Executor):
             mm = open_segment(f"{self.group.prefix}state{rank}")
             state = pickle.loads(mm[:n])
             for i, attrs in state.items():
-                self.program.reactors[i].__dict__.update(attrs)
+                d = self.program.reactors[i].__dict__
+                for k, v in attrs.items():
+                    _update(d, k, v)
 
     def close(self, error: BaseException | None = None) -> None:
         if self.group is None or self.group.barrier is None:
@@ -367,6 +371,20 @@ def _plain(v: Any, depth: int = 0) -> bool:
     if type(v) is dict:
         return all(_plain(k, depth + 1) and _plain(x, depth + 1) for k, x in v.items())
     return False
+
+
+def _update(d: dict[str, Any], key: str, value: Any) -> None:
+    """Set ``d[key] = value``, but refill a list, dict or set in place so that other references
+    to the caller's object (a log list passed to the reactor's constructor) see the result."""
+    old = d.get(key)
+    if type(old) is type(value) and type(value) in (list, dict, set) and old is not value:
+        if type(value) is list:
+            old[:] = value
+        else:
+            old.clear()
+            old.update(value)
+    else:
+        d[key] = value
 
 
 def _as_reaction_error(werr: WorkerError) -> ReactionError:

@@ -95,6 +95,40 @@ def test_star_matches_inline_for_every_worker_count():
         assert [c.seen for c in main.clients] == [20] * 6
 
 
+class Logger(Reactor):
+    tick = Timer(offset=0, period=msec(1))
+
+    def __init__(self, log):
+        super().__init__()
+        self.log = log
+        self.env = None
+
+    @reaction(startup)
+    def build(self):
+        self.env = threading.Lock()  # not plain data: stays in its worker
+
+    @reaction(tick)
+    def step(self):
+        self.log.append((self.bank_index, os.getpid(), self.elapsed))
+
+
+def test_state_of_other_workers_is_copied_back_in_place():
+    logs = [[] for _ in range(4)]
+
+    class M(Reactor):
+        def __init__(self):
+            super().__init__()
+            self.b = self.bank(Logger, 4, log=None)
+            for member, log in zip(self.b, logs):
+                member.log = log
+
+    main = M()
+    run(main, timeout=msec(3), executor="processes", workers=2)
+    assert [[(i, t) for i, _, t in log] for log in logs] == [[(i, msec(k)) for k in range(4)] for i in range(4)]
+    assert {pid for _, pid, _ in logs[0]} == {os.getpid()} and {pid for _, pid, _ in logs[3]} != {os.getpid()}
+    assert main.b[0].env is not None and main.b[3].env is None  # the lock lived in worker 1 only
+
+
 def test_plan_has_minimal_barriers_and_one_slot_per_broadcast():
     main = Star(n=8)
     p = plan(assemble(main), 2)
