@@ -52,6 +52,7 @@ class DqnConfig(ScenarioConfig):
     lr: float = 0.01
     gamma: float = 0.99
     target_sync_every: int = 10
+    #: greedy episodes of the final evaluation (``eval_return`` in the last repetition's row)
     eval_episodes: int = 200
 
 
@@ -71,6 +72,7 @@ class MarlConfig(ScenarioConfig):
     #: observation and action sizes for the synthetic env (simple_spread derives its own)
     synthetic_obs_dim: int = 18
     synthetic_num_actions: int = 5
+    #: simple_spread episode length (every agent truncates together, then the server resets the env)
     max_cycles: int = 25
 
 
@@ -85,7 +87,9 @@ class ActorsConfig(ScenarioConfig):
 
     name: str = "actors"
     num_clients: int = 2
+    #: size of the uint8 array broadcast to every client and copied back (0: an empty array)
     payload_bytes: int = 0
+    #: each client's work per round: spin on perf_counter (``busy``) or ``sleep`` for ``work_us``
     work: WorkKind = WorkKind.busy
     work_us: float = 0.0
 
