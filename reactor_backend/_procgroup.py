@@ -109,6 +109,7 @@ class ProcessGroup:
         self.grace = grace
         self.parent_pid = os.getpid()
         self.prefix = f"rb-{run_pid or self.parent_pid}-{next(_run_ids)}-"
+        unlink_prefix(self.prefix)  # anything named so was left by a dead process that had our pid
         self.error_offset = _sync.control_size(n)
         self.size = self.error_offset + n * ERROR_AREA
         self.ctl = None
