@@ -1,4 +1,7 @@
-"""Round-trip microbenchmark of the processes executor vs a pipe ping-pong (``python -m reactor_backend.bench_processes``).
+"""Round-trip microbenchmark of the processes executor vs a pipe ping-pong.
+
+Run: ``python -m reactor_backend.bench_processes [--clients 2 4] [--sizes 0 100000] [--workers 2]``.
+
 
 Why: the executor's claim is that a fixed communication pattern lets processes synchronize through
 shared-memory barriers far more cheaply than message passing. This measures one *round*: a server
@@ -90,7 +93,8 @@ def _round_stats(times: list[float], warmup: int) -> tuple[float, float]:
     return float(np.median(d)), float(np.percentile(d, 90))
 
 
-def bench_reactor(executor: str, workers: int, clients: int, nbytes: int, rounds: int, warmup: int) -> tuple[float, float]:
+def bench_reactor(executor: str, workers: int, clients: int, nbytes: int, rounds: int,
+                  warmup: int) -> tuple[float, float]:
     payload = np.ones(nbytes, dtype=np.uint8)
     main = Star(clients, payload, rounds + warmup)
     run(main, executor=executor, workers=workers)

@@ -14,8 +14,8 @@ import numpy as np
 import psutil
 import pytest
 
-from reactor_backend import (Input, LogicalAction, Output, Reactor, ReactionError, Tag, Timer, assemble, msec,
-                             reaction, run, sec, shutdown, startup, usec)
+from reactor_backend import (Input, LogicalAction, Output, PhysicalAction, Reactor, ReactionError, Tag, Timer,
+                             assemble, msec, reaction, run, sec, shutdown, startup, usec)
 from reactor_backend.processes import WorkerDied, plan
 
 WORKERS = [1, 2, 4]
@@ -396,3 +396,63 @@ def test_ctrl_c_tears_down():
         run(FaultMain("none"), timeout=sec(100), fast=False, executor="processes", workers=3)
     assert time.perf_counter() - t0 < 2.5
     timer.join()
+
+
+# ---- physical actions owned by a worker process ------------------------------------------------------
+class Sensor(Reactor):
+    """A thread of the worker that owns this reactor feeds its physical action."""
+
+    ext = PhysicalAction()
+    out = Output()
+
+    @reaction(startup)
+    def start(self):
+        if self.bank_index != 1:
+            return
+
+        def feed():
+            for i in range(4):
+                time.sleep(0.01)
+                self.ext.schedule(0, i)
+
+        threading.Thread(target=feed, daemon=True).start()
+
+    @reaction(ext, effects=[out])
+    def on_ext(self):
+        self.out.set((self.ext.value, os.getpid()))
+
+
+class SensorLog(Reactor):
+    inp = Input(width=2)
+
+    def __init__(self):
+        super().__init__()
+        self.got = []
+
+    @reaction(inp)
+    def rec(self):
+        for p in self.inp:
+            if p.is_present:
+                self.got.append((p.value[0], p.value[1], self.tag))
+                if p.value[0] == 3:
+                    self.request_stop()
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_physical_action_of_a_worker_process_wakes_everyone(fast):
+    class M(Reactor):
+        def __init__(self):
+            super().__init__()
+            self.s = self.bank(Sensor, 2)
+            self.log = SensorLog()
+            self.connect(self.s.out, self.log.inp)
+
+    main = M()
+    t0 = time.perf_counter()
+    stats = run(main, timeout=sec(30), fast=fast, executor="processes", workers=2)
+    assert time.perf_counter() - t0 < 5  # keepalive: woken by the worker's events, not by the timeout
+    assert [v for v, _, _ in main.log.got] == [0, 1, 2, 3]
+    assert all(pid != os.getpid() for _, pid, _ in main.log.got)
+    tags = [t for _, _, t in main.log.got]
+    assert tags == sorted(tags) and tags[0].time - stats.start_time >= msec(10)
+    assert stats.final_tag == Tag(tags[-1].time, tags[-1].microstep + 1)
