@@ -8,7 +8,8 @@ shared-memory barriers far more cheaply than message passing. This measures one 
 reactor (pinned to worker 0, the calling process) broadcasts a payload to N client reactors (a bank
 split over the workers), each client copies it and sends it back, the server gathers all N and
 starts the next round one microstep later. Printed: median and p90 microseconds per round for the
-processes executor (and inline, for reference), for the bare primitives doing the same exchange
+processes executor with private copies for readers (the default) and with read-only views
+(``copy_arrays=False``), for inline (reference), for the bare primitives doing the same exchange
 without reactors (the floor: ``_sync`` barriers + ``transport`` slots, N forked processes), and
 for the same pattern over OS pipes to N
 worker processes (``multiprocessing.Pipe``, raw bytes, no pickling), the textbook alternative.
@@ -17,8 +18,9 @@ This is a quick, self-contained check (no results rows); the harness's ``actors`
 scenarios are the measurements of record.
 
 Measured 2026-11-29 on an otherwise idle 16-core x86-64 Linux machine (kernel 6.18, Python 3.12.3,
-numpy 2.5.2), pinned to two cores with ``taskset -c 0,1``, median us per round (p90), 2 clients on
-2 workers: empty payload: processes 20.0 (25.1), raw primitives 15.6, pipe ping-pong 25.3,
+numpy 2.5.2), pinned to two cores with ``taskset -c 0,1``, median us per round (p90); readers got
+read-only views (today's ``copy_arrays=False``; copying became the default afterwards and adds one
+memcpy of the payload per cross-process read); 2 clients on 2 workers: empty payload: processes 20.0 (25.1), raw primitives 15.6, pipe ping-pong 25.3,
 inline 3.4; 100 KB: processes 34.7 (37.8), raw 33.1, pipes 82.4, inline 10.4; 10 MB: processes
 3605, raw 3655, pipes 40380, inline 1683. 16 clients on 2 workers: empty 57.2 vs pipes 194.6;
 100 KB 175.4 vs pipes 802.2. On the shared 2-core development VM (load average 10+) the same
@@ -94,10 +96,10 @@ def _round_stats(times: list[float], warmup: int) -> tuple[float, float]:
 
 
 def bench_reactor(executor: str, workers: int, clients: int, nbytes: int, rounds: int,
-                  warmup: int) -> tuple[float, float]:
+                  warmup: int, **options: Any) -> tuple[float, float]:
     payload = np.ones(nbytes, dtype=np.uint8)
     main = Star(clients, payload, rounds + warmup)
-    run(main, executor=executor, workers=workers)
+    run(main, executor=executor, workers=workers, **options)
     assert main.server.ok
     return _round_stats(main.server.times, warmup)
 
@@ -193,7 +195,7 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     print(f"# {platform.node()} {platform.processor() or platform.machine()} cpus={os.cpu_count()} "
           f"python={platform.python_version()} numpy={np.__version__}")
-    print(f"{'clients':>7} {'payload':>10} {'backend':>22} {'median_us':>10} {'p90_us':>10}")
+    print(f"{'clients':>7} {'payload':>10} {'backend':>24} {'median_us':>10} {'p90_us':>10}")
     for n in args.clients:
         for size in args.sizes:
             rounds = args.rounds if size < 1_000_000 else max(50, args.rounds // 40)
@@ -201,11 +203,13 @@ def main(argv: list[str] | None = None) -> None:
             cells = [("inline", lambda: bench_reactor("inline", 1, n, size, rounds, warm)),
                      (f"processes(w={args.workers})",
                       lambda: bench_reactor("processes", args.workers, n, size, rounds, warm)),
+                     (f"processes(w={args.workers},views)",
+                      lambda: bench_reactor("processes", args.workers, n, size, rounds, warm, copy_arrays=False)),
                      ("raw barrier+slots", lambda: bench_raw(n, size, rounds, warm)),
                      ("pipe ping-pong", lambda: bench_pipes(n, size, rounds, warm))]
             for name, fn in cells:
                 best = min((fn() for _ in range(args.repeat)), key=lambda x: x[0])
-                print(f"{n:>7} {size:>10} {name:>22} {best[0]:>10.1f} {best[1]:>10.1f}", flush=True)
+                print(f"{n:>7} {size:>10} {name:>24} {best[0]:>10.1f} {best[1]:>10.1f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -51,9 +51,14 @@ Tag advance
     from threads of the process that owns them (they go to that process's core).
 
 Values
-    numpy arrays are copied once into the slot and read as read-only views (valid until the writer
-    sends the next value on that port); ``copy_arrays=True`` gives readers private copies. Other
-    values are pickled (protocol 5, out-of-band buffers). Inside one process values pass by
+    numpy arrays are copied once into the slot by the writer; other values are pickled into it
+    (protocol 5, numpy arrays inside them as out-of-band buffers, also copied once). The reading
+    process makes one private copy (``copy_arrays=True``, the default), shared by reference by all
+    its readers, so a reaction may keep or modify what it received exactly as under ``inline``
+    (a replay buffer that stores observations stays correct). ``copy_arrays=False`` skips that
+    copy: readers get read-only views over the slot that stay valid only until the writer sends
+    the next value on that port (one tag later at the earliest); use it when received arrays are
+    consumed within the tag (the round-trip benchmarks do). Inside one process values pass by
     reference as in ``inline``.
 
 Faults
@@ -155,7 +160,9 @@ class ProcessExecutor(Executor):
 
     name = "processes"
 
-    def __init__(self, workers: int = 2, *, copy_arrays: bool = False, grace: float = 1.0) -> None:
+    def __init__(self, workers: int = 2, *, copy_arrays: bool = True, grace: float = 1.0) -> None:
+        """``copy_arrays``: readers get private copies (True) or read-only views over the slot
+        (False; see the module docstring). ``grace``: seconds workers get to stop before SIGKILL."""
         super().__init__(workers)
         if self.workers < 1:
             raise ValueError("workers must be >= 1")

@@ -304,12 +304,47 @@ def test_arrays_cross_as_views_or_copies():
     run(ref, timeout=msec(5))
     main = ArrayMain()
     run(main, timeout=msec(5), executor="processes", workers=2)
+    assert main.sink.sums == ref.sink.sums and all(main.sink.writable)  # private copies by default
+    main = ArrayMain()
+    run(main, timeout=msec(5), executor="processes", workers=2, copy_arrays=False)
     assert main.sink.sums == ref.sink.sums
     # member 1 lives in worker 1: its frames arrive as read-only views over shared memory
     assert main.sink.writable == [True, False] * 6
-    main = ArrayMain()
-    run(main, timeout=msec(5), executor="processes", workers=2, copy_arrays=True)
-    assert main.sink.sums == ref.sink.sums and all(main.sink.writable)
+
+
+class Keeper(Reactor):
+    """Keeps every array it receives (a replay buffer's pattern)."""
+
+    inp = Input(width=2)
+
+    def __init__(self):
+        super().__init__()
+        self.kept = []
+
+    @reaction(inp)
+    def got(self):
+        self.kept.extend(p.value["frame"] for p in self.inp)
+
+
+def test_kept_arrays_stay_intact_by_default():
+    class M(Reactor):
+        def __init__(self):
+            super().__init__()
+            self.src = self.bank(ArraySource, 2)
+            self.k = Keeper()
+            self.connect(self.src.out, self.k.inp)
+
+    ref = M()
+    run(ref, timeout=msec(5))
+    main = M()
+    run(main, timeout=msec(5), executor="processes", workers=2)
+    assert len(main.k.kept) == 12 and all(np.array_equal(a, b) for a, b in zip(main.k.kept, ref.k.kept))
+    views = M()
+    run(views, timeout=msec(5), executor="processes", workers=2, copy_arrays=False)
+    # with views, frames kept from worker 1 all show the slot's last value: why copying is the default
+    from_worker = views.k.kept[1::2]
+    assert all(np.array_equal(a, from_worker[-1]) for a in from_worker)
+    assert not np.array_equal(ref.k.kept[1], ref.k.kept[-1])
 
 
 # ---- faults --------------------------------------------------------------------------------------------
