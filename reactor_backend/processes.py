@@ -48,7 +48,12 @@ Tag advance
     and its stop request; all get the lexicographic minima. Timers are queued in every process, a
     logical action only in its owner, a delayed cross-process connection in the owner of its
     source; the minimum is therefore the true next tag. Physical actions may only be scheduled
-    from threads of the process that owns them (they go to that process's core).
+    from threads of the process that owns them (they go to that process's core; scheduled from
+    another process, the event would fire there and trigger nothing). When the core would wait
+    for physical time (``fast=False``, or keepalive with nothing queued), the processes wait
+    together in ``advance``: each sleeps on a shared signal word until the target time; a physical
+    event (``core.wake_hook``) bumps the word, everybody wakes and reduces again, and the wait ends
+    when a reduction finds nothing new and every process past the target.
 
 Values
     numpy arrays are copied once into the slot by the writer; other values are pickled into it
@@ -259,15 +264,19 @@ class ProcessExecutor(Executor):
         physical event (or an external stop request) bumps the word, everybody re-reduces, and the
         wait ends only when a reduction finds every process past the target with nothing new.
         """
+        # The signal word is sampled before each reduction: a signal sent by a process that got an
+        # event after (or while) we reduced is then never missed by our wait.
+        seen = self.barrier.signal_value
         nxt, st, _ = self._reduce(local_next, stop)
         while True:
             target = self._wait_target(nxt, st)
             if target == _NO_WAIT:
                 return nxt, st
-            self._wait_until(target)
+            self._wait_until(target, seen)
             core = self.core
             core.drain_inbox()
             early = 1 if (target is None or _time_ns() < target) else 0
+            seen = self.barrier.signal_value
             nxt2, st2, early_any = self._reduce(core.next_event_tag(), core.stop_tag, early)
             if nxt2 == nxt and st2 == st and not early_any:
                 return nxt, st
@@ -294,11 +303,11 @@ class ProcessExecutor(Executor):
             return goal[0]
         return _NO_WAIT
 
-    def _wait_until(self, target: int | None) -> None:
-        """Sleep until physical time ``target`` (None: indefinitely) or until any process signals."""
+    def _wait_until(self, target: int | None, seen: int) -> None:
+        """Sleep until physical time ``target`` (None: indefinitely) or until any process signals
+        (the signal word differs from ``seen``) or this process's inbox has an event."""
         b = self.barrier
         core = self.core
-        seen = b.signal_value
         last_check = _time_ns()
         while True:
             if core.inbox_pending:
