@@ -491,3 +491,15 @@ def test_physical_action_of_a_worker_process_wakes_everyone(fast):
     tags = [t for _, _, t in main.log.got]
     assert tags == sorted(tags) and tags[0].time - stats.start_time >= msec(10)
     assert stats.final_tag == Tag(tags[-1].time, tags[-1].microstep + 1)
+
+
+def test_docs_example_runs():
+    """The python block of docs/processes.md runs as written."""
+    import re
+    from pathlib import Path
+
+    doc = Path(__file__).resolve().parents[2] / "docs" / "processes.md"
+    blocks = re.findall(r"```python\n(.*?)```", doc.read_text(), flags=re.S)
+    assert blocks
+    for i, code in enumerate(blocks):
+        exec(compile(code, f"processes.md[block {i}]", "exec"), {"__name__": "docs_processes"})
