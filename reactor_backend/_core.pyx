@@ -16,12 +16,16 @@ Data structures (all owned by `Core`):
 
 Thread safety: under the GIL, every mutation of these structures happens inside one C function that
 calls no Python code, so worker threads of the ``threads`` executor can set ports concurrently.
-Free-threaded CPython builds are not supported by this file (it would need a lock around the heaps).
+Without a GIL (free-threaded CPython) set ``core.locking = True`` (the threads executor does it when
+``sys._is_gil_enabled()`` is False): the three operations reactions perform concurrently (mark
+present, trigger a reaction, queue an event) then take a lock; pops happen only between levels.
 """
 cimport cython
 from libc.stdlib cimport malloc, realloc, free
 from libc.stdint cimport int64_t, uint64_t
 from cpython.ref cimport PyObject, Py_INCREF, Py_DECREF
+from cpython.pythread cimport (PyThread_type_lock, PyThread_allocate_lock, PyThread_free_lock,
+                               PyThread_acquire_lock, PyThread_release_lock, WAIT_LOCK)
 
 import threading
 import time as _pytime
@@ -403,8 +407,12 @@ cdef class Core:
     cdef list _inbox
     cdef object _wake
     cdef bint _running
+    cdef public bint locking          # take _lock in the concurrent operations (no-GIL builds)
+    cdef PyThread_type_lock _lock
 
     def __cinit__(self):
+        self._lock = PyThread_allocate_lock()
+        self.locking = False
         self._ecap = 64
         self._eh = <HeapEntry*> malloc(self._ecap * sizeof(HeapEntry))
         self._rcap = 64
@@ -420,6 +428,8 @@ cdef class Core:
 
     def __dealloc__(self):
         cdef Py_ssize_t i
+        if self._lock != NULL:
+            PyThread_free_lock(self._lock)
         if self._eh != NULL:
             for i in range(self._en):
                 Py_DECREF(<object> self._eh[i].ev)
@@ -458,6 +468,15 @@ cdef class Core:
 
     # ---- queues ---------------------------------------------------------------------------
     cdef int _mark(self, Trigger t) except -1:
+        if self.locking:
+            PyThread_acquire_lock(self._lock, WAIT_LOCK)
+            try:
+                return self._mark_u(t)
+            finally:
+                PyThread_release_lock(self._lock)
+        return self._mark_u(t)
+
+    cdef int _mark_u(self, Trigger t) except -1:
         if self._pn == self._pcap:
             self._pcap *= 2
             self._pl = <PyObject**> realloc(self._pl, self._pcap * sizeof(PyObject*))
@@ -468,6 +487,15 @@ cdef class Core:
         return 0
 
     cdef int _trigger(self, Reaction r) except -1:
+        if self.locking:
+            PyThread_acquire_lock(self._lock, WAIT_LOCK)
+            try:
+                return self._trigger_u(r)
+            finally:
+                PyThread_release_lock(self._lock)
+        return self._trigger_u(r)
+
+    cdef int _trigger_u(self, Reaction r) except -1:
         cdef Py_ssize_t i, parent
         cdef PyObject* tmp
         if r.epoch == self.epoch or not r.local:
@@ -518,6 +546,15 @@ cdef class Core:
         return top
 
     cdef int _push_event(self, int64_t t, int64_t m, Event ev) except -1:
+        if self.locking:
+            PyThread_acquire_lock(self._lock, WAIT_LOCK)
+            try:
+                return self._push_event_u(t, m, ev)
+            finally:
+                PyThread_release_lock(self._lock)
+        return self._push_event_u(t, m, ev)
+
+    cdef int _push_event_u(self, int64_t t, int64_t m, Event ev) except -1:
         cdef Py_ssize_t i, parent
         cdef HeapEntry e
         if self._en == self._ecap:

@@ -65,6 +65,7 @@ The ``threads`` executor below is the reference for a non-inline executor.
 from __future__ import annotations
 
 import importlib
+import sys
 import threading
 from typing import Any, Callable
 
@@ -157,16 +158,20 @@ class ThreadExecutor(Executor):
     name = "threads"
     inline_singletons = True
 
-    def __init__(self, workers: int = 2, **options: Any) -> None:
+    def __init__(self, workers: int = 2, *, lock: bool | None = None, **options: Any) -> None:
+        """``lock``: lock the core's queues (default: only when the interpreter has no GIL)."""
         super().__init__(workers, **options)
         if self.workers < 1:
             raise ValueError("workers must be >= 1")
+        gil = getattr(sys, "_is_gil_enabled", lambda: True)()
+        self.lock = (not gil) if lock is None else bool(lock)
         self._threads: list[_Worker] = []
         self._cv = threading.Condition()
         self._pending = 0
 
     def attach(self, core: Core, program: Any) -> None:
         super().attach(core, program)
+        core.locking = self.lock
         for _ in range(self.workers - 1):
             w = _Worker(core, self._one_done)
             w.start()

@@ -122,3 +122,11 @@ def test_thread_counts_agree():
     ref = _observe()
     for w in (1, 2, 5):
         assert _observe("threads", w) == ref
+
+
+def test_threads_with_locked_queues_agree():
+    """The no-GIL code path (queues under a lock), exercised on this interpreter."""
+    ref = _observe()
+    main = Rl()
+    run(main, timeout=msec(6), executor="threads", workers=3, lock=True)
+    assert main.log == ref
