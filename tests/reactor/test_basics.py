@@ -382,3 +382,28 @@ def test_reaction_runs_once_per_tag(executor):
     stats = executor.run(AtMostOnce(log))
     assert log == [(1, 2)]
     assert stats.reactions == 2
+
+
+class Twice(Reactor):
+    out = Output()
+
+    @reaction(startup, effects=[out])
+    def a(self):
+        self.out.set("first")
+        self.out.set("last")
+
+
+class DelayedTwice(Reactor):
+    def __init__(self, log):
+        super().__init__()
+        self.w = Twice()
+        self.near = Recorder(log)
+        self.far = Recorder(log)
+        self.connect(self.w.out, self.near.inp, after=0)
+        self.connect(self.w.out, self.far.inp, after=msec(1))
+
+
+def test_set_twice_through_delayed_connections(executor):
+    log = []
+    executor.run(DelayedTwice(log))
+    assert log == [(0, 1, "last"), (msec(1), 0, "last")]
