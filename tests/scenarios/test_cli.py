@@ -61,6 +61,7 @@ def test_atari_is_deterministic_and_vector_matches_serial(tmp_path):
     assert_same_checksums(rows, [])
 
 
+@pytest.mark.slow  # the same equality runs in-process in test_roles.py; this adds the CLI and the row marking
 def test_atari_reset_every_step_is_marked_and_matches_on_vector(tmp_path):
     proc = run_cli("scenario=atari", "scenario.reset_every_step=true", "backend=serial,vector", *SMOKE,
                    "budget.rounds=2", "scenario.num_envs=2", run_dir=tmp_path, multirun=True)

@@ -207,3 +207,36 @@ def test_policies_built_in_concurrent_threads_equal_sequential_ones():
     for a, b in zip(sequential, concurrent):
         for p, q in zip(a.policy.parameters(), b.policy.parameters()):
             assert np.array_equal(p.detach().numpy(), q.detach().numpy())
+
+
+class _Ticks:
+    """The smallest Clock: counts rounds."""
+
+    def __init__(self) -> None:
+        self.ticks = 0
+
+    def begin(self) -> None:
+        pass
+
+    def tick(self) -> None:
+        self.ticks += 1
+
+
+def test_vector_backend_with_reset_every_step_equals_serial_in_process():
+    from harness.backends.serial import SerialBackend
+    from harness.backends.vector import VectorBackend
+    from harness.config import SerialConfig, VectorConfig
+
+    scenario = make_scenario(AtariConfig(num_envs=2, reset_every_step=True), 4)
+    assert scenario.row_fields()["env_id"] == "ALE/Pong-v5+reset_every_step"
+    sums = []
+    for backend in (SerialBackend(SerialConfig(), 2), VectorBackend(VectorConfig(), 2)):
+        server, clock = scenario.make_server(), _Ticks()
+        try:
+            backend.start(scenario, server)
+            backend.run(3, clock)
+        finally:
+            backend.stop()
+        assert clock.ticks == 3
+        sums.append(server.checksum())
+    assert sums[0] == sums[1]
