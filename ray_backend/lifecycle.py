@@ -139,7 +139,13 @@ class RayInstance:
         except Exception as exc:  # noqa: BLE001 - any start-up failure ends the job with Ray's message
             self.shutdown()
             what = "start a local Ray instance" if self.address is None else f"join the Ray cluster at {self.address!r}"
-            raise RayStartError(f"could not {what}: {type(exc).__name__}: {exc}") from exc
+            root = exc
+            while root.__cause__ is not None:  # Ray wraps the reason (say, an auth error) in a ConnectionError
+                root = root.__cause__
+            reason = f"{type(exc).__name__}: {exc}"
+            if root is not exc:
+                reason += f" (caused by {type(root).__name__}: {root})"
+            raise RayStartError(f"could not {what}: {reason}") from exc
         self.connected = True
         self.init_seconds = time.perf_counter() - t0
 

@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -200,9 +201,11 @@ def test_ray_that_cannot_start_is_an_error_and_leaves_nothing(tmp_path):
 
 
 @pytest.mark.slow
-def test_joining_a_cluster_by_address_leaves_it_running(tmp_path):
+def test_joining_a_cluster_by_address_leaves_it_running(tmp_path, monkeypatch):
     ray_cli = shutil.which("ray", path=str(Path(sys.executable).parent))
-    temp_dir = tmp_path / "cluster"  # our cluster's processes carry this path: we stop only those
+    # our cluster's processes carry this path, so we stop only those; short: Ray's socket paths must fit
+    temp_dir = Path(tempfile.mkdtemp(prefix="rxc", dir="/tmp"))
+    monkeypatch.setenv("RAY_AUTH_MODE", "token")  # `ray start` clusters require Ray's auth token
     port = 46379
     env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
     subprocess.run([ray_cli, "start", "--head", f"--port={port}", "--num-cpus=2", "--include-dashboard=false",
@@ -226,6 +229,7 @@ def test_joining_a_cluster_by_address_leaves_it_running(tmp_path):
             except psutil.Error:
                 pass
         psutil.wait_procs(procs, timeout=10)
+        shutil.rmtree(temp_dir, ignore_errors=True)
 
 
 def cluster_processes(temp_dir: Path) -> list[psutil.Process]:
@@ -233,7 +237,7 @@ def cluster_processes(temp_dir: Path) -> list[psutil.Process]:
     out: dict[int, psutil.Process] = {}
     for p in psutil.process_iter():
         try:
-            if str(temp_dir) in " ".join(p.cmdline()):
+            if p.pid != os.getpid() and str(temp_dir) in " ".join(p.cmdline()):
                 out[p.pid] = p
                 out.update({c.pid: c for c in p.children(recursive=True)})
         except psutil.Error:
