@@ -35,6 +35,7 @@ class RoundClock:
         on_progress: Optional[Callable[[int, int], None]] = None,
         progress_every_s: float = 0.5,
         on_begin: Optional[Callable[[float], None]] = None,
+        on_warmup_end: Optional[Callable[[], None]] = None,
     ):
         if rounds < 1 or repetitions < 1 or warmup < 0:
             raise ValueError("rounds and repetitions must be >= 1 and warmup >= 0")
@@ -45,6 +46,7 @@ class RoundClock:
         self._on_repetition = on_repetition
         self._on_progress = on_progress
         self._on_begin = on_begin
+        self._on_warmup_end = on_warmup_end
         self._progress_every = progress_every_s
         self._lat = np.empty(rounds, dtype=np.float64)
         self.done = 0
@@ -79,7 +81,9 @@ class RoundClock:
         self._last = now
         if timed + 1 >= 0 and (timed + 1) % self.rounds == 0:
             if timed + 1 == 0:  # end of warm-up: the first repetition starts now
-                self._rep_start = now
+                if self._on_warmup_end is not None:
+                    self._on_warmup_end()
+                self._last = self._rep_start = time.perf_counter()
             else:
                 rep = Repetition(timed // self.rounds, now - self._rep_start, self._lat.copy())
                 self._on_repetition(rep)

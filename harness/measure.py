@@ -85,7 +85,8 @@ def measure(spec: dict[str, Any], send: Callable[[dict[str, Any]], None]) -> Non
         send({"type": "started", "startup_seconds": begun_at - t0})
 
     clock = RoundClock(int(budget["rounds"]), int(budget["warmup_rounds"]), int(budget["repetitions"]),
-                       on_repetition, on_progress, on_begin=on_begin)
+                       on_repetition, on_progress, on_begin=on_begin,
+                       on_warmup_end=server.metrics)  # metrics cover timed rounds only: drop warm-up's
     try:
         backend.start(scenario, server)
         backend.run(clock.total_rounds, clock)

@@ -198,7 +198,8 @@ class LearnerServer(Server):
         return h.hexdigest()
 
     def metrics(self) -> dict[str, float]:
-        """Seconds summed over the rounds since the previous call (the first call includes warm-up rounds).
+        """Seconds summed over the rounds since the previous call (the harness calls it once at the end of
+        warm-up and discards the result, so each repetition's numbers cover its own rounds).
 
         ``sampling_s`` is the slowest rollout of each round (the critical path if every rollout runs in
         parallel), ``training_s`` the learner step, ``communication_s`` the rest of the round (moving weights

@@ -51,3 +51,14 @@ def test_progress_is_rate_limited():
         clock.tick()
     assert seen == []
     assert np.isfinite(clock.total_rounds)
+
+
+def test_warmup_end_hook_runs_once_outside_timing():
+    calls = []
+    reps = []
+    clock = RoundClock(rounds=2, warmup=3, repetitions=2, on_repetition=reps.append,
+                       on_warmup_end=lambda: (calls.append(clock.done), time.sleep(0.05)))
+    for _ in range(clock.total_rounds):
+        clock.tick()
+    assert calls == [3]
+    assert all(r.seconds < 0.02 for r in reps)
