@@ -75,6 +75,9 @@ Faults
 from __future__ import annotations
 
 import pickle
+import signal
+import sys
+import threading
 import time
 from typing import Any
 
@@ -220,6 +223,12 @@ class ProcessExecutor(Executor):
 
         def child(rank: int, barrier: _sync.Barrier) -> None:
             self.barrier = barrier
+            torch = sys.modules.get("torch")
+            if torch is not None:
+                # libgomp's thread pool does not survive fork: a forked child that enters a parallel
+                # region of a pool the caller had started hangs. One intra-op thread per worker is
+                # also the measurement rule of this project.
+                torch.set_num_threads(1)
             self._localize(rank)
             core = self.core
             core.executor = self
@@ -228,6 +237,11 @@ class ProcessExecutor(Executor):
             barrier.add_counter(_C_REACTIONS, int(core.reactions_run))
             self._send_state(rank, barrier)
 
+        self._sigterm = None
+        if threading.current_thread() is threading.main_thread() and \
+                signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+            # a plain `kill`/`timeout` of the caller then still stops workers and removes segments
+            self._sigterm = signal.signal(signal.SIGTERM, _raise_terminated)
         self.barrier = self.group.start(child)
         self.core.wake_hook = self.barrier.signal
 
@@ -357,14 +371,19 @@ class ProcessExecutor(Executor):
                     _update(d, k, v)
 
     def close(self, error: BaseException | None = None) -> None:
-        if self.group is None or self.group.barrier is None:
-            if self.group is not None:
-                self.group._teardown()
-            return
         try:
-            self.group.finish(error, before_teardown=self._receive_state if error is None else None)
-        except WorkerError as werr:
-            raise _as_reaction_error(werr) from werr.original
+            if self.group is None or self.group.barrier is None:
+                if self.group is not None:
+                    self.group._teardown()
+                return
+            try:
+                self.group.finish(error, before_teardown=self._receive_state if error is None else None)
+            except WorkerError as werr:
+                raise _as_reaction_error(werr) from werr.original
+        finally:
+            if getattr(self, "_sigterm", None) is not None:
+                signal.signal(signal.SIGTERM, self._sigterm)
+                self._sigterm = None
 
     def collect(self, stats: Any) -> Any:
         stats.reactions = getattr(self, "reactions_total", stats.reactions)
@@ -387,6 +406,11 @@ def _plain(v: Any, depth: int = 0) -> bool:
     if type(v) is dict:
         return all(_plain(k, depth + 1) and _plain(x, depth + 1) for k, x in v.items())
     return False
+
+
+def _raise_terminated(signum: int, frame: Any) -> None:
+    """SIGTERM while ``run`` is in progress: unwind (the executor's teardown runs), exit 143."""
+    raise SystemExit(128 + signum)
 
 
 def _update(d: dict[str, Any], key: str, value: Any) -> None:

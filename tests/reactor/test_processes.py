@@ -503,3 +503,67 @@ def test_docs_example_runs():
     assert blocks
     for i, code in enumerate(blocks):
         exec(compile(code, f"processes.md[block {i}]", "exec"), {"__name__": "docs_processes"})
+
+
+# ---- the caller's process environment ---------------------------------------------------------------
+_LONG_RUN = """
+import os, sys, time
+from reactor_backend import Input, Output, Reactor, Timer, reaction, run, msec, sec
+class W(Reactor):
+    out = Output()
+    t = Timer(0, msec(1))
+    @reaction(t, effects=[out])
+    def s(self):
+        {work}
+        self.out.set(os.getpid())
+class S(Reactor):
+    inp = Input(width=3)
+    def __init__(self):
+        super().__init__()
+        self.pids = set()
+    @reaction(inp)
+    def g(self):
+        self.pids.update(p.value for p in self.inp)
+        if len(self.pids) == 3 and not getattr(self, "said", False):
+            self.said = True
+            print("running", flush=True)
+class M(Reactor):
+    def __init__(self):
+        super().__init__()
+        self.b = self.bank(W, 3)
+        self.s = S()
+        self.connect(self.b.out, self.s.inp)
+m = M()
+run(m, timeout={timeout}, fast=False, executor="processes", workers=3)
+print("done", len(m.s.pids), flush=True)
+"""
+
+
+def _python(code: str) -> "subprocess.Popen[str]":
+    import subprocess
+    import sys
+    return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+
+
+def test_sigterm_to_the_caller_stops_workers_and_removes_segments():
+    proc = _python(_LONG_RUN.format(work="pass", timeout="sec(60)"))
+    assert proc.stdout.readline().strip() == "running"
+    workers = psutil.Process(proc.pid).children()
+    assert len(workers) == 2
+    proc.terminate()
+    assert proc.wait(timeout=5) == 143
+    psutil.wait_procs(workers, timeout=3)
+    assert not any(w.is_running() and w.status() != psutil.STATUS_ZOMBIE for w in workers)
+    assert glob.glob(f"/dev/shm/rb-{proc.pid}-*") == []
+
+
+def test_workers_use_torch_after_the_caller_started_its_thread_pool():
+    pytest.importorskip("torch")
+    code = ("import torch\ntorch.set_num_threads(2)\na = torch.randn(300, 300)\n(a @ a).sum()\n"
+            + _LONG_RUN.format(work="x = __import__('torch').randn(200, 200); (x @ x).sum()", timeout="msec(30)"))
+    proc = _python(code)
+    try:
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert out.splitlines()[-1] == "done 3"
