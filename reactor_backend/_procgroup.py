@@ -130,11 +130,14 @@ class ProcessGroup:
                 raise WorkerDied(rank, pid, status)
 
     def _remote_error(self, code: int) -> WorkerError | None:
+        """The error recorded by rank ``code - STOP_ERROR_BASE``, if that rank recorded one."""
         if not STOP_ERROR_BASE <= code < STOP_ERROR_BASE + self.n:
             return None
         rank = code - STOP_ERROR_BASE
         off = self.error_offset + rank * ERROR_AREA
         (length,) = _LEN.unpack_from(self.ctl, off)
+        if length <= 0:
+            return None
         try:
             info = pickle.loads(self.ctl[off + _LEN.size: off + _LEN.size + length])
         except Exception as exc:
@@ -166,31 +169,49 @@ class ProcessGroup:
             self._teardown()
             raise
 
-    def finish(self, error: BaseException | None = None, before_teardown: Callable[[], None] | None = None) -> None:
+    def finish(self, error: BaseException | None = None, before_teardown: Callable[[], None] | None = None,
+               error_key: Callable[[dict[str, Any]], Any] | None = None) -> None:
         """End the group: after success, meet the children at the final barrier (then call
         ``before_teardown``, e.g. to read their results); in every case stop, reap and unlink.
 
         Raises :class:`WorkerError` when ``error`` (or the final barrier) is due to a remote error.
+        Several processes may fail before they see the stop word (reactions of one level run in
+        parallel): with ``error_key`` (a sort key over error records: ``reactor``, ``reaction``,
+        ``tag``...) the smallest of all records, the caller's own ``error`` included, is reported;
+        without it, the first to stop the group.
         """
         assert self.barrier is not None
-        try:
-            if error is None:
+        if error is None:
+            try:
+                self.barrier.arrive()  # everybody finished cleanly
+            except _sync.Aborted as exc:
+                error = exc
+            except BaseException:
+                self._teardown()
+                raise
+            else:
                 try:
-                    self.barrier.arrive()  # everybody finished cleanly
-                except _sync.Aborted as exc:
-                    err = self._remote_error(exc.code)
-                    if err is not None:
-                        raise err from None
-                    raise
-                self._finished = True
-                if before_teardown is not None:
-                    before_teardown()
-                return
-            err = self._remote_error(self.barrier.stop_code)
-            if err is not None and not isinstance(error, (KeyboardInterrupt, WorkerDied)):
-                raise err from (None if isinstance(error, _sync.Aborted) else error)
-        finally:
-            self._teardown()
+                    self._finished = True
+                    if before_teardown is not None:
+                        before_teardown()
+                    return
+                finally:
+                    self._teardown()
+        code = self.barrier.stop_code
+        self._teardown()  # every child has stopped or been killed: all error records are final
+        if isinstance(error, (KeyboardInterrupt, WorkerDied)):
+            return
+        first = self._remote_error(code)
+        if error_key is not None:
+            candidates = [e for e in (self._remote_error(STOP_ERROR_BASE + r) for r in range(1, self.n)) if e]
+            if not isinstance(error, _sync.Aborted):
+                own = {a: getattr(error, a, None) for a in ("reactor", "reaction", "tag")}
+                if not candidates or error_key(own) <= min(error_key(e.info) for e in candidates):
+                    return  # the caller's own error is the first: it propagates unchanged
+            if candidates:
+                first = min(candidates, key=lambda e: error_key(e.info))
+        if first is not None:
+            raise first from (None if isinstance(error, _sync.Aborted) else error)
 
     def run(self, body: Callable[[int, _sync.Barrier], Any]) -> Any:
         """Fork the workers, run ``body`` everywhere (rank 0 here), tear down; re-raise remote errors."""

@@ -377,13 +377,23 @@ class ProcessExecutor(Executor):
                     self.group._teardown()
                 return
             try:
-                self.group.finish(error, before_teardown=self._receive_state if error is None else None)
+                self.group.finish(error, before_teardown=self._receive_state if error is None else None,
+                                  error_key=self._error_key)
             except WorkerError as werr:
                 raise _as_reaction_error(werr) from werr.original
         finally:
             if getattr(self, "_sigterm", None) is not None:
                 signal.signal(signal.SIGTERM, self._sigterm)
                 self._sigterm = None
+
+    def _error_key(self, info: dict[str, Any]) -> tuple[int, int, int]:
+        """Order of failures as inline would meet them: by tag, then by the reaction's global order."""
+        tag = info.get("tag")
+        name = f"{info.get('reactor')}.{info.get('reaction')}"
+        index = next((r.index for r in self.program.reactions if r.full_name == name), NEVER)
+        if tag is None:
+            return (NEVER, NEVER, index)
+        return (int(tag[0]), int(tag[1]), index)
 
     def collect(self, stats: Any) -> Any:
         stats.reactions = getattr(self, "reactions_total", stats.reactions)

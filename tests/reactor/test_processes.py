@@ -567,3 +567,25 @@ def test_workers_use_torch_after_the_caller_started_its_thread_pool():
     finally:
         proc.kill()
     assert out.splitlines()[-1] == "done 3"
+
+
+class SlowFail(Reactor):
+    @reaction(startup)
+    def r(self):
+        if self.bank_index == 1:
+            time.sleep(0.2)  # fails last in wall time, first in the reactions' order
+            raise ValueError("member 1")
+        if self.bank_index == 3:
+            raise ValueError("member 3")
+
+
+def test_first_failure_in_reaction_order_wins_not_first_in_time():
+    class M(Reactor):
+        def __init__(self):
+            super().__init__()
+            self.members = self.bank(SlowFail, 4)
+
+    for w in (1, 4):
+        with pytest.raises(ReactionError, match=r"member 1") as info:
+            run(M(), executor="processes", workers=w)
+        assert info.value.reactor == "main.members[1]"
