@@ -68,9 +68,19 @@ Values
 
 Faults
     ``_procgroup.ProcessGroup``: an exception in any worker stops all; ``run`` raises
-    ``ReactionError`` with the remote traceback, reactor, reaction and tag. A worker killed by a
-    signal raises ``WorkerDied``; Ctrl-C, errors and kills tear everything down within about a
-    second; every ``/dev/shm/rb-<pid>-*`` segment is unlinked.
+    ``ReactionError`` with the remote traceback, reactor, reaction and tag (when several processes
+    failed before seeing the stop, the failure first by tag and reaction order, as inline would
+    report it). A worker killed by a signal raises ``WorkerDied``; Ctrl-C raises
+    ``KeyboardInterrupt``; SIGTERM to the caller (without a handler of its own) exits with 143.
+    All of them tear everything down within about a second (workers busy in a reaction get
+    SIGKILL after ``grace``); every ``/dev/shm/rb-<pid>-*`` segment is unlinked. Workers die with
+    the caller (``PR_SET_PDEATHSIG``); after a SIGKILL of the caller, remove its segments by prefix
+    (``transport.unlink_prefix(f"rb-{pid}-")``).
+
+Forking
+    Workers are forked (Linux); there is no spawn mode, since the assembled program (user classes,
+    bound methods, compiled objects) is not pickled. A forked worker sets ``torch.set_num_threads
+    (1)`` when torch is loaded: libgomp's pool does not survive fork (a worker hung without it).
 """
 from __future__ import annotations
 
