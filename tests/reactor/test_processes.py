@@ -589,3 +589,31 @@ def test_first_failure_in_reaction_order_wins_not_first_in_time():
         with pytest.raises(ReactionError, match=r"member 1") as info:
             run(M(), executor="processes", workers=w)
         assert info.value.reactor == "main.members[1]"
+
+
+class Ticker(Reactor):
+    out = Output()
+    tick = Timer(offset=0, period=msec(1))
+
+    @reaction(startup)
+    def start(self):
+        if self.bank_index == 1:  # a thread of worker 1 asks the whole program to stop
+            threading.Timer(0.05, self.request_stop).start()
+
+    @reaction(tick, effects=[out])
+    def step(self):
+        self.out.set(self.bank_index)
+
+
+def test_request_stop_from_a_thread_of_a_worker_process():
+    class M(Reactor):
+        def __init__(self):
+            super().__init__()
+            self.b = self.bank(Ticker, 2)
+            self.sink = Drain()
+            self.connect(self.b.out, self.sink.inp)
+
+    t0 = time.perf_counter()
+    stats = run(M(), timeout=sec(60), fast=False, executor="processes", workers=2)
+    assert time.perf_counter() - t0 < 5
+    assert msec(40) <= stats.elapsed < sec(5)
