@@ -139,7 +139,10 @@ class ReactorBackend(Backend):
     def run(self, rounds: int, clock: Clock) -> None:
         from reactor_backend import run
 
-        self.stats = run(self.program(rounds, clock), executor=self.executor, workers=self.workers)
+        options = {}
+        if self.executor == "processes":  # zero-copy views where no role keeps received arrays
+            options["copy_arrays"] = bool(getattr(self.scenario, "inputs_retained", True))
+        self.stats = run(self.program(rounds, clock), executor=self.executor, workers=self.workers, **options)
 
     def stop(self) -> None:
         """`run` itself joins its worker processes and unlinks its segments, also on errors."""

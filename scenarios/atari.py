@@ -18,6 +18,7 @@ from scenarios.gym import EnvServer, EnvWorker
 class AtariScenario(Scenario):
     name = "atari"
     unit = "env_steps"
+    inputs_retained = False  # the server hashes frames within the round; nothing keeps them
 
     @property
     def num_workers(self) -> int:

@@ -101,6 +101,10 @@ class Scenario(abc.ABC):
     #: ``star``: the server scatters to every worker and gathers from all (every workload of the paper);
     #: ``chain``: the server's single message passes through worker 0, 1, ..., n-1 and back to the server
     topology: str = "star"
+    #: True when a role keeps references to received arrays past the round (a replay buffer does): a
+    #: zero-copy transport must then hand out private copies. False lets it pass read-only views that are
+    #: valid until the sender's next value, as Ray's object store does for numpy arrays.
+    inputs_retained: bool = True
 
     def __init__(self, config: Any, seed: int):
         self.config = config

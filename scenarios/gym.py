@@ -80,6 +80,7 @@ class EnvServer(Server):
 class GymScenario(Scenario):
     name = "gym"
     unit = "env_steps"
+    inputs_retained = False  # roles read received arrays within the round only
 
     @property
     def num_workers(self) -> int:

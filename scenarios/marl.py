@@ -199,6 +199,7 @@ def measure_step_costs(config: Any, seed: int, steps: int = 300, inferences: int
 
 
 class MarlScenario(Scenario):
+    inputs_retained = False  # roles read received arrays within the round only
     name = "marl"
     unit = "env_steps"
 

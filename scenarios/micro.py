@@ -99,6 +99,7 @@ class BroadcastServer(Server):
 class ActorsScenario(Scenario):
     """``num_clients`` clients, one broadcast-work-copy-gather round at a time."""
 
+    inputs_retained = False  # roles read received arrays within the round only
     name = "actors"
     unit = "rounds"
 

@@ -38,6 +38,7 @@ class TokenServer(Server):
 
 
 class OverheadScenario(Scenario):
+    inputs_retained = False  # roles read received arrays within the round only
     name = "overhead"
     unit = "reactions"
 
