@@ -105,9 +105,15 @@ class RoleActor:
         if "torch" in sys.modules:  # the roles imported torch: pin its intra-op pool like the env vars
             sys.modules["torch"].set_num_threads(threads)
 
-    def ready(self) -> int:
-        """Returns this actor's process id once its workers exist (start-up ends when all are ready)."""
-        return os.getpid()
+    def ready(self) -> dict[str, Any]:
+        """Once the workers exist: this actor's pid and thread pinning (start-up ends when all are ready)."""
+        torch = sys.modules.get("torch")
+        return {
+            "pid": os.getpid(),
+            "workers": self.indices,
+            "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
+            "torch_threads": torch.get_num_threads() if torch is not None else None,
+        }
 
     def step_each(self, msgs: Sequence[Any]) -> list[Any]:
         """One round with one message per held worker, in worker-index order."""

@@ -48,6 +48,7 @@ class RayBackend(Backend):
         self.slices: list[range] = []
         self.graph: Optional[Any] = None  # CompiledRounds, built at the first round
         self.failed = False
+        self.actor_info: list[dict[str, Any]] = []  # per actor: pid, workers, thread pinning
         self.startup_breakdown: dict[str, float] = {}
 
     # ---------------------------------------------------------------- assembly (not timed)
@@ -65,7 +66,7 @@ class RayBackend(Backend):
         threads = int(thread_env()["OMP_NUM_THREADS"])
         remote_cls = ray.remote(RoleActor).options(num_cpus=cpus, max_restarts=0, max_task_retries=0)
         self.actors = [remote_cls.remote(scenario, list(s), threads) for s in self.slices]
-        self._get(ray, [a.ready.remote() for a in self.actors], "creating the actors")
+        self.actor_info = self._get(ray, [a.ready.remote() for a in self.actors], "creating the actors")
         self.startup_breakdown["actor_creation_s"] = time.perf_counter() - t0
 
     # ---------------------------------------------------------------- execution

@@ -23,9 +23,9 @@ from harness.backends import make_backend
 from harness.config import RayConfig, SerialConfig
 from harness.measure import _config_object
 from ray_backend.actors import actor_slices, known_small, owned_copy
-from ray_backend.lifecycle import RayStartError, actor_num_cpus
+from ray_backend.lifecycle import RayStartError, actor_num_cpus, thread_env
 from scenarios import make_scenario
-from scenarios.configs import FaultConfig, GymConfig
+from scenarios.configs import DqnConfig, FaultConfig, GymConfig
 from tests.conftest import read_rows, run_cli
 
 MARKERS = ("raylet", "gcs_server", "ray::", "/site-packages/ray/")
@@ -145,6 +145,10 @@ def test_compiled_envs_per_actor_2_matches_serial_and_teardown_leaves_no_ray_pro
         _config_object(RayConfig, {"mode": "compiled", "envs_per_actor": 2}), scenario_cfg, 30)
     assert checksum == reference
     assert [list(s) for s in backend.slices] == [[0, 1], [2]]
+    assert [info["workers"] for info in backend.actor_info] == [[0, 1], [2]]
+    pinned = thread_env()["OMP_NUM_THREADS"]
+    assert all(info["omp_num_threads"] == pinned for info in backend.actor_info)
+    assert len({info["pid"] for info in backend.actor_info} | {os.getpid()}) == 3  # roles built in the actors
     assert set(backend.startup_breakdown) == {"ray_init_s", "actor_creation_s", "compile_s"}
     import ray
 
@@ -171,6 +175,20 @@ def test_actors_envs_per_actor_2_matches_serial(tmp_path):
     serial = run_cli("scenario=gym", "backend=serial", "budget=smoke", run_dir=tmp_path / "serial")
     assert serial.returncode == 0
     assert list(read_rows(tmp_path / "ray").checksum) == list(read_rows(tmp_path / "serial").checksum)
+
+
+@pytest.mark.slow
+def test_torch_roles_are_pinned_in_their_actors_and_match_serial(monkeypatch):
+    # threads_per_worker=2 as the harness would set it: it must reach every actor (env and torch)
+    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        monkeypatch.setenv(var, "2")
+    scenario_cfg = _config_object(DqnConfig, {"num_rollouts": 2, "steps_per_round": 10, "minibatch": 32,
+                                              "eval_episodes": 5})
+    reference, _ = run_in_process(_config_object(SerialConfig, {}), scenario_cfg, 6)
+    checksum, backend = run_in_process(_config_object(RayConfig, {"mode": "actors"}), scenario_cfg, 6)
+    assert checksum == reference
+    assert [info["omp_num_threads"] for info in backend.actor_info] == ["2", "2"]
+    assert [info["torch_threads"] for info in backend.actor_info] == [2, 2]
 
 
 @pytest.mark.slow
