@@ -15,7 +15,7 @@ CASES = {
     "gym": ["scenario.num_envs=3"],
     "atari": ["scenario.num_envs=2"],
     "dqn": ["scenario.num_rollouts=2"],
-    "marl": ["scenario.num_agents=3", "scenario.env=synthetic,simple_spread_v3"],
+    "marl": ["scenario.num_agents=3", "scenario.env=simple_spread_v3"],  # synthetic: tests/scenarios
     "actors": ["scenario.num_clients=2"],
     "object_size": ["scenario.num_clients=2"],
     "overhead": ["scenario.size=5", "scenario.shape=chain,fan"],
