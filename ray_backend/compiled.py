@@ -70,6 +70,11 @@ class CompiledRounds:
             ) from exc
         return owned_copy(out)
 
-    def teardown(self) -> None:
-        """Stop the actors' execution loops and free the channels (actors stay alive, or are killed)."""
-        self.graph.teardown(kill_actors=True)
+    def teardown(self, kill_actors: bool = False) -> None:
+        """Stop the actors' execution loops and free the channels.
+
+        Without ``kill_actors`` the actors stay alive (to close their workers, or to join a new graph);
+        Ray then waits for each loop to exit, which a hung actor never does, so after a failure the
+        orchestration kills the actors first and tears down with ``kill_actors=True``.
+        """
+        self.graph.teardown(kill_actors=kill_actors)

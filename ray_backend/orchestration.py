@@ -73,10 +73,14 @@ class RayBackend(Backend):
     def run(self, rounds: int, clock: Clock) -> None:
         if rounds < 1:
             return
-        if self.mode == "compiled":
-            self._run_compiled(rounds, clock)
-        else:
-            self._run_actors(rounds, clock)
+        try:
+            if self.mode == "compiled":
+                self._run_compiled(rounds, clock)
+            else:
+                self._run_actors(rounds, clock)
+        except BaseException:
+            self.failed = True  # an actor may be dead or stuck: stop() must not wait for it
+            raise
 
     def _run_actors(self, rounds: int, clock: Clock) -> None:
         import ray
@@ -157,7 +161,7 @@ class RayBackend(Backend):
                 self._kill_actors(ray)
             if self.graph is not None:
                 try:
-                    self.graph.teardown()
+                    self.graph.teardown(kill_actors=self.failed)
                 except Exception:  # noqa: BLE001 - teardown after a failure may find channels closed
                     pass
                 self.graph = None

@@ -25,6 +25,7 @@ from harness.measure import _config_object
 from ray_backend.actors import actor_slices, known_small, owned_copy
 from ray_backend.lifecycle import RayStartError, actor_num_cpus, thread_env
 from scenarios import make_scenario
+from scenarios.base import Broadcast, RunningChecksum, Scenario, Server, Worker
 from scenarios.configs import DqnConfig, FaultConfig, GymConfig
 from tests.conftest import read_rows, run_cli
 
@@ -81,6 +82,71 @@ def run_in_process(backend_cfg: Any, scenario_cfg: Any, rounds: int) -> tuple[st
         backend.stop()
     assert (clock.begins, clock.ticks) == (1, rounds)
     return server.checksum(), backend
+
+
+class EchoWorker(Worker):
+    """Returns an array derived from its message, so message routing shows in the checksum."""
+
+    def __init__(self, index: int):
+        self.index = index
+        self.round = 0
+
+    def step(self, msg: Any) -> tuple[np.ndarray, int]:
+        self.round += 1
+        return np.asarray(msg, dtype=np.float64) * (self.index + 1) + self.round, self.index
+
+
+class MixedServer(Server):
+    """Broadcasts in rounds 0 and 1, then sends each worker its own array (the compiled graph recompiles)."""
+
+    def __init__(self, n: int):
+        self.n, self.round, self._sum = n, 0, RunningChecksum()
+        self.kept: list[Any] = []  # holding gathered arrays must not stall a compiled graph
+
+    def scatter(self) -> Any:
+        self.round += 1
+        if self.round <= 2:
+            return Broadcast(np.full(3, float(self.round)))
+        return [np.arange(3.0) + 10 * i + self.round for i in range(self.n)]
+
+    def gather(self, results: Any) -> None:
+        assert [idx for _, idx in results] == list(range(self.n))  # worker-index order
+        self.kept.extend(results)
+        self._sum.update(list(results))
+
+    def checksum(self) -> str:
+        return self._sum.hexdigest()
+
+
+class MixedScenario(Scenario):
+    name = "mixed"
+    unit = "rounds"
+
+    @property
+    def num_workers(self) -> int:
+        return 3
+
+    def make_server(self) -> Server:
+        return MixedServer(3)
+
+    def make_worker(self, index: int) -> Worker:
+        return EchoWorker(index)
+
+    def units_per_round(self) -> int:
+        return 1
+
+
+def run_scenario_in_process(backend_cfg: Any, scenario: Scenario, rounds: int) -> str:
+    server = scenario.make_server()
+    backend = make_backend(backend_cfg, 2)
+    clock = CountingClock()
+    try:
+        backend.start(scenario, server)
+        backend.run(rounds, clock)
+    finally:
+        backend.stop()
+    assert clock.ticks == rounds
+    return server.checksum()
 
 
 # ------------------------------------------------------------------ pure helpers (no Ray)
@@ -175,6 +241,16 @@ def test_actors_envs_per_actor_2_matches_serial(tmp_path):
     serial = run_cli("scenario=gym", "backend=serial", "budget=smoke", run_dir=tmp_path / "serial")
     assert serial.returncode == 0
     assert list(read_rows(tmp_path / "ray").checksum) == list(read_rows(tmp_path / "serial").checksum)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["actors", "compiled"])
+def test_per_worker_messages_and_a_shape_change_match_serial(mode):
+    scenario = MixedScenario(None, 0)
+    reference = run_scenario_in_process(_config_object(SerialConfig, {}), scenario, 8)
+    cfg = _config_object(RayConfig, {"mode": mode, "envs_per_actor": 2})
+    assert run_scenario_in_process(cfg, scenario, 8) == reference
+    assert our_ray_processes() == []
 
 
 @pytest.mark.slow
