@@ -1,10 +1,9 @@
 """The paper's workloads as backend-neutral roles plus a round structure (see `scenarios.base`)."""
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
-from scenarios.base import Backend, Broadcast, RunningChecksum, Scenario, Server, Worker
+from scenarios.base import Backend, Broadcast, RunningChecksum, Scenario, Server, Worker, load_target
 
 #: scenario name -> "module:Class"; imported only when used, so configs validate without heavy imports
 SCENARIOS: dict[str, str] = {
@@ -21,12 +20,7 @@ SCENARIOS: dict[str, str] = {
 
 def make_scenario(config: Any, seed: int) -> Scenario:
     """Build the scenario named by ``config.name`` (a picklable description; no env is created here)."""
-    try:
-        target = SCENARIOS[config.name]
-    except KeyError:
-        raise ValueError(f"unknown scenario {config.name!r}; known: {sorted(SCENARIOS)}") from None
-    module, cls = target.split(":")
-    return getattr(importlib.import_module(module), cls)(config, seed)
+    return load_target(SCENARIOS, config.name, "scenario")(config, seed)
 
 
 __all__ = ["Backend", "Broadcast", "RunningChecksum", "Scenario", "Server", "Worker", "SCENARIOS", "make_scenario"]

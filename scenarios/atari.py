@@ -11,29 +11,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from scenarios.base import Scenario, Server, Worker
-from scenarios.gym import EnvServer, EnvWorker
+from scenarios.base import Worker
+from scenarios.gym import EnvWorker, GymScenario
 
 
-class AtariScenario(Scenario):
+class AtariScenario(GymScenario):
+    """The Gym scenario on ALE: same server and round; workers draw from ``num_actions`` and may reset."""
+
     name = "atari"
-    unit = "env_steps"
-    inputs_retained = False  # the server hashes frames within the round; nothing keeps them
-
-    @property
-    def num_workers(self) -> int:
-        return int(self.config.num_envs)
-
-    def make_server(self) -> Server:
-        return EnvServer()
 
     def make_worker(self, index: int) -> Worker:
         c = self.config
         return EnvWorker(c.env_id, self.seed, index, reset_every_step=bool(c.reset_every_step),
                          num_actions=int(c.num_actions))
-
-    def units_per_round(self) -> int:
-        return self.num_workers
 
     def row_fields(self) -> dict[str, Any]:
         # the report must say which rows used the paper's reset-every-step quirk: mark it in env_id too

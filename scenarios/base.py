@@ -136,6 +136,17 @@ class Scenario(abc.ABC):
         return None
 
 
+def load_target(registry: dict[str, str], name: str, kind: str) -> Any:
+    """The class that ``registry[name]`` ("module:Class") names, imported on first use."""
+    import importlib
+
+    try:
+        module, cls = registry[name].split(":")
+    except KeyError:
+        raise ValueError(f"unknown {kind} {name!r}; known: {sorted(registry)}") from None
+    return getattr(importlib.import_module(module), cls)
+
+
 def split_messages(msgs: Broadcast | Sequence[Any], n: int) -> list[Any]:
     """Expand a scatter result into exactly ``n`` per-worker messages (checks the count)."""
     if isinstance(msgs, Broadcast):

@@ -4,10 +4,9 @@ Imports are lazy so that a serial run never imports Ray or the reactor runtime.
 """
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
-from scenarios.base import Backend
+from scenarios.base import Backend, load_target
 
 #: backend name -> "module:Class"
 BACKENDS: dict[str, str] = {
@@ -19,9 +18,4 @@ BACKENDS: dict[str, str] = {
 
 
 def make_backend(config: Any, workers: int) -> Backend:
-    try:
-        target = BACKENDS[config.name]
-    except KeyError:
-        raise ValueError(f"unknown backend {config.name!r}; known: {sorted(BACKENDS)}") from None
-    module, cls = target.split(":")
-    return getattr(importlib.import_module(module), cls)(config, workers)
+    return load_target(BACKENDS, config.name, "backend")(config, workers)
