@@ -21,7 +21,7 @@ print("cores", os.cpu_count(), "ray", ray.__version__, "gymnasium", gymnasium.__
       "torch", torch.__version__, "numpy", numpy.__version__)
 PY
 
-common=(budget=local budget.repetitions=3 budget.warmup_rounds=10 budget.timeout_s=150 quiet=true scenario.num_envs=16)
+common=(budget=local budget.repetitions=5 budget.warmup_rounds=10 budget.timeout_s=150 quiet=true scenario.num_envs=16)
 sweep() {  # scenario rounds backends workers
   $PY -m harness -m "scenario=$1" "backend=$3" "workers=$4" "budget.rounds=$2" "${common[@]}" \
       "hydra.sweep.dir=$OUT_DIR/$1/$5" 2>&1 | grep -E "ok,|error|timeout" || true
@@ -32,3 +32,5 @@ for scenario in gym atari; do
   sweep $scenario $rounds reactor,ray,ray_compiled 1,2,4,8,16 scaling
 done
 $PY -m harness.report "$OUT_DIR" --out "$OUT_DIR/report" 2>&1 | tail -5 || true
+# one file for the trip back (a lent machine returns at most 8 files, 2 folders deep)
+if [ -n "${TARBALL:-}" ]; then tar czf "$TARBALL" -C "$(dirname "$OUT_DIR")" "$(basename "$OUT_DIR")"; fi
