@@ -71,17 +71,7 @@ class CountingClock:
 
 def run_in_process(backend_cfg: Any, scenario_cfg: Any, rounds: int) -> tuple[str, Any]:
     """start / run / stop a backend in this process (no harness kill_tree to hide leaks); its checksum."""
-    scenario = make_scenario(scenario_cfg, 0)
-    server = scenario.make_server()
-    backend = make_backend(backend_cfg, 2)
-    clock = CountingClock()
-    try:
-        backend.start(scenario, server)
-        backend.run(rounds, clock)
-    finally:
-        backend.stop()
-    assert (clock.begins, clock.ticks) == (1, rounds)
-    return server.checksum(), backend
+    return _start_run_stop(backend_cfg, make_scenario(scenario_cfg, 0), rounds)
 
 
 class EchoWorker(Worker):
@@ -137,6 +127,11 @@ class MixedScenario(Scenario):
 
 
 def run_scenario_in_process(backend_cfg: Any, scenario: Scenario, rounds: int) -> str:
+    return _start_run_stop(backend_cfg, scenario, rounds)[0]
+
+
+def _start_run_stop(backend_cfg: Any, scenario: Scenario, rounds: int) -> tuple[str, Any]:
+    """The backend's whole lifecycle on ``scenario``; checks the clock saw one begin and every tick."""
     server = scenario.make_server()
     backend = make_backend(backend_cfg, 2)
     clock = CountingClock()
@@ -145,8 +140,8 @@ def run_scenario_in_process(backend_cfg: Any, scenario: Scenario, rounds: int) -
         backend.run(rounds, clock)
     finally:
         backend.stop()
-    assert clock.ticks == rounds
-    return server.checksum()
+    assert (clock.begins, clock.ticks) == (1, rounds)
+    return server.checksum(), backend
 
 
 # ------------------------------------------------------------------ pure helpers (no Ray)
