@@ -63,7 +63,7 @@ def measure(spec: dict[str, Any], send: Callable[[dict[str, Any]], None]) -> Non
 
     def on_repetition(rep: Repetition) -> None:
         extra = dict(server.metrics())
-        extra.update(getattr(backend, "startup_breakdown", None) or {})  # e.g. Ray: init, actors, compile
+        extra.update(backend.startup_breakdown)  # e.g. Ray: init, actors, compile
         if rep.index == clock.repetitions - 1:
             extra.update(server.final_metrics())
         send({

@@ -49,7 +49,6 @@ class RayBackend(Backend):
         self.graph: Optional[Any] = None  # CompiledRounds, built at the first round
         self.failed = False
         self.actor_info: list[dict[str, Any]] = []  # per actor: pid, workers, thread pinning
-        self.startup_breakdown: dict[str, float] = {}
 
     # ---------------------------------------------------------------- assembly (not timed)
     def start(self, scenario: Scenario, server: Server) -> None:

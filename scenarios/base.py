@@ -214,6 +214,8 @@ class Backend(abc.ABC):
     def __init__(self, config: Any, workers: int):
         self.config = config
         self.workers = int(workers)
+        #: seconds of start-up by part (e.g. Ray: ray_init_s, actor_creation_s, compile_s), kept in rows
+        self.startup_breakdown: dict[str, float] = {}
 
     @abc.abstractmethod
     def start(self, scenario: Scenario, server: Server) -> None:
