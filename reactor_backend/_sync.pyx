@@ -16,6 +16,11 @@ process runs the same precomputed schedule and meets the others only here:
   ``FUTEX_WAIT`` on the generation word with a time slice, so it never starves a process that
   needs the core when workers outnumber cores. The releaser calls ``FUTEX_WAKE`` only when a
   waiter has announced itself (Dekker-style handshake on seq_cst atomics: no lost wake-ups).
+* Point-to-point progress (the executor's hot path): each process owns a 64-bit *progress* word
+  that only grows (``publish``). A process that needs another's data waits only for that
+  process's progress to reach a position (``wait_for``), so a writer never waits for its readers
+  and processes with nothing to exchange at a level do not meet at all. ``reduce_at`` publishes a
+  reduction cell with the position and waits for every process: the tag advance.
 * A shared stop word: the first process to fail (or the parent on interrupt) sets it with a
   compare-and-swap; every waiter checks it and raises ``Aborted``. Between futex slices waiters
   call a liveness ``check`` callable (the parent reaps dead children, a child checks its parent)
@@ -27,7 +32,9 @@ Layout of the control block (bytes; each hot word on its own cache line)::
     128   barrier generation (int32)   192  futex waiter count (int32)
     224   signal word (int32): "something happened" (a physical event) for timed waits
     256   reduction cells: 2 parities x nproc x 8 int64 (64 bytes per cell)
-    then  per-process int64 counters (``COUNTERS`` each), then free space for the caller
+    then  per-process int64 counters (``COUNTERS`` each)
+    then  per-process progress lines (64 bytes: int64 progress, int32 seq, int32 waiters)
+    then  free space for the caller
 """
 from libc.stdint cimport int32_t, int64_t
 from cpython.exc cimport PyErr_CheckSignals
@@ -100,6 +107,7 @@ cdef enum:
     OFF_CELLS = 256
     CELL_WORDS = 8            # int64 words per reduction cell (one cache line)
     COUNTERS = 8              # int64 counters per process
+    LINE = 64                 # bytes per process progress line
 
 #: Largest int64: the "no event" tag component in reductions.
 NEVER = 0x7FFFFFFFFFFFFFFF
@@ -115,7 +123,7 @@ class Aborted(Exception):
 
 def control_size(int nproc) -> int:
     """Bytes of the control block for ``nproc`` processes (callers may use space past it)."""
-    return OFF_CELLS + 2 * nproc * CELL_WORDS * 8 + nproc * COUNTERS * 8
+    return OFF_CELLS + 2 * nproc * CELL_WORDS * 8 + nproc * COUNTERS * 8 + nproc * LINE
 
 
 def set_parent_death_signal(int sig) -> None:
@@ -145,6 +153,8 @@ cdef class Barrier:
     cdef int32_t *_signal
     cdef int64_t *_cells
     cdef int64_t *_counters
+    cdef char *_lines
+    cdef long long _nred
     cdef readonly int nproc
     cdef readonly int index
     cdef public object check
@@ -169,6 +179,8 @@ cdef class Barrier:
         self._signal = <int32_t *>(self._base + OFF_SIGNAL)
         self._cells = <int64_t *>(self._base + OFF_CELLS)
         self._counters = <int64_t *>(self._base + OFF_CELLS + 2 * nproc * CELL_WORDS * 8)
+        self._lines = self._base + OFF_CELLS + 2 * nproc * CELL_WORDS * 8 + nproc * COUNTERS * 8
+        self._nred = 0
         self.nproc = nproc
         self.index = index
         self.check = check
@@ -192,8 +204,11 @@ cdef class Barrier:
         if code == 0:
             raise ValueError("stop code must be non-zero")
         cdef bint won = rb_cas32(self._stop, 0, code)
+        cdef int p
         rb_futex_wake(self._gen)
         rb_futex_wake(self._signal)
+        for p in range(self.nproc):
+            rb_futex_wake(self._seq(p))
         return won
 
     @property
@@ -348,3 +363,145 @@ cdef class Barrier:
         self._cells[(parity * self.nproc + self.index) * CELL_WORDS + 5] = value
         self._arrive()
         return [self._cells[(parity * self.nproc + p) * CELL_WORDS + 5] for p in range(self.nproc)]
+
+
+    # ---- point-to-point progress -----------------------------------------------------------
+    cdef inline int64_t *_progress(self, int p) nogil:
+        return <int64_t *>(self._lines + p * LINE)
+
+    cdef inline int32_t *_seq(self, int p) nogil:
+        return <int32_t *>(self._lines + p * LINE + 8)
+
+    cdef inline int32_t *_pwaiters(self, int p) nogil:
+        return <int32_t *>(self._lines + p * LINE + 12)
+
+    cdef inline void _publish(self, int64_t position) nogil:
+        rb_store64(self._progress(self.index), position)
+        rb_add32(self._seq(self.index), 1)
+        if rb_load32(self._pwaiters(self.index)) > 0:
+            rb_futex_wake(self._seq(self.index))
+
+    cdef int _wait_for(self, int p, int64_t position) except -1:
+        """Wait until process ``p``'s progress is at least ``position`` (raise on stop/check)."""
+        cdef int64_t *prog = self._progress(p)
+        cdef int32_t *seq = self._seq(p)
+        cdef int32_t *waiters = self._pwaiters(p)
+        cdef int32_t *stop = self._stop
+        cdef long long i, t0, t_check, now
+        cdef long long spins = self.spin_iters
+        cdef long long yield_ns = self.yield_ns
+        cdef long long slice_ns = self.slice_ns
+        cdef int32_t s
+        cdef int done = 0
+        if rb_load64(prog) >= position:
+            return 0
+        with nogil:
+            for i in range(spins):
+                rb_pause()
+                if rb_load64(prog) >= position:
+                    done = 1
+                    break
+            if not done:
+                t0 = rb_now_ns()
+                while True:
+                    if rb_load64(prog) >= position:
+                        done = 1
+                        break
+                    if rb_load32(stop) != 0:
+                        break
+                    if rb_now_ns() - t0 > yield_ns:
+                        break
+                    sched_yield()
+        if done:
+            return 0
+        t_check = rb_now_ns()
+        while True:
+            if rb_load32(stop) != 0:
+                raise Aborted(rb_load32(stop))
+            with nogil:
+                # Dekker handshake with _publish: announce, re-check, sleep on the seq we saw
+                rb_add32(waiters, 1)
+                s = rb_load32(seq)
+                if rb_load64(prog) >= position:
+                    done = 1
+                else:
+                    rb_futex_wait(seq, s, slice_ns)
+                    done = rb_load64(prog) >= position
+                rb_add32(waiters, -1)
+            if done:
+                return 0
+            self.futex_sleeps += 1
+            PyErr_CheckSignals()
+            now = rb_now_ns()
+            if self.check is not None and now - t_check >= self.check_ns:
+                t_check = now
+                self.check()
+
+    def progress(self, int p) -> int:
+        """Process ``p``'s published position."""
+        if p < 0 or p >= self.nproc:
+            raise IndexError(p)
+        return rb_load64(self._progress(p))
+
+    def publish(self, long long position) -> None:
+        """Announce that this process reached ``position`` (positions must only grow)."""
+        self._publish(position)
+
+    def wait_for(self, int p, long long position) -> None:
+        """Wait until process ``p`` has published a position >= ``position``."""
+        if p < 0 or p >= self.nproc:
+            raise IndexError(p)
+        self._wait_for(p, position)
+        if rb_load32(self._stop) != 0:
+            raise Aborted(rb_load32(self._stop))
+
+    def sync(self, long long position, bint publish, tuple wait):
+        """A level meeting: publish ``position`` (if ``publish``), then wait until every process
+        in ``wait`` (ranks) reached it. Raises ``Aborted`` on stop."""
+        cdef object p
+        if rb_load32(self._stop) != 0:
+            raise Aborted(rb_load32(self._stop))
+        if publish:
+            self._publish(position)
+        for p in wait:
+            self._wait_for(<int> p, position)
+        if rb_load32(self._stop) != 0:
+            raise Aborted(rb_load32(self._stop))
+
+    def reduce_at(self, long long position, long long t, long long m, long long st, long long sm,
+                  long long flags):
+        """All-process reduction at ``position``: returns ``(t*, m*, st*, sm*, flags*)`` as
+        ``arrive_reduce`` does, but through the progress words (every process must call it with
+        the same sequence of positions). A process waits for every other to publish; nobody
+        waits for it after it published. Cells alternate by the parity of this process's count
+        of reductions: a process can reuse a parity only after passing the next reduction, which
+        every other process enters only after reading this one's cells."""
+        cdef int parity = self._nred & 1
+        cdef int64_t *cell = &self._cells[(parity * self.nproc + self.index) * CELL_WORDS]
+        cdef int p
+        cdef long long bt = NEVER, bm = NEVER, bst = NEVER, bsm = NEVER, bf = 0
+        cdef int64_t *c
+        if rb_load32(self._stop) != 0:
+            raise Aborted(rb_load32(self._stop))
+        cell[0] = t
+        cell[1] = m
+        cell[2] = st
+        cell[3] = sm
+        cell[4] = flags
+        self._publish(position)  # seq_cst store: the cell writes above are visible to whoever sees it
+        for p in range(self.nproc):
+            if p != self.index:
+                self._wait_for(p, position)
+        if rb_load32(self._stop) != 0:
+            raise Aborted(rb_load32(self._stop))
+        self._nred += 1
+        for p in range(self.nproc):
+            c = &self._cells[(parity * self.nproc + p) * CELL_WORDS]
+            if c[0] < bt or (c[0] == bt and c[1] < bm):
+                bt = c[0]
+                bm = c[1]
+            if c[2] < bst or (c[2] == bst and c[3] < bsm):
+                bst = c[2]
+                bsm = c[3]
+            bf |= c[4]
+        return bt, bm, bst, bsm, bf

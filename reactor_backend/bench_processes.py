@@ -105,9 +105,10 @@ def bench_reactor(executor: str, workers: int, clients: int, nbytes: int, rounds
 
 
 def bench_raw(clients: int, nbytes: int, rounds: int, warmup: int) -> tuple[float, float]:
-    """The floor: the same round with bare primitives (no reactors): the caller writes one slot,
-    barrier, each of ``clients`` forked processes reads it and writes its own slot, barrier with
-    the tag reduction, the caller reads all slots."""
+    """The floor: the same round with bare primitives (no reactors), in the executor's protocol:
+    the caller writes one slot and publishes; each of ``clients`` forked processes waits for it,
+    reads it, writes its own slot and publishes; the caller waits for each, reads all slots; then
+    everybody meets in the tag-advance reduction."""
     from reactor_backend._procgroup import ProcessGroup
     from reactor_backend.transport import SlotTable, unlink_prefix
 
@@ -121,22 +122,25 @@ def bench_raw(clients: int, nbytes: int, rounds: int, warmup: int) -> tuple[floa
     def body(rank: int, b: Any) -> list[float]:
         tab = SlotTable(prefix, n, create=False)
         times: list[float] = []
+        everyone = tuple(range(1, n))
         if rank == 0:
             w, rs = tab.writer(0), [tab.reader(i) for i in range(1, n)]
             for i in range(total):
                 times.append(time.perf_counter())
                 w.write(payload, i)
-                b.arrive()
-                b.arrive_reduce(i, 0, 0, 0, 0)
+                b.sync(3 * i + 1, True, ())
+                b.sync(3 * i + 2, False, everyone)
                 for r in rs:
                     assert r.read().nbytes == nbytes
+                b.reduce_at(3 * i + 3, i, 0, 0, 0, 0)
             times.append(time.perf_counter())
         else:
             r, w = tab.reader(0), tab.writer(rank)
             for i in range(total):
-                b.arrive()
+                b.sync(3 * i + 1, False, (0,))
                 w.write(r.read().copy(), i)
-                b.arrive_reduce(i, 0, 0, 0, 0)
+                b.sync(3 * i + 2, True, ())
+                b.reduce_at(3 * i + 3, i, 0, 0, 0, 0)
         return times
 
     try:
@@ -205,7 +209,7 @@ def main(argv: list[str] | None = None) -> None:
                       lambda: bench_reactor("processes", args.workers, n, size, rounds, warm)),
                      (f"processes(w={args.workers},views)",
                       lambda: bench_reactor("processes", args.workers, n, size, rounds, warm, copy_arrays=False)),
-                     ("raw barrier+slots", lambda: bench_raw(n, size, rounds, warm)),
+                     ("raw sync+slots", lambda: bench_raw(n, size, rounds, warm)),
                      ("pipe ping-pong", lambda: bench_pipes(n, size, rounds, warm))]
             for name, fn in cells:
                 best = min((fn() for _ in range(args.repeat)), key=lambda x: x[0])

@@ -30,22 +30,31 @@ Which values cross (computed once, identically in every process)
     Non-owners never schedule a root's delayed events (``port.delayed = ()`` there): the owner
     does, and exports the destination when the event fires.
 
-Barriers (static)
+Meetings (static)
     Exported root R written at level w (the highest level of its writers; -1 for delayed
     destinations, set by events at the start of a tag) and read in worker B from level r needs a
-    barrier at some level b with w < b <= r. The executor picks the fewest levels that cover all
-    such intervals (greedy interval stabbing) and assigns R to the first barrier level after w.
-    Levels without a cross-process dependency get no barrier. At a barrier level b, each process
-    (1) writes every exported root it owns assigned to b and present at this tag into its slot,
-    stamped with the tag counter (``core.epoch``, equal in all processes), (2) arrives at the
-    barrier, (3) reads every root assigned to b that it imports and whose stamp is this tag and
-    calls ``root._set(value)``, which sets presence, fans out and triggers local reactions.
-    A slot is rewritten only at the same barrier of a later tag, after everybody passed the
-    tag-advance barrier, so a single buffer per slot is enough.
+    meeting at some level b with w < b <= r. The executor picks the fewest levels that cover all
+    such intervals (greedy interval stabbing) and assigns R to the first meeting level after w.
+    Levels without a cross-process dependency get no meeting. A meeting is point to point, not a
+    barrier: each process owns a progress word in shared memory (``_sync``) holding its position
+    ``(tag counter, level)``. At a meeting level b, each process (1) writes every exported root it
+    owns assigned to b and present at this tag into its slot, stamped with the tag counter
+    (``core.epoch``, equal in all processes), and publishes its position (if it owns any), (2)
+    waits only for the owners of the roots it imports at b to reach the same position, (3) reads
+    every such root whose stamp is this tag and calls ``root._set(value)``, which sets presence,
+    fans out and triggers local reactions. So a writer never waits for its readers, and a process
+    with nothing to read at b does not wait at all.
+    A slot is rewritten only at the same level of a later tag, after the writer passed the tag
+    advance, which waits for every process to have finished the tag: a single buffer per slot
+    is enough.
 
 Tag advance
-    ``advance`` is one barrier with a reduction: each process contributes its earliest queued event
-    and its stop request; all get the lexicographic minima. Timers are queued in every process, a
+    ``advance`` is a reduction over the progress words: each process publishes its earliest queued
+    event and its stop request with its end-of-tag position, waits until every other process
+    published the same position, and computes the lexicographic minima. A round of the
+    broadcast/gather benchmarks therefore costs two hand-offs on its critical path (the server's
+    scatter to the clients, the clients' results to the server); the clients' wait for the next
+    tag overlaps the server's gather. Timers are queued in every process, a
     logical action only in its owner, a delayed cross-process connection in the owner of its
     source; the minimum is therefore the true next tag. Physical actions may only be scheduled
     from threads of the process that owns them (they go to that process's core; scheduled from
@@ -107,6 +116,7 @@ __all__ = ["ProcessExecutor", "make_executor", "plan", "WorkerDied"]
 
 NEVER = _sync.NEVER
 _NO_WAIT = -1
+_END = 1 << 31     # position of the tag-advance reductions within a tag (levels are below it)
 _POLL_NS = 20_000_000  # timed-wait slice (physical events wake waiters at once via core.wake_hook)
 _time_ns = time.time_ns
 _C_REACTIONS = 0   # per-process counter slots in the control block
@@ -192,6 +202,9 @@ class ProcessExecutor(Executor):
         self.plan: Plan | None = None
         self._done_epoch = -1
         self._done_level = -1
+        self._red_epoch = -1
+        self._red_count = 0
+        self._fast_advance = False
         self.advance = self._advance
 
     # ---- set-up ---------------------------------------------------------------------------
@@ -201,6 +214,7 @@ class ProcessExecutor(Executor):
         self.barrier_levels = self.plan.barrier_levels
         self._barrier_set = frozenset(self.barrier_levels)
         core.barrier_levels = self.barrier_levels  # the core read it before attach
+        self._fast_advance = bool(core.fast) and not core.keepalive
         self.group = ProcessGroup(self.workers, grace=self.grace)
         self.slots = SlotTable(self.group.prefix + "p-", len(self.plan.exports), create=True)
         self._delayed = {p.id: p.delayed for p in program.ports}  # before any process edits them
@@ -226,6 +240,10 @@ class ProcessExecutor(Executor):
                 imports.setdefault(b, []).append((root, self.slots.reader(slot, copy=self.copy_arrays)))
         self._flush = flush
         self._imports = imports
+        # per meeting level: (publish my position?, ranks whose position I wait for)
+        self._meet = {b: (b in flush, tuple(sorted({own for _s, _r, bb, own, rd in plan.exports
+                                                     if bb == b and rank in rd})))
+                      for b in plan.barrier_levels}
 
     def begin(self, start_time: int) -> None:
         assert self.group is not None
@@ -265,7 +283,9 @@ class ProcessExecutor(Executor):
                 for root, writer in self._flush.get(level, ()):
                     if root.is_present:
                         writer.write(root.value, epoch)
-                self.barrier.arrive()
+                publish, wait = self._meet[level]
+                if publish or wait:
+                    self.barrier.sync((epoch << 32) | (level + 1), publish, wait)
                 for root, reader in self._imports.get(level, ()):
                     if reader.round() == epoch:
                         root._set(reader.read())
@@ -276,7 +296,12 @@ class ProcessExecutor(Executor):
     def _reduce(self, local_next: Tag | None, stop: Tag | None, flags: int = 0):
         t, m = (local_next[0], local_next[1]) if local_next is not None else (NEVER, NEVER)
         st, sm = (stop[0], stop[1]) if stop is not None else (NEVER, NEVER)
-        t, m, st, sm, fl = self.barrier.arrive_reduce(t, m, st, sm, flags)
+        epoch = self.core.epoch
+        if epoch != self._red_epoch:
+            self._red_epoch, self._red_count = epoch, 0
+        position = (epoch << 32) | _END | self._red_count  # after every level of this tag
+        self._red_count += 1
+        t, m, st, sm, fl = self.barrier.reduce_at(position, t, m, st, sm, flags)
         return (None if t == NEVER else Tag(t, m)), (None if st == NEVER else Tag(st, sm)), fl
 
     def _advance(self, local_next: Tag | None, stop: Tag | None) -> tuple[Tag | None, Tag | None]:
@@ -288,6 +313,10 @@ class ProcessExecutor(Executor):
         physical event (or an external stop request) bumps the word, everybody re-reduces, and the
         wait ends only when a reduction finds every process past the target with nothing new.
         """
+        if self._fast_advance:
+            # fast mode without keepalive never waits for physical time (see _wait_target)
+            nxt, st, _ = self._reduce(local_next, stop)
+            return nxt, st
         # The signal word is sampled before each reduction: a signal sent by a process that got an
         # event after (or while) we reduced is then never missed by our wait.
         seen = self.barrier.signal_value

@@ -110,6 +110,106 @@ def test_stop_word_first_request_wins_and_wakes_waiters():
         _fork_all(3, body)
 
 
+# ---- point-to-point progress ---------------------------------------------------------------------
+
+def test_progress_handoff_orders_data_between_processes():
+    """A ping-pong through publish / wait_for carries data written before each publish (here: a
+    counter slot), in order, for many rounds, with no barrier."""
+    rounds = 2000
+
+    def body(rank, b):
+        for i in range(1, rounds + 1):
+            if rank == 0:
+                b.add_counter(0, 1)          # "data" written before publishing
+                b.publish(2 * i)
+                b.wait_for(1, 2 * i + 1)
+                assert b.counter(1, 0) == i  # the partner's data for this round is visible
+            else:
+                b.wait_for(0, 2 * i)
+                assert b.counter(0, 0) == i
+                b.add_counter(0, 1)
+                b.publish(2 * i + 1)
+        return b.progress(0), b.progress(1)
+
+    assert _fork_all(2, body) == (2 * rounds, 2 * rounds + 1)
+
+
+def test_writer_does_not_wait_for_readers():
+    """sync(publish=True, wait=()) returns at once even though nobody has read yet; a reader that
+    arrives late still passes (positions only grow, so later positions satisfy earlier waits)."""
+    def body(rank, b):
+        if rank == 0:
+            t0 = time.perf_counter()
+            for pos in range(1, 101):
+                b.sync(pos, True, ())
+            elapsed = time.perf_counter() - t0
+            b.wait_for(1, 1)  # keep the partner's mapping alive until it has checked
+            return elapsed
+        time.sleep(0.2)
+        b.sync(50, False, (0,))  # rank 0 is long past 50
+        assert b.progress(0) == 100
+        b.publish(1)
+        return None
+
+    assert _fork_all(2, body) < 0.1
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 5])
+def test_reduce_at_rounds(n):
+    """The tag-advance reduction over progress words agrees on the same minima in every process,
+    round after round, also when processes arrive in different orders (parity double-buffering)."""
+    rounds = 400
+
+    def body(rank, b):
+        out = []
+        for r in range(rounds):
+            if (r + rank) % 7 == 0:
+                time.sleep(0.0002)  # stagger arrivals
+            t, m, st, sm, fl = b.reduce_at((r + 1) << 32, r * 10 + (n - 1 - rank), rank,
+                                           _sync.NEVER if rank != n - 1 else r, 7 - rank, 1 << rank)
+            assert (t, m) == (r * 10, n - 1)
+            assert (st, sm) == (r, 7 - (n - 1))
+            assert fl == (1 << n) - 1
+            out.append(t)
+        return out
+
+    assert _fork_all(n, body) == [r * 10 for r in range(rounds)]
+
+
+def test_progress_wait_sleeps_and_is_woken():
+    """A waiter that gave up spinning sleeps in the futex and is woken by the publish (no lost
+    wake-up): it returns soon after the publish, not at the end of its sleep slice."""
+    def body(rank, b):
+        b.slice_ns = 2_000_000_000  # a lost wake-up would show as a 2 s wait
+        if rank == 1:
+            time.sleep(0.3)
+            b.publish(7)
+            return None
+        t0 = time.perf_counter()
+        b.wait_for(1, 7)
+        return time.perf_counter() - t0, b.futex_sleeps
+
+    elapsed, _sleeps = _fork_all(2, body)
+    assert 0.25 < elapsed < 1.0
+
+
+def test_stop_wakes_a_progress_waiter():
+    def body(rank, b):
+        if rank == 1:
+            time.sleep(0.05)
+            b.request_stop(42)
+            raise _sync.Aborted(42)
+        t0 = time.perf_counter()
+        with pytest.raises(_sync.Aborted) as info:
+            b.wait_for(1, 1)
+        assert info.value.code == 42
+        assert time.perf_counter() - t0 < 1.0
+        raise info.value
+
+    with pytest.raises(_sync.Aborted):
+        _fork_all(2, body)
+
+
 def test_check_callable_runs_while_sleeping():
     buf = bytearray(_sync.control_size(2))
     calls = []
