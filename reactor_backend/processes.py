@@ -116,6 +116,7 @@ __all__ = ["ProcessExecutor", "make_executor", "plan", "WorkerDied"]
 
 NEVER = _sync.NEVER
 _NO_WAIT = -1
+_NO_TAG = (NEVER, NEVER)
 _END = 1 << 31     # position of the tag-advance reductions within a tag (levels are below it)
 _POLL_NS = 20_000_000  # timed-wait slice (physical events wake waiters at once via core.wake_hook)
 _time_ns = time.time_ns
@@ -212,7 +213,6 @@ class ProcessExecutor(Executor):
         super().attach(core, program)
         self.plan = Plan(program, assign_workers(program, self.workers), self.workers)
         self.barrier_levels = self.plan.barrier_levels
-        self._barrier_set = frozenset(self.barrier_levels)
         core.barrier_levels = self.barrier_levels  # the core read it before attach
         self._fast_advance = bool(core.fast) and not core.keepalive
         self.group = ProcessGroup(self.workers, grace=self.grace)
@@ -238,11 +238,10 @@ class ProcessExecutor(Executor):
                 flush.setdefault(b, []).append((root, self.slots.writer(slot)))
             elif rank in readers:
                 imports.setdefault(b, []).append((root, self.slots.reader(slot, copy=self.copy_arrays)))
-        self._flush = flush
-        self._imports = imports
-        # per meeting level: (publish my position?, ranks whose position I wait for)
-        self._meet = {b: (b in flush, tuple(sorted({own for _s, _r, bb, own, rd in plan.exports
-                                                     if bb == b and rank in rd})))
+        # per meeting level: (what I write, publish my position?, ranks I wait for, what I read)
+        self._meet = {b: (tuple(flush.get(b, ())), b in flush,
+                          tuple(sorted({own for _s, _r, bb, own, rd in plan.exports if bb == b and rank in rd})),
+                          tuple(imports.get(b, ())))
                       for b in plan.barrier_levels}
 
     def begin(self, start_time: int) -> None:
@@ -275,21 +274,23 @@ class ProcessExecutor(Executor):
 
     # ---- per level / per tag ----------------------------------------------------------------
     def run_level(self, level: int, reactions: list[Reaction]) -> None:
-        core = self.core
-        if level in self._barrier_set:
-            epoch = core.epoch
-            if not (self._done_epoch == epoch and self._done_level == level):
-                self._done_epoch, self._done_level = epoch, level
-                for root, writer in self._flush.get(level, ()):
+        meet = self._meet.get(level)
+        if meet is not None:
+            epoch = self.core.epoch
+            # once per tag and level (reactions that an import triggers at this level come back here)
+            if self._done_epoch != epoch or self._done_level != level:
+                self._done_epoch = epoch
+                self._done_level = level
+                flush, publish, wait, imports = meet
+                for root, writer in flush:
                     if root.is_present:
                         writer.write(root.value, epoch)
-                publish, wait = self._meet[level]
                 if publish or wait:
                     self.barrier.sync((epoch << 32) | (level + 1), publish, wait)
-                for root, reader in self._imports.get(level, ()):
+                for root, reader in imports:
                     if reader.round() == epoch:
                         root._set(reader.read())
-        execute = core.execute
+        execute = self.core.execute
         for r in reactions:
             execute(r)
 
@@ -314,9 +315,12 @@ class ProcessExecutor(Executor):
         wait ends only when a reduction finds every process past the target with nothing new.
         """
         if self._fast_advance:
-            # fast mode without keepalive never waits for physical time (see _wait_target)
-            nxt, st, _ = self._reduce(local_next, stop)
-            return nxt, st
+            # fast mode without keepalive never waits for physical time (see _wait_target), so one
+            # reduction per tag, at the tag's end position
+            t, m = local_next if local_next is not None else _NO_TAG
+            st, sm = stop if stop is not None else _NO_TAG
+            t, m, st, sm, _ = self.barrier.reduce_at((self.core.epoch << 32) | _END, t, m, st, sm, 0)
+            return (None if t == NEVER else (t, m)), (None if st == NEVER else (st, sm))
         # The signal word is sampled before each reduction: a signal sent by a process that got an
         # event after (or while) we reduced is then never missed by our wait.
         seen = self.barrier.signal_value
