@@ -60,7 +60,8 @@ bench-marl: install ## Multi-agent inference (synthetic and simple_spread) on ev
 bench-actors: install ## Microbenchmark: round overhead against number of actors (2..16), and 2 actors with 100 KB / 10 MB
 	rm -rf $(BENCH_DIR)/actors
 	-$(HARNESS) scenario=actors scenario.num_clients=2,4,8,16 backend=reactor,reactor_threads,ray,ray_compiled hydra.sweep.dir=$(BENCH_DIR)/actors/clients
-	-$(HARNESS) scenario=actors scenario.num_clients=2 scenario.payload_bytes=100000,10000000 budget.rounds=200 backend=reactor,ray,ray_compiled hydra.sweep.dir=$(BENCH_DIR)/actors/payload
+	-$(HARNESS) scenario=actors scenario.num_clients=2 scenario.payload_bytes=100000 backend=reactor,ray,ray_compiled hydra.sweep.dir=$(BENCH_DIR)/actors/payload_100k
+	-$(HARNESS) scenario=actors scenario.num_clients=2 scenario.payload_bytes=10000000 budget.rounds=200 backend=reactor,ray,ray_compiled hydra.sweep.dir=$(BENCH_DIR)/actors/payload_10m
 
 bench-object_size: install ## Microbenchmark: round overhead against payload (1 KB .. 100 MB, 16 clients)
 	rm -rf $(BENCH_DIR)/object_size

@@ -274,6 +274,12 @@ cdef class Action(Trigger):
         if self.core is None:
             raise ReactionError(f"action {self.full_name} scheduled before the program runs")
         if self.physical:
+            if self.reactions and not (<Reaction> self.reactions[0]).local:
+                # under the processes executor: this process does not run the action's reactor, so
+                # the event would fire here and trigger nothing
+                raise ReactionError(
+                    f"physical action {self.full_name} belongs to a reactor placed in another worker process; "
+                    f"schedule it from a thread of that process (e.g. one started by the reactor's startup reaction)")
             self.core.schedule_physical(self, int(delay), value)
             return
         c = self.wctx

@@ -29,13 +29,13 @@ Hooks the tag loop calls:
 - ``inline`` (class attribute): ``True`` makes the core run reactions itself, without calling
   ``run_level`` (the fast path). Every other executor gets ``run_level``.
 - ``inline_singletons`` (class attribute, default ``False``): ``True`` lets the core run a level that
-  has exactly one ready reaction (and is not a barrier level) itself, skipping ``run_level``.
+  has exactly one ready reaction (and is not a meeting level) itself, skipping ``run_level``.
 - ``run_level(level: int, reactions: list[Reaction]) -> None``: run these reactions (all ready at
   ``level``, in global order) by calling ``core.execute(r)`` for each, in any thread; return only when
   all are done; raise the ``ReactionError`` of the first failing reaction (in list order).
   ``core.execute`` does the deadline check, the effect bookkeeping and the error wrapping.
-- ``barrier_levels`` (attribute, ``None`` or a sorted tuple of ints): levels at which ``run_level``
-  is called at every tag even when no local reaction is ready (``reactions == []``). A processes
+- ``barrier_levels`` (attribute, ``None`` or a sorted tuple of ints): meeting levels, at which
+  ``run_level`` is called at every tag even when no local reaction is ready (``reactions == []``). A processes
   executor lists the levels after which port values cross processes, exchanges them inside
   ``run_level`` (after running its local reactions) and delivers received values with
   ``port._set(value)``, which sets presence, propagates through the fan-out, triggers the *local*
@@ -45,7 +45,7 @@ Hooks the tag loop calls:
   or ``None`` for single-process executors): called at each tag advance with this process's earliest
   queued event tag and its stop request; returns the agreed (global minimum) next tag and stop tag.
   The core then uses the agreed values, identically in every process, for starvation, stop and
-  timeout decisions; tags with no local event are still processed (barriers run, nothing fires).
+  timeout decisions; tags with no local event are still processed (meetings run, nothing fires).
   If ``keepalive`` is set, ``advance`` may block; ``core.queued_events()``, ``core.next_event_tag()``
   and the physical-action inbox (``core.schedule_physical``) are available to it.
 

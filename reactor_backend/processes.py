@@ -1,9 +1,9 @@
 """The multi-process executor: ``run(main, executor="processes", workers=N)``.
 
 Why: on stock CPython, reactions on threads cannot run Python code in parallel. Here each of N
-processes runs the reactions of the reactors placed on it, and the processes meet only at
-barriers in shared memory (``_sync``), exchanging port values through ``/dev/shm`` slots
-(``transport``). No locks, no queues, no per-reaction messages.
+processes runs the reactions of the reactors placed on it, and the processes synchronize only
+through progress words in shared memory (``_sync``), exchanging port values through ``/dev/shm``
+slots (``transport``). No locks, no queues, no per-reaction messages.
 
 Placement (static, at assembly)
     ``assembly.assign_workers(program, N)``: hints (``Reactor.place`` / ``Bank.place``) win; banks
@@ -57,8 +57,8 @@ Tag advance
     tag overlaps the server's gather. Timers are queued in every process, a
     logical action only in its owner, a delayed cross-process connection in the owner of its
     source; the minimum is therefore the true next tag. Physical actions may only be scheduled
-    from threads of the process that owns them (they go to that process's core; scheduled from
-    another process, the event would fire there and trigger nothing). When the core would wait
+    from threads of the process that owns them (they go to that process's core); ``schedule``
+    from another process raises ``ReactionError`` (the event would fire there and trigger nothing). When the core would wait
     for physical time (``fast=False``, or keepalive with nothing queued), the processes wait
     together in ``advance``: each sleeps on a shared signal word until the target time; a physical
     event (``core.wake_hook``) bumps the word, everybody wakes and reduces again, and the wait ends
@@ -160,20 +160,27 @@ class Plan:
                     readers[w] = min(readers.get(w, rx.level), rx.level)
             if readers:
                 exports.append((root, wlevel[pid], readers))
-        # fewest barrier levels stabbing every interval (w, r]
+        # fewest meeting levels stabbing every interval (w, r] (the core's name for them: barrier_levels)
         intervals = sorted(((w, r) for _, w, rd in exports for r in rd.values()), key=lambda x: x[1])
         bars: list[int] = []
         for w, r in intervals:
             if not (bars and w < bars[-1] <= r):
                 bars.append(r)
         self.barrier_levels = tuple(sorted(set(bars)))
-        self.exports = []  # (slot index, root, barrier level, owner, reader workers)
+        self.exports = []  # (slot index, root, meeting level, owner, reader workers)
         for slot, (root, w, rd) in enumerate(exports):
             b = min(x for x in self.barrier_levels if x > w)
             self.exports.append((slot, root, b, owner[root.id], tuple(sorted(rd))))
 
+    def meetings(self, rank: int) -> dict[int, tuple[bool, tuple[int, ...]]]:
+        """Per meeting level, what rank ``rank`` does there: (publishes its position because it
+        writes a slot, ranks whose position it waits for because it reads their slots)."""
+        return {b: (any(own == rank and bb == b for _s, _r, bb, own, _rd in self.exports),
+                    tuple(sorted({own for _s, _r, bb, own, rd in self.exports if bb == b and rank in rd})))
+                for b in self.barrier_levels}
+
     def describe(self) -> str:
-        lines = [f"barrier levels: {list(self.barrier_levels)}"]
+        lines = [f"meeting levels: {list(self.barrier_levels)}"]
         for slot, root, b, own, rd in self.exports:
             lines.append(f"slot {slot}: {root.full_name} (worker {own}) -> workers {list(rd)} at level {b}")
         return "\n".join(lines)
@@ -239,10 +246,8 @@ class ProcessExecutor(Executor):
             elif rank in readers:
                 imports.setdefault(b, []).append((root, self.slots.reader(slot, copy=self.copy_arrays)))
         # per meeting level: (what I write, publish my position?, ranks I wait for, what I read)
-        self._meet = {b: (tuple(flush.get(b, ())), b in flush,
-                          tuple(sorted({own for _s, _r, bb, own, rd in plan.exports if bb == b and rank in rd})),
-                          tuple(imports.get(b, ())))
-                      for b in plan.barrier_levels}
+        self._meet = {b: (tuple(flush.get(b, ())), publish, wait, tuple(imports.get(b, ())))
+                      for b, (publish, wait) in plan.meetings(rank).items()}
 
     def begin(self, start_time: int) -> None:
         assert self.group is not None
@@ -308,7 +313,7 @@ class ProcessExecutor(Executor):
     def _advance(self, local_next: Tag | None, stop: Tag | None) -> tuple[Tag | None, Tag | None]:
         """Agree on the next tag and stop tag; in slow mode or keepalive, also wait collectively.
 
-        Fast path: one barrier with a reduction. When the core would wait for physical time (``fast=
+        Fast path: one reduction over the progress words. When the core would wait for physical time (``fast=
         False``, or keepalive with an empty queue), all processes wait here instead, together: each
         sleeps on the shared signal word until the target time; a process whose inbox receives a
         physical event (or an external stop request) bumps the word, everybody re-reduces, and the

@@ -16,10 +16,10 @@ in a shared header table plus a data segment in ``/dev/shm``.
   new segment the first time it sees the new generation. Old mappings stay valid while views on
   them are alive.
 
-Synchronization is not done here: the executor's barriers order every write before every read
-(the barrier's seq_cst atomics publish the header and data). Presence is the header's ``round``:
-the writer stamps the executor's round number, the reader compares it with the current one, so
-nothing has to be reset per tag.
+Synchronization is not done here: the executor's progress words order every write before every
+read (the seq_cst store that publishes a position also publishes the header and data). Presence is
+the header's ``round``: the writer stamps the executor's round number, the reader compares it with
+the current one, so nothing has to be reset per tag.
 
 The hot path is an array of the same dtype and shape as last time (every round of a benchmark, every
 observation of an environment): the writer copies the data and stamps only the round; the header's

@@ -1,6 +1,6 @@
 """The processes executor: same observable effects as inline across worker counts, values and tags
-crossing processes (zero-delay, delayed, microsteps, actions, stop requests), the plan (barriers,
-one slot per broadcast), errors with remote tracebacks, killed workers, Ctrl-C, and no leaked
+crossing processes (zero-delay, delayed, microsteps, actions, stop requests), the plan (meeting
+levels, point-to-point waits, one slot per broadcast), errors with remote tracebacks, killed workers, Ctrl-C, and no leaked
 process or /dev/shm segment after any of them."""
 from __future__ import annotations
 
@@ -139,6 +139,17 @@ def test_plan_has_minimal_barriers_and_one_slot_per_broadcast():
     back = [e for e in p.exports if e[1] is not main.server.out]
     assert len(back) == 4  # only the 4 members on worker 1 send across
     assert plan(assemble(Star()), 1).barrier_levels == ()
+
+
+def test_meetings_are_point_to_point():
+    """The server's process never waits for its readers when it broadcasts, and each client
+    process waits only for the server's, never for the other clients' processes."""
+    main = Star(n=8)
+    p = plan(assemble(main), 4)
+    assert p.barrier_levels == (1, 2)
+    assert p.meetings(0) == {1: (True, ()), 2: (False, (1, 2, 3))}
+    for rank in (1, 2, 3):
+        assert p.meetings(rank) == {1: (False, (0,)), 2: (True, ())}
 
 
 # ---- delays, microsteps and actions across processes -----------------------------------------------
@@ -471,6 +482,36 @@ class SensorLog(Reactor):
                 self.got.append((p.value[0], p.value[1], self.tag))
                 if p.value[0] == 3:
                     self.request_stop()
+
+
+def test_physical_action_scheduled_from_a_non_owner_process_raises():
+    """The caller (worker 0) holds a handle on a sensor placed in worker 1: scheduling its physical
+    action here would fire in the wrong process and trigger nothing, so it is refused by name."""
+    errors = []
+
+    class Poker(Reactor):
+        def __init__(self, target):
+            super().__init__()
+            self.target = target
+
+        @reaction(startup)
+        def poke(self):
+            try:
+                self.target.ext.schedule(0, 99)
+            except ReactionError as exc:
+                errors.append(str(exc))
+            self.request_stop()
+
+    class M(Reactor):
+        def __init__(self):
+            super().__init__()
+            self.s = self.bank(Sensor, 2)
+            self.log = SensorLog()
+            self.connect(self.s.out, self.log.inp)
+            self.poker = Poker(self.s[1]).place(0)
+
+    run(M(), timeout=sec(5), executor="processes", workers=2)
+    assert len(errors) == 1 and "s[1].ext" in errors[0] and "another worker process" in errors[0]
 
 
 @pytest.mark.parametrize("fast", [True, False])
