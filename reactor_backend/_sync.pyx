@@ -12,7 +12,8 @@ process runs the same precomputed schedule and meets the others only here:
   writes its earliest event tag, its stop tag and a flag word into its own cell (double-buffered
   by the generation's parity, so a fast process cannot overwrite a cell that a slow one still
   reads) and, after the barrier, everyone computes the same lexicographic minima and OR.
-* Waiting spins briefly (``pause``), then yields the core (``sched_yield``), then sleeps in
+* Waiting spins briefly (``pause``), then yields the core (``sched_yield``; for up to 1 ms when
+  every process has a core of its own, 50 us otherwise), then sleeps in
   ``FUTEX_WAIT`` on the generation word with a time slice, so it never starves a process that
   needs the core when workers outnumber cores. The releaser calls ``FUTEX_WAKE`` only when a
   waiter has announced itself (Dekker-style handshake on seq_cst atomics: no lost wake-ups).
@@ -190,8 +191,13 @@ cdef class Barrier:
         # Busy-spinning only helps when every participant owns a core, and even then only briefly:
         # on a loaded machine a spinner burns the quantum its partner needs (measured: 2000 pauses
         # made rounds 8x slower under load than yielding at once), so spin a little, then yield.
+        # The yield phase is long when every process owns a core: a waiter that sleeps lets its
+        # (virtual) CPU go idle, and on a VM the host then runs something else there, so the waiter
+        # comes back to cold caches (measured on the 2-vCPU VM, CartPole x 15 on 2 workers: every
+        # env step 1.7x slower, rounds 500 -> 300-360 us with 1 ms of yielding instead of 50 us).
+        # sched_yield still hands the core to any other runnable process at once.
         self.spin_iters = 50 if nproc <= ncpu else 0
-        self.yield_ns = 50_000
+        self.yield_ns = 1_000_000 if nproc <= ncpu else 50_000
         self.slice_ns = 10_000_000
         self.check_ns = 50_000_000
 

@@ -10,6 +10,11 @@ in a shared header table plus a data segment in ``/dev/shm``.
   valid until the writer writes this slot again (the next tag at which it sends).
 * Other values are pickled with protocol 5; out-of-band buffers (numpy arrays inside dicts,
   tuples...) are copied straight into the segment after the pickle stream, not into it.
+* Flat records, a tuple or list of at most 16 fields that are numpy arrays, floats, ints, bools
+  or None (an environment step's ``(obs, reward, done)``), are laid out once: a descriptor in the
+  segment, then the scalars packed with one ``struct``, then each array. While the field types,
+  dtypes and shapes stay the same, a write packs the scalars and copies the arrays into place, and
+  a read unpacks them (arrays as views or copies, as for a bare array): no pickling per value.
 * ``None`` costs only the header.
 * A slot grows when a larger value arrives: the writer creates a new segment (generation g+1),
   publishes the generation and capacity in the header and unlinks the old name; a reader maps the
@@ -21,10 +26,11 @@ read (the seq_cst store that publishes a position also publishes the header and 
 the header's ``round``: the writer stamps the executor's round number, the reader compares it with
 the current one, so nothing has to be reset per tag.
 
-The hot path is an array of the same dtype and shape as last time (every round of a benchmark, every
-observation of an environment): the writer copies the data and stamps only the round; the header's
-``layout`` counter, bumped whenever anything else in the header changes, tells the reader that its
-cached array over the segment is still right, so it skips decoding the header.
+The hot path is a value of the same layout as last time (an array of the same dtype and shape, a
+record of the same fields, None: every round of a benchmark, every step of an environment): the
+writer copies the data and stamps only the round; the header's ``layout`` counter, bumped whenever
+anything else in the header changes, tells the reader that its cached decoder is still right, so
+it skips decoding the header.
 
 Every segment is named ``rb-<pid>-<run>-...`` (``pid`` of the process that called ``run``) so
 that the parent, or a harness that killed everything, can remove leftovers by prefix
@@ -47,6 +53,10 @@ MAX_NDIM = 8
 KIND_NONE = 0
 KIND_ARRAY = 1
 KIND_PICKLE = 2
+KIND_RECORD = 3
+MAX_RECORD = 16
+_REC_SCALARS = {float: "d", int: "q", bool: "?"}
+_NONE_KEY = ("n",)
 _INITIAL_CAPACITY = 4096
 _ALIGN = 64
 
@@ -148,15 +158,15 @@ class SlotWriter:
         self.mm: mmap.mmap | None = None
         self.buf: memoryview | None = None
         self._initial = initial_capacity
-        self._dst: np.ndarray | None = None
-        self._dst_key: tuple | None = None
-        self._dst_gen = -1
-        self._hdr_key: tuple | None = None
-        self._hdr_dtype = b""
-        self._hdr_shape: tuple = ()
         self.layout = 0
-        self._fast_key: tuple | None = None  # (dtype, shape) of the last array header written
-        self._fast_gen = -1
+        #: what the slot's header describes now, for the fast paths: ("a", dtype, shape) for an array,
+        #: a record signature, _NONE_KEY, or None (a pickle: never fast); valid while gen == _cur_gen
+        self._cur: Any = None
+        self._cur_gen = -1
+        self._dst: np.ndarray | None = None  # the array's view over the segment
+        self._rec_arrays: list[tuple[int, np.ndarray]] = []
+        self._rec_struct: struct.Struct | None = None
+        self._rec_scalars: tuple[int, ...] = ()
 
     def _ensure(self, nbytes: int) -> None:
         if nbytes <= self.capacity and self.mm is not None:
@@ -167,40 +177,109 @@ class SlotWriter:
         mm = create_segment(self.table.data_name(self.index, gen), cap)
         if self.gen >= 0:
             unlink_segment(self.table.data_name(self.index, self.gen))
-        self._dst = self._dst_key = None  # views on the old mapping are dropped, never released
+        self._cur = None  # views on the old mapping are dropped, never released
         self.mm, self.buf, self.gen, self.capacity = mm, memoryview(mm), gen, cap
 
     def write(self, value: Any, round_: int) -> None:
         """Publish ``value`` as the slot's value for ``round_`` (one copy for arrays)."""
-        if type(value) is np.ndarray:
-            key = (value.dtype, value.shape)
-            if key == self._fast_key and self.gen == self._fast_gen:
+        t = type(value)
+        if t is np.ndarray:
+            key = ("a", value.dtype, value.shape)
+            if key == self._cur and self.gen == self._cur_gen:
                 # same layout as the last array: copy the data, stamp the round, done
                 if value.size:
                     np.copyto(self._dst, value, casting="no")
                 _ROUND.pack_into(self.table.mm, self.off, round_)
                 return
-        if value is None:
+            if value.ndim <= MAX_NDIM and _plain_dtype(value.dtype):
+                self._write_array(value, key, round_)
+                return
+        elif t is tuple or t is list:
+            sig = _record_signature(value)
+            if sig is not None:
+                if sig != self._cur or self.gen != self._cur_gen:
+                    self._record_layout(value, sig, round_)
+                if self._record_data(value):
+                    _ROUND.pack_into(self.table.mm, self.off, round_)
+                    return
+        elif value is None:
+            if self._cur is _NONE_KEY and self.gen == self._cur_gen:
+                _ROUND.pack_into(self.table.mm, self.off, round_)
+                return
             self._header(round_, KIND_NONE, 0, 0, b"", ())
+            self._cur, self._cur_gen = _NONE_KEY, self.gen
             return
-        if type(value) is np.ndarray and value.ndim <= MAX_NDIM and _plain_dtype(value.dtype):
-            nbytes = value.nbytes
-            key = (value.dtype, value.shape)
-            if nbytes:
-                self._ensure(nbytes)
-                if key != self._dst_key or self.gen != self._dst_gen:
-                    self._dst = np.frombuffer(self.buf, dtype=value.dtype, count=value.size).reshape(value.shape)
-                    self._dst_key, self._dst_gen = key, self.gen
-                np.copyto(self._dst, value, casting="no")
-            if key != self._hdr_key:
-                self._hdr_key = key
-                self._hdr_dtype = value.dtype.str.encode()
-                self._hdr_shape = tuple(value.shape) + (0,) * (MAX_NDIM - value.ndim)
-            self.layout += 1
-            _HDR.pack_into(self.table.mm, self.off, round_, self.layout, self.gen, self.capacity, KIND_ARRAY,
-                           value.ndim, nbytes, self._hdr_dtype, *self._hdr_shape)
-            self._fast_key, self._fast_gen = key, self.gen
-            return
+        self._write_pickle(value, round_)
+
+    def _write_array(self, value: np.ndarray, key: tuple, round_: int) -> None:
+        nbytes = value.nbytes
+        if nbytes:
+            self._ensure(nbytes)
+            self._dst = np.frombuffer(self.buf, dtype=value.dtype, count=value.size).reshape(value.shape)
+            np.copyto(self._dst, value, casting="no")
+        self._header(round_, KIND_ARRAY, value.ndim, nbytes, value.dtype.str.encode(), value.shape)
+        self._cur, self._cur_gen = key, self.gen
+
+    def _record_layout(self, value: tuple | list, sig: tuple, round_: int) -> None:
+        """Lay out a flat record (see ``_record_signature``) in the segment: a pickled descriptor,
+        then the scalars packed with one struct, then each array, aligned. The header's layout
+        counter changes, so readers decode the descriptor once, then read the data directly."""
+        fields: list[tuple] = []
+        fmt = "<"
+        scalars: list[int] = []
+        for i, x in enumerate(value):
+            if type(x) is np.ndarray:
+                fields.append(("a", x.dtype.str, x.shape, x.nbytes))
+            elif x is None:
+                fields.append(("n",))
+            else:
+                fields.append(("s",))
+                fmt += _REC_SCALARS[type(x)]
+                scalars.append(i)
+        rec_struct = struct.Struct(fmt)
+        # the descriptor's size does not depend on the offsets it lists: lay out with placeholders first
+        # (each placeholder int may pickle up to 4 bytes shorter than the real offset)
+        desc_probe = pickle.dumps((type(value) is tuple, fields, fmt, 0, [0] * len(fields)), protocol=5)
+        pos = _aligned(8 + len(desc_probe) + 4 * (len(fields) + 1))
+        scalar_off = pos
+        pos = _aligned(pos + rec_struct.size)
+        offsets = []
+        for f in fields:
+            offsets.append(pos)
+            if f[0] == "a":
+                pos = _aligned(pos + f[3])
+        desc = pickle.dumps((type(value) is tuple, fields, fmt, scalar_off, offsets), protocol=5)
+        assert 8 + len(desc) <= scalar_off
+        self._ensure(pos)
+        buf = self.buf
+        _Q.pack_into(buf, 0, len(desc))
+        buf[8:8 + len(desc)] = desc
+        arrays = []
+        for i, (f, off) in enumerate(zip(fields, offsets)):
+            if f[0] == "a":
+                x = value[i]
+                arrays.append((i, np.frombuffer(buf, dtype=x.dtype, count=x.size, offset=off).reshape(x.shape)))
+        self._rec_arrays = arrays
+        self._rec_struct = rec_struct if scalars else None
+        self._rec_scalars = tuple(scalars)
+        self._rec_scalar_off = scalar_off
+        self._header(round_, KIND_RECORD, 0, pos, b"", ())
+        self._cur, self._cur_gen = sig, self.gen
+
+    def _record_data(self, value: tuple | list) -> bool:
+        """Write a record's data into its laid-out places; False if a scalar does not fit (an int
+        beyond 64 bits): the caller then pickles it."""
+        if self._rec_struct is not None:
+            try:
+                self._rec_struct.pack_into(self.buf, self._rec_scalar_off, *[value[i] for i in self._rec_scalars])
+            except (struct.error, OverflowError):
+                return False
+        for i, dst in self._rec_arrays:
+            if dst.size:
+                np.copyto(dst, value[i], casting="no")
+        return True
+
+    def _write_pickle(self, value: Any, round_: int) -> None:
         raws: list[memoryview] = []
 
         def out_of_band(b: pickle.PickleBuffer) -> bool:
@@ -228,12 +307,13 @@ class SlotWriter:
     def _header(self, round_: int, kind: int, ndim: int, nbytes: int, dtype: bytes, shape: tuple) -> None:
         shp = tuple(shape) + (0,) * (MAX_NDIM - len(shape))
         self.layout += 1
-        self._fast_key = None
+        self._cur = None
         _HDR.pack_into(self.table.mm, self.off, round_, self.layout, self.gen, self.capacity, kind, ndim, nbytes,
                        dtype, *shp)
 
     def close(self) -> None:
-        self._dst = self._dst_key = None
+        self._cur = self._dst = None
+        self._rec_arrays = []
         self.buf = None
         self.mm = None  # the mapping closes when the last view on it is gone
 
@@ -249,9 +329,10 @@ class SlotReader:
         self.gen = -1
         self.mm: mmap.mmap | None = None
         self.view: memoryview | None = None
-        self._arr_key: tuple | None = None
+        self._layout = -1  # the header layout that ``_fast`` decodes
+        self._fast: Any = None
         self._arr: np.ndarray | None = None
-        self._layout = -1  # the header layout that ``_arr`` was built for
+        self._rec_arrays: list[tuple[int, np.ndarray]] = []
 
     def round(self) -> int:
         return _ROUND.unpack_from(self.table.mm, self.off)[0]
@@ -264,30 +345,52 @@ class SlotReader:
         return self.view  # type: ignore[return-value]
 
     def read(self) -> Any:
-        """The slot's current value: a read-only array view (or a copy), or the unpickled value."""
+        """The slot's current value: a read-only array view (or a copy), a record (tuple or list)
+        of those and scalars, or the unpickled value."""
         if _ROUND_LAYOUT.unpack_from(self.table.mm, self.off)[1] == self._layout:
-            arr = self._arr  # same array layout as the last read: skip decoding the header
-            return arr.copy() if self.copy else arr.view()  # type: ignore[union-attr]
+            return self._fast()  # same layout as the last read: skip decoding the header
         (_round, layout, gen, _cap, kind, ndim, nbytes, dtype, *shape) = _HDR.unpack_from(self.table.mm, self.off)
         self._layout = -1
         if kind == KIND_NONE:
-            return None
-        view = self._map(gen)
-        if kind == KIND_ARRAY:
-            key = (gen, dtype, ndim, *shape)
-            if key != self._arr_key:
-                dt = np.dtype(dtype.rstrip(b"\0").decode())
-                shp = tuple(shape[:ndim])
-                if nbytes == 0:
-                    arr = np.empty(shp, dtype=dt)
-                    arr.flags.writeable = False
-                    self._arr = arr
-                else:
-                    self._arr = np.frombuffer(view, dtype=dt, count=nbytes // dt.itemsize).reshape(shp)
-                self._arr_key = key
-            self._layout = layout
-            arr = self._arr
-            return arr.copy() if self.copy else arr.view()
+            self._fast = _none
+        elif kind == KIND_ARRAY:
+            dt = np.dtype(dtype.rstrip(b"\0").decode())
+            self._arr = _array_over(self._map(gen) if nbytes else None, dt, tuple(shape[:ndim]), 0)
+            self._fast = self._read_array
+        elif kind == KIND_RECORD:
+            self._decode_record(self._map(gen))
+            self._fast = self._read_record
+        else:
+            return self._read_pickle(self._map(gen))
+        self._layout = layout
+        return self._fast()
+
+    def _read_array(self) -> np.ndarray:
+        arr = self._arr
+        return arr.copy() if self.copy else arr.view()  # type: ignore[union-attr]
+
+    def _decode_record(self, view: memoryview) -> None:
+        (n,) = _Q.unpack_from(view, 0)
+        is_tuple, fields, fmt, scalar_off, offsets = pickle.loads(view[8:8 + n])
+        self._rec_tuple = is_tuple
+        self._rec_len = len(fields)
+        self._rec_struct = struct.Struct(fmt) if fmt != "<" else None
+        self._rec_scalar_off = scalar_off
+        self._rec_scalars = tuple(i for i, f in enumerate(fields) if f[0] == "s")
+        self._rec_arrays = [(i, _array_over(view if f[3] else None, np.dtype(f[1]), tuple(f[2]), off))
+                            for i, (f, off) in enumerate(zip(fields, offsets)) if f[0] == "a"]
+
+    def _read_record(self) -> tuple | list:
+        vals: list[Any] = [None] * self._rec_len
+        if self._rec_struct is not None:
+            for i, v in zip(self._rec_scalars, self._rec_struct.unpack_from(self.view, self._rec_scalar_off)):
+                vals[i] = v
+        copy = self.copy
+        for i, arr in self._rec_arrays:
+            vals[i] = arr.copy() if copy else arr.view()
+        return tuple(vals) if self._rec_tuple else vals
+
+    def _read_pickle(self, view: memoryview) -> Any:
         n_stream, n_buf = _PKL_HEAD.unpack_from(view, 0)
         head = _PKL_HEAD.size + 8 * n_buf
         pos = _aligned(head + n_stream)
@@ -300,6 +403,42 @@ class SlotReader:
         return pickle.loads(view[head:head + n_stream], buffers=bufs)
 
     def close(self) -> None:
-        self._arr = self._arr_key = None
+        self._arr = self._fast = None
+        self._rec_arrays = []
+        self._layout = -1
         self.view = None
         self.mm = None
+
+
+def _none() -> None:
+    return None
+
+
+def _array_over(view: memoryview | None, dtype: np.dtype, shape: tuple, offset: int) -> np.ndarray:
+    """A read-only array of ``dtype``/``shape`` over ``view`` at ``offset`` (an empty one: no view)."""
+    size = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    if view is None or size == 0 or dtype.itemsize == 0:
+        arr = np.empty(shape, dtype=dtype)
+        arr.flags.writeable = False
+        return arr
+    return np.frombuffer(view, dtype=dtype, count=size, offset=offset).reshape(shape)
+
+
+def _record_signature(value: tuple | list) -> tuple | None:
+    """The layout key of a flat record: a tuple or list of at most ``MAX_RECORD`` fields, each a
+    plain-dtype numpy array, a float, an int, a bool or None (what an environment step returns).
+    None when ``value`` is anything else (it is then pickled)."""
+    if not value or len(value) > MAX_RECORD:
+        return None
+    sig: list[Any] = [type(value)]
+    for x in value:
+        t = type(x)
+        if t is np.ndarray:
+            if x.ndim > MAX_NDIM or not _plain_dtype(x.dtype):
+                return None
+            sig.append((x.dtype, x.shape))
+        elif t is float or t is int or t is bool or x is None:
+            sig.append(t)
+        else:
+            return None
+    return tuple(sig)

@@ -289,6 +289,37 @@ def test_pickled_values_with_out_of_band_arrays(table):
             assert got == value
 
 
+def test_records_keep_types_values_and_follow_layout_changes(table):
+    """Flat tuples/lists of arrays and scalars (an env step) cross without pickling, equal to what
+    was sent, round after round; a change of layout (shape, field type, length, container, an int
+    beyond 64 bits, a non-record value) is picked up at once by the same reader."""
+    w, r, rc = table.writer(2), table.reader(2), table.reader(2, copy=True)
+    obs = np.arange(4, dtype=np.float32)
+    seq = [(obs, 1.0, False), (obs * 2, 0.5, True), (obs * 3, -2.0, False),       # same layout: fast path
+           (np.zeros((2, 3), np.uint8), 1, None),                                # new layout
+           [np.ones(3), 2.5, 7, True, None, np.zeros(0, np.int16)],              # list, empty array
+           (1 << 70, 1.0),                                                       # int beyond int64: pickled
+           (np.float64(1.5), 2.0),                                               # numpy scalar: pickled
+           (obs, 1.0, False), ("text", 1), (), (obs * 4, 9.0, True)]
+    for i, value in enumerate(seq):
+        w.write(value, i)
+        for reader in (r, rc):
+            got = reader.read()
+            assert type(got) is type(value) and len(got) == len(value)
+            for a, b in zip(got, value):
+                assert type(a) is type(b)
+                if isinstance(b, np.ndarray):
+                    assert a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b)
+                    assert a.flags.writeable == (reader is rc)
+                else:
+                    assert a == b
+    # a view handed out earlier follows the slot's next value of the same layout (views contract)
+    w.write((obs, 1.0, False), 20)
+    v = r.read()
+    w.write((obs + 10, 1.0, False), 21)
+    assert v[0][0] == 10
+
+
 def test_slot_grows_and_unlinks_old_segments(table):
     w = table.writer(3, initial_capacity=4096)
     r = table.reader(3)
