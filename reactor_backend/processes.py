@@ -65,8 +65,10 @@ Tag advance
     when a reduction finds nothing new and every process past the target.
 
 Values
-    numpy arrays are copied once into the slot by the writer; other values are pickled into it
-    (protocol 5, numpy arrays inside them as out-of-band buffers, also copied once). The reading
+    numpy arrays are copied once into the slot by the writer; flat records (tuples or lists of
+    arrays and scalars: an env step) are laid out once and then only their data is copied; other
+    values are pickled into it (protocol 5, numpy arrays inside them as out-of-band buffers, also
+    copied once). The reading
     process makes one private copy (``copy_arrays=True``, the default), shared by reference by all
     its readers, so a reaction may keep or modify what it received exactly as under ``inline``
     (a replay buffer that stores observations stays correct). ``copy_arrays=False`` skips that
