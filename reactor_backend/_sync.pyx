@@ -138,6 +138,13 @@ def now_ns() -> int:
     return rb_now_ns()
 
 
+cdef inline bint _reached(int32_t *gen, int32_t old, int64_t *prog, int64_t position) nogil:
+    """The condition ``Barrier._wait`` waits for: a progress word at ``position``, or a changed generation."""
+    if prog != NULL:
+        return rb_load64(prog) >= position
+    return rb_load32(gen) != old
+
+
 cdef class Barrier:
     """One process's handle on the shared barrier, reduction cells, stop word and counters.
 
@@ -264,48 +271,52 @@ cdef class Barrier:
         return rb_load64(&self._counters[proc * COUNTERS + slot])
 
     # ---- waiting ---------------------------------------------------------------------------
-    cdef int _wait_change(self, int32_t old) except -1:
-        """Wait until the generation word differs from ``old`` (or raise on stop/check)."""
-        cdef long long i
-        cdef long long t0, t_check, now
-        cdef int32_t *gen = self._gen
+    cdef int _wait(self, int32_t *gen, int32_t old, int64_t *prog, int64_t position, int32_t *seq,
+                   int32_t *waiters) except -1:
+        """Wait until ``*gen != old`` (``prog`` NULL: the generation barrier) or ``*prog >= position``
+        (a progress word); raise on stop/check. Spin, then yield, then sleep in FUTEX_WAIT on
+        ``seq`` (the word whose change announces progress: ``gen`` itself, or the process's
+        sequence word), announcing the sleep in ``waiters`` first so the publisher knows to wake it
+        (Dekker handshake: announce, re-read ``seq``, re-check, sleep on the value read)."""
+        cdef long long i, t0, t_check, now
         cdef int32_t *stop = self._stop
         cdef long long spins = self.spin_iters
         cdef long long yield_ns = self.yield_ns
         cdef long long slice_ns = self.slice_ns
-        cdef int changed = 0
-        cdef int stopped = 0
+        cdef int32_t s
+        cdef bint done = _reached(gen, old, prog, position)
+        if done:
+            return 0
         with nogil:
             for i in range(spins):
-                if rb_load32(gen) != old:
-                    changed = 1
-                    break
                 rb_pause()
-            if not changed:
+                if _reached(gen, old, prog, position):
+                    done = 1
+                    break
+            if not done:
                 t0 = rb_now_ns()
                 while True:
-                    if rb_load32(gen) != old:
-                        changed = 1
+                    if _reached(gen, old, prog, position):
+                        done = 1
                         break
-                    if rb_load32(stop) != 0:
-                        stopped = 1
-                        break
-                    if rb_now_ns() - t0 > yield_ns:
+                    if rb_load32(stop) != 0 or rb_now_ns() - t0 > yield_ns:
                         break
                     sched_yield()
-        if changed:
+        if done:
             return 0
         t_check = rb_now_ns()
         while True:
-            if rb_load32(self._stop) != 0:
-                raise Aborted(rb_load32(self._stop))
+            if rb_load32(stop) != 0:
+                raise Aborted(rb_load32(stop))
             with nogil:
-                rb_add32(self._waiters, 1)
-                rb_futex_wait(gen, old, slice_ns)
-                rb_add32(self._waiters, -1)
-                if rb_load32(gen) != old:
-                    changed = 1
-            if changed:
+                rb_add32(waiters, 1)
+                s = rb_load32(seq)
+                done = _reached(gen, old, prog, position)
+                if not done:
+                    rb_futex_wait(seq, s, slice_ns)
+                    done = _reached(gen, old, prog, position)
+                rb_add32(waiters, -1)
+            if done:
                 return 0
             self.futex_sleeps += 1
             PyErr_CheckSignals()
@@ -324,7 +335,7 @@ cdef class Barrier:
             if rb_load32(self._waiters) > 0:
                 rb_futex_wake(self._gen)
             return 0
-        self._wait_change(g)
+        self._wait(self._gen, g, NULL, 0, self._gen, self._waiters)
         if rb_load32(self._stop) != 0:
             raise Aborted(rb_load32(self._stop))
         return 0
@@ -333,21 +344,18 @@ cdef class Barrier:
         """Wait until all ``nproc`` processes have arrived (raises ``Aborted`` on stop)."""
         self._arrive()
 
-    def arrive_reduce(self, long long t, long long m, long long st, long long sm, long long flags):
-        """Barrier + reduction: returns ``(t*, m*, st*, sm*, flags*)``.
-
-        ``(t*, m*)`` and ``(st*, sm*)`` are the lexicographic minima over all processes of
-        ``(t, m)`` (earliest next event tag) and ``(st, sm)`` (stop tag); ``flags*`` is the OR.
-        """
-        cdef int32_t g = rb_load32(self._gen)
-        cdef int parity = g & 1
+    # ---- reduction cells -------------------------------------------------------------------
+    cdef inline void _write_cell(self, int parity, int64_t t, int64_t m, int64_t st, int64_t sm,
+                                 int64_t flags) nogil:
         cdef int64_t *cell = &self._cells[(parity * self.nproc + self.index) * CELL_WORDS]
         cell[0] = t
         cell[1] = m
         cell[2] = st
         cell[3] = sm
         cell[4] = flags
-        self._arrive()
+
+    cdef tuple _minima(self, int parity):
+        """Lexicographic minima of every process's (t, m) and (st, sm) cells, OR of the flags."""
         cdef int p
         cdef long long bt = NEVER, bm = NEVER, bst = NEVER, bsm = NEVER, bf = 0
         cdef int64_t *c
@@ -361,6 +369,17 @@ cdef class Barrier:
                 bsm = c[3]
             bf |= c[4]
         return bt, bm, bst, bsm, bf
+
+    def arrive_reduce(self, long long t, long long m, long long st, long long sm, long long flags):
+        """Barrier + reduction: returns ``(t*, m*, st*, sm*, flags*)``.
+
+        ``(t*, m*)`` and ``(st*, sm*)`` are the lexicographic minima over all processes of
+        ``(t, m)`` (earliest next event tag) and ``(st, sm)`` (stop tag); ``flags*`` is the OR.
+        """
+        cdef int parity = rb_load32(self._gen) & 1
+        self._write_cell(parity, t, m, st, sm, flags)
+        self._arrive()
+        return self._minima(parity)
 
     def arrive_gather(self, long long value):
         """Barrier + all-gather of one int64 per process: returns a list indexed by rank."""
@@ -387,61 +406,9 @@ cdef class Barrier:
         if rb_load32(self._pwaiters(self.index)) > 0:
             rb_futex_wake(self._seq(self.index))
 
-    cdef int _wait_for(self, int p, int64_t position) except -1:
+    cdef inline int _wait_for(self, int p, int64_t position) except -1:
         """Wait until process ``p``'s progress is at least ``position`` (raise on stop/check)."""
-        cdef int64_t *prog = self._progress(p)
-        cdef int32_t *seq = self._seq(p)
-        cdef int32_t *waiters = self._pwaiters(p)
-        cdef int32_t *stop = self._stop
-        cdef long long i, t0, t_check, now
-        cdef long long spins = self.spin_iters
-        cdef long long yield_ns = self.yield_ns
-        cdef long long slice_ns = self.slice_ns
-        cdef int32_t s
-        cdef int done = 0
-        if rb_load64(prog) >= position:
-            return 0
-        with nogil:
-            for i in range(spins):
-                rb_pause()
-                if rb_load64(prog) >= position:
-                    done = 1
-                    break
-            if not done:
-                t0 = rb_now_ns()
-                while True:
-                    if rb_load64(prog) >= position:
-                        done = 1
-                        break
-                    if rb_load32(stop) != 0:
-                        break
-                    if rb_now_ns() - t0 > yield_ns:
-                        break
-                    sched_yield()
-        if done:
-            return 0
-        t_check = rb_now_ns()
-        while True:
-            if rb_load32(stop) != 0:
-                raise Aborted(rb_load32(stop))
-            with nogil:
-                # Dekker handshake with _publish: announce, re-check, sleep on the seq we saw
-                rb_add32(waiters, 1)
-                s = rb_load32(seq)
-                if rb_load64(prog) >= position:
-                    done = 1
-                else:
-                    rb_futex_wait(seq, s, slice_ns)
-                    done = rb_load64(prog) >= position
-                rb_add32(waiters, -1)
-            if done:
-                return 0
-            self.futex_sleeps += 1
-            PyErr_CheckSignals()
-            now = rb_now_ns()
-            if self.check is not None and now - t_check >= self.check_ns:
-                t_check = now
-                self.check()
+        return self._wait(NULL, 0, self._progress(p), position, self._seq(p), self._pwaiters(p))
 
     def progress(self, int p) -> int:
         """Process ``p``'s published position."""
@@ -483,17 +450,10 @@ cdef class Barrier:
         of reductions: a process can reuse a parity only after passing the next reduction, which
         every other process enters only after reading this one's cells."""
         cdef int parity = self._nred & 1
-        cdef int64_t *cell = &self._cells[(parity * self.nproc + self.index) * CELL_WORDS]
         cdef int p
-        cdef long long bt = NEVER, bm = NEVER, bst = NEVER, bsm = NEVER, bf = 0
-        cdef int64_t *c
         if rb_load32(self._stop) != 0:
             raise Aborted(rb_load32(self._stop))
-        cell[0] = t
-        cell[1] = m
-        cell[2] = st
-        cell[3] = sm
-        cell[4] = flags
+        self._write_cell(parity, t, m, st, sm, flags)
         self._publish(position)  # seq_cst store: the cell writes above are visible to whoever sees it
         for p in range(self.nproc):
             if p != self.index:
@@ -501,13 +461,4 @@ cdef class Barrier:
         if rb_load32(self._stop) != 0:
             raise Aborted(rb_load32(self._stop))
         self._nred += 1
-        for p in range(self.nproc):
-            c = &self._cells[(parity * self.nproc + p) * CELL_WORDS]
-            if c[0] < bt or (c[0] == bt and c[1] < bm):
-                bt = c[0]
-                bm = c[1]
-            if c[2] < bst or (c[2] == bst and c[3] < bsm):
-                bst = c[2]
-                bsm = c[3]
-            bf |= c[4]
-        return bt, bm, bst, bsm, bf
+        return self._minima(parity)

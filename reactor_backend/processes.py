@@ -301,16 +301,19 @@ class ProcessExecutor(Executor):
         for r in reactions:
             execute(r)
 
-    def _reduce(self, local_next: Tag | None, stop: Tag | None, flags: int = 0):
-        t, m = (local_next[0], local_next[1]) if local_next is not None else (NEVER, NEVER)
-        st, sm = (stop[0], stop[1]) if stop is not None else (NEVER, NEVER)
+    def _reduce(self, local_next: tuple | None, stop: tuple | None, flags: int = 0):
+        """One reduction over the progress words: agreed (next tag, stop tag, OR of flags); tags
+        are ``(time, microstep)`` tuples or None. Positioned after every level of this tag, and
+        after the tag's earlier reductions (a collective physical wait reduces several times)."""
+        t, m = local_next if local_next is not None else _NO_TAG
+        st, sm = stop if stop is not None else _NO_TAG
         epoch = self.core.epoch
         if epoch != self._red_epoch:
             self._red_epoch, self._red_count = epoch, 0
-        position = (epoch << 32) | _END | self._red_count  # after every level of this tag
+        position = (epoch << 32) | _END | self._red_count
         self._red_count += 1
         t, m, st, sm, fl = self.barrier.reduce_at(position, t, m, st, sm, flags)
-        return (None if t == NEVER else Tag(t, m)), (None if st == NEVER else Tag(st, sm)), fl
+        return (None if t == NEVER else (t, m)), (None if st == NEVER else (st, sm)), fl
 
     def _advance(self, local_next: Tag | None, stop: Tag | None) -> tuple[Tag | None, Tag | None]:
         """Agree on the next tag and stop tag; in slow mode or keepalive, also wait collectively.
@@ -322,12 +325,9 @@ class ProcessExecutor(Executor):
         wait ends only when a reduction finds every process past the target with nothing new.
         """
         if self._fast_advance:
-            # fast mode without keepalive never waits for physical time (see _wait_target), so one
-            # reduction per tag, at the tag's end position
-            t, m = local_next if local_next is not None else _NO_TAG
-            st, sm = stop if stop is not None else _NO_TAG
-            t, m, st, sm, _ = self.barrier.reduce_at((self.core.epoch << 32) | _END, t, m, st, sm, 0)
-            return (None if t == NEVER else (t, m)), (None if st == NEVER else (st, sm))
+            # fast mode without keepalive never waits for physical time (see _wait_target)
+            nxt, st, _ = self._reduce(local_next, stop)
+            return nxt, st
         # The signal word is sampled before each reduction: a signal sent by a process that got an
         # event after (or while) we reduced is then never missed by our wait.
         seen = self.barrier.signal_value

@@ -167,6 +167,7 @@ class SlotWriter:
         self._rec_arrays: list[tuple[int, np.ndarray]] = []
         self._rec_struct: struct.Struct | None = None
         self._rec_scalars: tuple[int, ...] = ()
+        self._rec_scalar_off = 0
 
     def _ensure(self, nbytes: int) -> None:
         if nbytes <= self.capacity and self.mm is not None:
@@ -237,20 +238,16 @@ class SlotWriter:
                 fmt += _REC_SCALARS[type(x)]
                 scalars.append(i)
         rec_struct = struct.Struct(fmt)
-        # the descriptor's size does not depend on the offsets it lists: lay out with placeholders first
-        # (each placeholder int may pickle up to 4 bytes shorter than the real offset)
-        desc_probe = pickle.dumps((type(value) is tuple, fields, fmt, 0, [0] * len(fields)), protocol=5)
-        pos = _aligned(8 + len(desc_probe) + 4 * (len(fields) + 1))
-        scalar_off = pos
-        pos = _aligned(pos + rec_struct.size)
+        # offsets relative to the data area, which starts after the descriptor
+        pos = _aligned(rec_struct.size)
         offsets = []
         for f in fields:
             offsets.append(pos)
             if f[0] == "a":
                 pos = _aligned(pos + f[3])
-        desc = pickle.dumps((type(value) is tuple, fields, fmt, scalar_off, offsets), protocol=5)
-        assert 8 + len(desc) <= scalar_off
-        self._ensure(pos)
+        desc = pickle.dumps((type(value) is tuple, fields, fmt, offsets), protocol=5)
+        base = _aligned(8 + len(desc))
+        self._ensure(base + pos)
         buf = self.buf
         _Q.pack_into(buf, 0, len(desc))
         buf[8:8 + len(desc)] = desc
@@ -258,12 +255,13 @@ class SlotWriter:
         for i, (f, off) in enumerate(zip(fields, offsets)):
             if f[0] == "a":
                 x = value[i]
-                arrays.append((i, np.frombuffer(buf, dtype=x.dtype, count=x.size, offset=off).reshape(x.shape)))
+                dst = np.frombuffer(buf, dtype=x.dtype, count=x.size, offset=base + off)
+                arrays.append((i, dst.reshape(x.shape)))
         self._rec_arrays = arrays
         self._rec_struct = rec_struct if scalars else None
         self._rec_scalars = tuple(scalars)
-        self._rec_scalar_off = scalar_off
-        self._header(round_, KIND_RECORD, 0, pos, b"", ())
+        self._rec_scalar_off = base
+        self._header(round_, KIND_RECORD, 0, base + pos, b"", ())
         self._cur, self._cur_gen = sig, self.gen
 
     def _record_data(self, value: tuple | list) -> bool:
@@ -371,13 +369,14 @@ class SlotReader:
 
     def _decode_record(self, view: memoryview) -> None:
         (n,) = _Q.unpack_from(view, 0)
-        is_tuple, fields, fmt, scalar_off, offsets = pickle.loads(view[8:8 + n])
+        is_tuple, fields, fmt, offsets = pickle.loads(view[8:8 + n])
+        base = _aligned(8 + n)
         self._rec_tuple = is_tuple
         self._rec_len = len(fields)
         self._rec_struct = struct.Struct(fmt) if fmt != "<" else None
-        self._rec_scalar_off = scalar_off
+        self._rec_scalar_off = base
         self._rec_scalars = tuple(i for i, f in enumerate(fields) if f[0] == "s")
-        self._rec_arrays = [(i, _array_over(view if f[3] else None, np.dtype(f[1]), tuple(f[2]), off))
+        self._rec_arrays = [(i, _array_over(view if f[3] else None, np.dtype(f[1]), tuple(f[2]), base + off))
                             for i, (f, off) in enumerate(zip(fields, offsets)) if f[0] == "a"]
 
     def _read_record(self) -> tuple | list:
