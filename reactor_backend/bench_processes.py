@@ -24,8 +24,8 @@ memcpy of the payload per cross-process read); 2 clients on 2 workers: empty pay
 inline 3.4; 100 KB: processes 34.7 (37.8), raw 33.1, pipes 82.4, inline 10.4; 10 MB: processes
 3605, raw 3655, pipes 40380, inline 1683. 16 clients on 2 workers: empty 57.2 vs pipes 194.6;
 100 KB 175.4 vs pipes 802.2. On the shared 2-vCPU development VM, with today's point-to-point
-progress words, 2 clients on 2 workers: empty 11-17 us (pipes 70-80), 100 KB 25-37 us with views
-(pipes 135-190), varying from run to run with the host's other tenants.
+progress words, 2 clients on 2 workers, four runs: empty 14-27 us (pipes 77-115), 100 KB 29-39 us with views
+(pipes 135-188), varying from run to run with the host's other tenants.
 """
 from __future__ import annotations
 
