@@ -22,7 +22,7 @@ def build_program(overrides: list[str]):  # noqa: ANN201 - a RoundProgram
     from harness.app import CONF_DIR
     from harness.config import SCENARIO_SCHEMAS
     from harness.measure import _config_object
-    from reactor_backend.orchestration import RoundProgram
+    from backends.reactor import RoundProgram
     from scenarios import make_scenario
 
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):

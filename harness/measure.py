@@ -38,7 +38,7 @@ def pin_threads(threads: int) -> None:
 
 def measure(spec: dict[str, Any], send: Callable[[dict[str, Any]], None]) -> None:
     """Run the job described by ``spec`` and send its messages through ``send``."""
-    from harness.backends import make_backend
+    from backends import make_backend
     from harness.clock import Repetition, RoundClock
     from harness.config import BACKEND_SCHEMAS, SCENARIO_SCHEMAS
     from scenarios import make_scenario

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from scenarios.base import Backend, Broadcast, RunningChecksum, Scenario, Server, Worker, load_target
+from scenarios.base import Broadcast, RunningChecksum, Scenario, Server, Worker, load_target
 
 #: scenario name -> "module:Class"; imported only when used, so configs validate without heavy imports
 SCENARIOS: dict[str, str] = {
@@ -23,4 +23,4 @@ def make_scenario(config: Any, seed: int) -> Scenario:
     return load_target(SCENARIOS, config.name, "scenario")(config, seed)
 
 
-__all__ = ["Backend", "Broadcast", "RunningChecksum", "Scenario", "Server", "Worker", "SCENARIOS", "make_scenario"]
+__all__ = ["Broadcast", "RunningChecksum", "Scenario", "Server", "Worker", "SCENARIOS", "make_scenario"]

@@ -11,14 +11,7 @@ A scenario knows no framework. It owns the RL compute (environments, policies, l
 with plain methods, seeded from the config, and a checksum of everything the server received. A backend owns
 orchestration only: where roles live (thread, process, actor), how messages move, how rounds synchronize.
 
-Contract every backend keeps:
-  * worker ``i`` is built from ``scenario.make_worker(i)`` in the process that runs it (never pickled after
-    construction: environments and models are created where they live);
-  * the server is built once with ``scenario.make_server()`` and lives in the process that called the
-    backend's ``run`` (so the harness reads its checksum afterwards);
-  * ``clock.begin()`` is called once right before the first round and ``clock.tick()`` once after each
-    completed round, both by whoever runs ``server.gather`` (a backend that cannot tell when the roles are
-    ready may skip ``begin``: start-up then ends at the first tick).
+The contract a backend keeps (where roles are built, who calls the clock) is in `backends.base`.
 """
 from __future__ import annotations
 
@@ -27,7 +20,7 @@ import hashlib
 import struct
 import zlib
 from dataclasses import dataclass
-from typing import Any, Protocol, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -75,16 +68,6 @@ class Server(abc.ABC):
 
     def close(self) -> None:
         """Release resources held by the server."""
-
-
-class Clock(Protocol):
-    """What a backend calls once per completed round (implemented by the harness's round clock)."""
-
-    def begin(self) -> None:
-        """The roles exist and the first round starts now (ends the start-up interval)."""
-
-    def tick(self) -> None:
-        """One round is complete."""
 
 
 class Scenario(abc.ABC):
@@ -147,16 +130,6 @@ def load_target(registry: dict[str, str], name: str, kind: str) -> Any:
     return getattr(importlib.import_module(module), cls)
 
 
-def split_messages(msgs: Broadcast | Sequence[Any], n: int) -> list[Any]:
-    """Expand a scatter result into exactly ``n`` per-worker messages (checks the count)."""
-    if isinstance(msgs, Broadcast):
-        return [msgs.value] * n
-    msgs = list(msgs)
-    if len(msgs) != n:
-        raise ValueError(f"server.scatter() returned {len(msgs)} messages for {n} workers")
-    return msgs
-
-
 class RunningChecksum:
     """Incremental, order-sensitive hash of values (arrays, numbers, tuples) received by a server.
 
@@ -198,33 +171,3 @@ class RunningChecksum:
 
     def hexdigest(self) -> str:
         return self._h.hexdigest()
-
-
-class Backend(abc.ABC):
-    """Orchestration of one scenario: where the roles live and how a round's messages move.
-
-    The harness calls ``start`` (framework start-up, role creation: timed apart), then ``run`` once for all
-    warm-up and timed rounds, then ``stop`` (always, also after an error).
-    """
-
-    #: backend name and variant for the results row (``reactor``/``processes``, ``ray``/``compiled``)
-    name: str = ""
-    variant: str = "-"
-
-    def __init__(self, config: Any, workers: int):
-        self.config = config
-        self.workers = int(workers)
-        #: seconds of start-up by part (e.g. Ray: ray_init_s, actor_creation_s, compile_s), kept in rows
-        self.startup_breakdown: dict[str, float] = {}
-
-    @abc.abstractmethod
-    def start(self, scenario: Scenario, server: Server) -> None:
-        """Start the framework and create the worker roles (not counted in throughput)."""
-
-    @abc.abstractmethod
-    def run(self, rounds: int, clock: Clock) -> None:
-        """Run ``rounds`` rounds; call ``clock.tick()`` after each one's ``server.gather``."""
-
-    @abc.abstractmethod
-    def stop(self) -> None:
-        """Tear everything down: no process, actor or shared-memory segment may outlive this call."""

@@ -19,7 +19,7 @@ import numpy as np
 import psutil
 import pytest
 
-from harness.backends import make_backend
+from backends import make_backend
 from harness.config import RayConfig, SerialConfig
 from harness.measure import _config_object
 from ray_backend.actors import actor_slices, known_small, owned_copy

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from scenarios import make_scenario
-from scenarios.base import Broadcast, split_messages
+from backends.base import split_messages
+from scenarios.base import Broadcast
 from scenarios.configs import ActorsConfig, AtariConfig, DqnConfig, MarlConfig, MarlEnv, ObjectSizeConfig
 from scenarios.micro import BroadcastServer, PayloadCorrupted
 
@@ -181,7 +182,7 @@ def test_atari_workers_deliver_full_frames_with_restricted_actions():
 
 
 def test_vector_backend_refuses_non_env_scenarios():
-    from harness.backends.vector import VectorBackend, VectorBackendUnsupported
+    from backends.vector import VectorBackend, VectorBackendUnsupported
     from harness.config import VectorConfig
 
     scenario = make_scenario(dqn_config(), 0)
@@ -223,8 +224,8 @@ class _Ticks:
 
 
 def test_vector_backend_with_reset_every_step_equals_serial_in_process():
-    from harness.backends.serial import SerialBackend
-    from harness.backends.vector import VectorBackend
+    from backends.serial import SerialBackend
+    from backends.vector import VectorBackend
     from harness.config import SerialConfig, VectorConfig
 
     scenario = make_scenario(AtariConfig(num_envs=2, reset_every_step=True), 4)

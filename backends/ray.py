@@ -16,9 +16,10 @@ from __future__ import annotations
 import time
 from typing import Any, Optional
 
+from backends.base import Backend, Clock, split_messages
 from ray_backend.actors import RoleActor, actor_slices, known_small
 from ray_backend.lifecycle import RayInstance, actor_num_cpus, thread_env
-from scenarios.base import Backend, Broadcast, Clock, Scenario, Server, split_messages
+from scenarios.base import Broadcast, Scenario, Server
 
 
 #: the compiled graph's warm-up execution may import torch in every actor at once: give it room

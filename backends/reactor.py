@@ -18,8 +18,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from backends.base import Backend, Clock, split_messages
 from reactor_backend.model import Input, LogicalAction, Output, Reactor, reaction, shutdown, startup
-from scenarios.base import Backend, Broadcast, Clock, Scenario, Server, split_messages
+from scenarios.base import Broadcast, Scenario, Server
 
 
 class WorkerReactor(Reactor):

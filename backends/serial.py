@@ -4,7 +4,8 @@ It defines the reference checksum and the per-core ceiling that efficiency is me
 """
 from __future__ import annotations
 
-from scenarios.base import Backend, Clock, Scenario, Server, split_messages
+from backends.base import Backend, Clock, split_messages
+from scenarios.base import Scenario, Server
 
 
 class SerialBackend(Backend):

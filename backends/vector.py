@@ -21,7 +21,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from scenarios.base import Backend, Clock, Scenario, Server
+from backends.base import Backend, Clock
+from scenarios.base import Scenario, Server
 
 #: scenarios whose workers are gymnasium envs stepped with seeded random actions
 SUPPORTED = ("gym", "atari")

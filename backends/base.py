@@ -1,0 +1,71 @@
+"""The backend contract: what every backend in this package implements and what it may rely on.
+
+A backend owns orchestration only (where the roles of a `scenarios.base.Scenario` live, how a round's
+messages move, how rounds synchronize); the harness builds it from the registry in `backends` and drives it:
+``start``, one ``run`` for all warm-up and timed rounds, ``stop``. Design: docs/design.md.
+
+Contract every backend keeps:
+  * worker ``i`` is built from ``scenario.make_worker(i)`` in the process that runs it (never pickled after
+    construction: environments and models are created where they live);
+  * the server is built once with ``scenario.make_server()`` and lives in the process that called the
+    backend's ``run`` (so the harness reads its checksum afterwards);
+  * ``clock.begin()`` is called once right before the first round and ``clock.tick()`` once after each
+    completed round, both by whoever runs ``server.gather`` (a backend that cannot tell when the roles are
+    ready may skip ``begin``: start-up then ends at the first tick).
+"""
+from __future__ import annotations
+
+import abc
+from typing import Any, Protocol, Sequence
+
+from scenarios.base import Broadcast, Scenario, Server
+
+
+class Clock(Protocol):
+    """What a backend calls once per completed round (implemented by the harness's round clock)."""
+
+    def begin(self) -> None:
+        """The roles exist and the first round starts now (ends the start-up interval)."""
+
+    def tick(self) -> None:
+        """One round is complete."""
+
+
+def split_messages(msgs: Broadcast | Sequence[Any], n: int) -> list[Any]:
+    """Expand a scatter result into exactly ``n`` per-worker messages (checks the count)."""
+    if isinstance(msgs, Broadcast):
+        return [msgs.value] * n
+    msgs = list(msgs)
+    if len(msgs) != n:
+        raise ValueError(f"server.scatter() returned {len(msgs)} messages for {n} workers")
+    return msgs
+
+
+class Backend(abc.ABC):
+    """Orchestration of one scenario: where the roles live and how a round's messages move.
+
+    The harness calls ``start`` (framework start-up, role creation: timed apart), then ``run`` once for all
+    warm-up and timed rounds, then ``stop`` (always, also after an error).
+    """
+
+    #: backend name and variant for the results row (``reactor``/``processes``, ``ray``/``compiled``)
+    name: str = ""
+    variant: str = "-"
+
+    def __init__(self, config: Any, workers: int):
+        self.config = config
+        self.workers = int(workers)
+        #: seconds of start-up by part (e.g. Ray: ray_init_s, actor_creation_s, compile_s), kept in rows
+        self.startup_breakdown: dict[str, float] = {}
+
+    @abc.abstractmethod
+    def start(self, scenario: Scenario, server: Server) -> None:
+        """Start the framework and create the worker roles (not counted in throughput)."""
+
+    @abc.abstractmethod
+    def run(self, rounds: int, clock: Clock) -> None:
+        """Run ``rounds`` rounds; call ``clock.tick()`` after each one's ``server.gather``."""
+
+    @abc.abstractmethod
+    def stop(self) -> None:
+        """Tear everything down: no process, actor or shared-memory segment may outlive this call."""
