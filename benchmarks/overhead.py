@@ -6,8 +6,9 @@
   gathers through a multiport (``n + 2`` reactions per tag, ``n`` of them in one level: measures
   parallel dispatch cost).
 
-Run ``python -m reactor_backend.overhead`` to print reactions/second for inline and threads.
-The lead engineer's harness turns these dicts into results rows; no timing here is asserted by tests.
+Run ``python -m benchmarks.overhead`` to print reactions/second for inline and threads. This is a quick
+check outside the runtime package; the measurement of record is the harness's ``overhead`` scenario
+(``make bench-overhead``). No timing here is asserted by tests.
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Round-trip microbenchmark of the processes executor vs a pipe ping-pong.
 
-Run: ``python -m reactor_backend.bench_processes [--clients 2 4] [--sizes 0 100000] [--workers 2]``.
+Run: ``python -m benchmarks.bench_processes [--clients 2 4] [--sizes 0 100000] [--workers 2]``.
 
 
 Why: the executor's claim is that a fixed communication pattern lets processes synchronize through
@@ -17,15 +17,7 @@ worker processes (``multiprocessing.Pipe``, raw bytes, no pickling), the textboo
 This is a quick, self-contained check (no results rows); the harness's ``actors`` / ``object_size``
 scenarios are the measurements of record.
 
-Measured 2026-11-29 (with the earlier protocol: three barriers per round) on an otherwise idle 16-core x86-64 Linux machine (kernel 6.18, Python 3.12.3,
-numpy 2.5.2), pinned to two cores with ``taskset -c 0,1``, median us per round (p90); readers got
-read-only views (today's ``copy_arrays=False``; copying became the default afterwards and adds one
-memcpy of the payload per cross-process read); 2 clients on 2 workers: empty payload: processes 20.0 (25.1), raw primitives 15.6, pipe ping-pong 25.3,
-inline 3.4; 100 KB: processes 34.7 (37.8), raw 33.1, pipes 82.4, inline 10.4; 10 MB: processes
-3605, raw 3655, pipes 40380, inline 1683. 16 clients on 2 workers: empty 57.2 vs pipes 194.6;
-100 KB 175.4 vs pipes 802.2. On the shared 2-vCPU development VM, with today's point-to-point
-progress words, 2 clients on 2 workers, four runs: empty 14-27 us (pipes 77-115), 100 KB 29-39 us with views
-(pipes 135-188), varying from run to run with the host's other tenants.
+Measurements (dated, with the machine they ran on) are logged in docs/processes.md, "Cost per round".
 """
 from __future__ import annotations
 
