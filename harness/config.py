@@ -11,7 +11,7 @@ from enum import Enum
 from typing import Any, Optional
 
 from hydra.core.config_store import ConfigStore
-from omegaconf import MISSING
+from omegaconf import MISSING, OmegaConf
 
 from scenarios.configs import (
     ActorsConfig,
@@ -138,3 +138,9 @@ def register_configs() -> None:
     for name, schema in BACKEND_SCHEMAS.items():
         cs.store(group="backend", name=f"{name}_schema", node=schema)
     cs.store(group="budget", name="budget_schema", node=BudgetConfig)
+
+
+def config_object(schema: type, values: dict[str, Any]) -> Any:
+    """A typed dataclass instance of ``schema`` from plain values (enums restored), as roles and backends
+    expect: what the measuring child and ``python -m harness graph`` build from a composed config."""
+    return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(schema), values))

@@ -18,17 +18,19 @@ class _NoClock:
 
 
 def build_program(overrides: list[str]):  # noqa: ANN201 - a RoundProgram
-    """The `RoundProgram` a reactor run of this configuration would execute (roles are not built)."""
-    from harness.app import CONF_DIR
-    from harness.config import SCENARIO_SCHEMAS
-    from harness.measure import _config_object
+    """The `RoundProgram` a reactor run of this configuration would execute.
+
+    The server role is built (the program holds it: its networks and environments are created), the worker
+    roles are not (a worker reactor builds its role at startup, and the program does not run here)."""
     from backends.reactor import RoundProgram
+    from harness.app import CONF_DIR
+    from harness.config import SCENARIO_SCHEMAS, config_object
     from scenarios import make_scenario
 
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
         cfg = compose(config_name="config", overrides=overrides)
     values = OmegaConf.to_container(cfg.scenario, resolve=True, enum_to_str=True)
-    scenario = make_scenario(_config_object(SCENARIO_SCHEMAS[cfg.scenario.name], values), cfg.seed)
+    scenario = make_scenario(config_object(SCENARIO_SCHEMAS[cfg.scenario.name], values), cfg.seed)
     return RoundProgram(scenario, scenario.make_server(), _NoClock(), rounds=1)
 
 

@@ -20,16 +20,10 @@ import time
 import traceback
 from typing import Any, Callable
 
-from omegaconf import OmegaConf
-
-
-def _config_object(schema: type, values: dict[str, Any]) -> Any:
-    """A typed dataclass instance from plain values (enums restored), as the roles expect."""
-    return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(schema), values))
 
 
 def pin_threads(threads: int) -> None:
-    """One BLAS / torch thread per worker unless configured otherwise (DESIGN.md measurement rules)."""
+    """One BLAS / torch thread per worker unless configured otherwise (docs/design.md, "Measurement rules")."""
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         os.environ[var] = str(threads)
     if "torch" in sys.modules:
@@ -40,12 +34,12 @@ def measure(spec: dict[str, Any], send: Callable[[dict[str, Any]], None]) -> Non
     """Run the job described by ``spec`` and send its messages through ``send``."""
     from backends import make_backend
     from harness.clock import Repetition, RoundClock
-    from harness.config import BACKEND_SCHEMAS, SCENARIO_SCHEMAS
+    from harness.config import BACKEND_SCHEMAS, SCENARIO_SCHEMAS, config_object
     from scenarios import make_scenario
 
     pin_threads(int(spec["threads_per_worker"]))
-    scenario_cfg = _config_object(SCENARIO_SCHEMAS[spec["scenario"]["name"]], spec["scenario"])
-    backend_cfg = _config_object(BACKEND_SCHEMAS[spec["backend"]["name"]], spec["backend"])
+    scenario_cfg = config_object(SCENARIO_SCHEMAS[spec["scenario"]["name"]], spec["scenario"])
+    backend_cfg = config_object(BACKEND_SCHEMAS[spec["backend"]["name"]], spec["backend"])
     budget = spec["budget"]
 
     scenario = make_scenario(scenario_cfg, spec["seed"])

@@ -66,9 +66,28 @@ def config_hash(config: Mapping[str, Any]) -> str:
     return hashlib.blake2b(blob, digest_size=8).hexdigest()
 
 
+def cpu_affinity() -> list[int]:
+    """The CPUs this process (and so the measuring child, which inherits it) may run on."""
+    try:
+        return sorted(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return list(range(os.cpu_count() or 1))
+
+
+def load_average() -> list[float]:
+    """The 1, 5 and 15 minute load averages when the job starts: a busy machine changes results."""
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return []
+
+
 def job_metadata(config: Mapping[str, Any]) -> dict[str, Any]:
-    """Machine facts plus this job's start time, configuration hash and thread pinning."""
+    """Machine facts plus this job's start time, configuration hash, thread pinning, CPU affinity and the
+    load average at its start (both change results, and both can change between the jobs of a sweep)."""
     meta = dict(machine_metadata())
+    meta["cpu_affinity"] = cpu_affinity()
+    meta["load_avg"] = load_average()
     meta["started_at"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     meta["config_hash"] = config_hash(config)
     meta["omp_num_threads"] = config.get("threads_per_worker", os.environ.get("OMP_NUM_THREADS", ""))

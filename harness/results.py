@@ -13,7 +13,7 @@ from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-#: the contract's columns, in file order (DESIGN.md "Results contract"), then this project's extras
+#: the contract's columns, in file order (docs/design.md, "Results contract"), then this project's extras
 COLUMNS: tuple[str, ...] = (
     "scenario",
     "backend",
@@ -88,7 +88,6 @@ class ResultsWriter:
         self.job_dir = Path(job_dir)
         self.path = self.job_dir / RESULTS_FILE
         self.latency_path = self.job_dir / LATENCIES_FILE
-        self.rows_written = 0
 
     def append(self, row: Mapping[str, Any]) -> None:
         self.job_dir.mkdir(parents=True, exist_ok=True)
@@ -98,7 +97,6 @@ class ResultsWriter:
             if new:
                 writer.writeheader()
             writer.writerow({k: ("" if v is None else v) for k, v in row.items()})
-        self.rows_written += 1
 
     def append_latencies(self, repetition: int, latencies_s: Iterable[float]) -> None:
         self.job_dir.mkdir(parents=True, exist_ok=True)
@@ -108,9 +106,3 @@ class ResultsWriter:
             if new:
                 writer.writerow(["repetition", "round", "latency_ms"])
             writer.writerows((repetition, i, f"{s * 1e3:.6f}") for i, s in enumerate(latencies_s))
-
-
-def read_results(path: Path | str) -> list[dict[str, str]]:
-    """Rows of one results file as dictionaries of strings (the report uses pandas instead)."""
-    with Path(path).open(newline="") as fh:
-        return list(csv.DictReader(fh))

@@ -2,9 +2,10 @@
 
 The parent (the Hydra job) starts ``python -m harness.measure`` in a new session, reads its messages, and
 appends one row per finished repetition to ``results.csv`` as it arrives. On an error, a timeout, or Ctrl-C
-it kills the child's whole process tree (Ray's daemons and reactor workers included), removes the
-reactor runtime's shared-memory segments (``/dev/shm/rb-<pid>-*``) of those processes, writes an ``error``
-or ``timeout`` row, and reports failure to the caller; rows already on disk stay.
+it kills the child's whole process tree (Ray's daemons and reactor workers included), asks the reactor
+runtime to remove what those processes left (``reactor_backend.cleanup_after``: its shared-memory
+segments), writes an ``error`` or ``timeout`` row, and reports failure to the caller; rows already on disk
+stay. Messages are JSON lines on a pipe, read unbuffered (`read_lines`), so none waits in a buffer.
 """
 from __future__ import annotations
 
@@ -17,15 +18,14 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterator, Optional
 
 import numpy as np
 import psutil
 
 from harness.metadata import job_metadata
 from harness.results import ResultsWriter, make_row, timing_fields
-
-SHM_DIR = Path("/dev/shm")
+from reactor_backend import cleanup_after
 
 
 class MeasurementFailed(RuntimeError):
@@ -71,20 +71,33 @@ def kill_tree(pid: int) -> None:
         except psutil.NoSuchProcess:
             pass
     psutil.wait_procs(procs, timeout=5)
-    remove_shm_segments(pids)
+    for dead in pids:
+        cleanup_after(dead)
 
 
-def remove_shm_segments(pids: set[int]) -> int:
-    """Unlink ``/dev/shm/rb-<pid>-*`` left by killed reactor runs; returns how many were removed."""
-    removed = 0
-    for pid in pids:
-        for path in SHM_DIR.glob(f"rb-{pid}-*"):
-            try:
-                path.unlink()
-                removed += 1
-            except FileNotFoundError:
-                pass
-    return removed
+def read_lines(fd: int, deadline: float) -> Iterator[str]:
+    """Each complete line written to pipe ``fd``, as soon as it arrives, until the writer closes its end.
+
+    Raises ``TimeoutError`` once ``time.monotonic()`` passes ``deadline``, after yielding every line that
+    arrived before. Reads are raw ``os.read`` calls split into lines here: a buffered reader could hold a
+    second line that ``select`` never reports, delaying it until the next write or losing it at a timeout.
+    """
+    pending = b""
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError
+        ready, _, _ = select.select([fd], [], [], remaining)
+        if not ready:
+            continue
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:  # the writer closed its end: it finished or died
+            if pending:
+                yield pending.decode()
+            return
+        *lines, pending = (pending + chunk).split(b"\n")
+        for line in lines:
+            yield line.decode()
 
 
 def run_measurement(
@@ -127,46 +140,38 @@ def run_measurement(
     os.close(wfd)
     outcome = JobOutcome(status="ok", rows=0)
     deadline = time.monotonic() + float(budget["timeout_s"])
-    reader = os.fdopen(rfd, "r")
     try:
         assert child.stdin is not None
         child.stdin.write(json.dumps(spec).encode())
         child.stdin.close()
         failure: Optional[tuple[str, str]] = None
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                failure = ("timeout", f"measurement exceeded timeout_s={budget['timeout_s']}")
-                break
-            ready, _, _ = select.select([reader], [], [], min(remaining, 1.0))
-            if not ready:
-                continue
-            line = reader.readline()
-            if not line:  # the child closed its end: it finished or died
-                break
-            msg = json.loads(line)
-            kind = msg["type"]
-            if kind == "hello":
-                base["unit"] = msg["unit"]
-                base["num_envs"] = msg.get("num_envs", base["num_envs"])
-                base["env_id"] = msg.get("env_id", base["env_id"])
-                base["round_work_ms"] = msg.get("round_work_ms")
-            elif kind == "started":
-                base["startup_seconds"] = msg["startup_seconds"]
-            elif kind == "progress" and on_progress is not None:
-                on_progress(msg["done"], msg["total"])
-            elif kind == "repetition":
-                lat = np.asarray(msg["latencies"], dtype=float)
-                row = make_row(base, repetition=msg["index"], status="ok", checksum=msg["checksum"],
-                               extra=msg["extra"] or None, **timing_fields(msg["units"], msg["seconds"], lat))
-                writer.append(row)
-                writer.append_latencies(msg["index"], lat)
-                outcome.rows += 1
-                outcome.checksums.append(msg["checksum"])
-            elif kind == "error":
-                failure = ("error", msg["message"])
-                (job_dir / "error.txt").write_text(msg["traceback"])
-                sys.stderr.write(msg["traceback"])
+        try:
+            for line in read_lines(rfd, deadline):
+                msg = json.loads(line)
+                kind = msg["type"]
+                if kind == "hello":
+                    base["unit"] = msg["unit"]
+                    base["num_envs"] = msg.get("num_envs", base["num_envs"])
+                    base["env_id"] = msg.get("env_id", base["env_id"])
+                    base["round_work_ms"] = msg.get("round_work_ms")
+                elif kind == "started":
+                    base["startup_seconds"] = msg["startup_seconds"]
+                elif kind == "progress" and on_progress is not None:
+                    on_progress(msg["done"], msg["total"])
+                elif kind == "repetition":
+                    lat = np.asarray(msg["latencies"], dtype=float)
+                    row = make_row(base, repetition=msg["index"], status="ok", checksum=msg["checksum"],
+                                   extra=msg["extra"] or None, **timing_fields(msg["units"], msg["seconds"], lat))
+                    writer.append(row)
+                    writer.append_latencies(msg["index"], lat)
+                    outcome.rows += 1
+                    outcome.checksums.append(msg["checksum"])
+                elif kind == "error":
+                    failure = ("error", msg["message"])
+                    (job_dir / "error.txt").write_text(msg["traceback"])
+                    sys.stderr.write(msg["traceback"])
+        except TimeoutError:
+            failure = ("timeout", f"measurement exceeded timeout_s={budget['timeout_s']}")
         if failure is None:
             try:
                 code = child.wait(timeout=max(1.0, deadline - time.monotonic()))
@@ -180,7 +185,7 @@ def run_measurement(
         child.wait()
         raise
     finally:
-        reader.close()
+        os.close(rfd)
     kill_tree(child.pid)  # also reaps anything a backend left behind
     child.wait()
     if failure is not None:

@@ -4,7 +4,7 @@ Public API (see docs/reactor.md)::
 
     from reactor_backend import (Reactor, Input, Output, Timer, LogicalAction, PhysicalAction,
         reaction, startup, shutdown, run, Tag, AssemblyError, CausalityError, ReactionError,
-        nsec, usec, msec, sec, FOREVER)
+        nsec, usec, msec, sec, FOREVER, cleanup_after)
 
 Layers: ``model`` (declarations, Reactor, banks) -> ``assembly`` (immutable ``Program``, placement)
 -> ``_core`` (compiled scheduler) driven by an ``executors`` plug-in -> ``runtime.run``.
@@ -15,11 +15,12 @@ from reactor_backend.errors import AssemblyError, CausalityError, ReactionError
 from reactor_backend.model import (Input, LogicalAction, Output, PhysicalAction, Reactor, Timer, reaction,
                                    shutdown, startup)
 from reactor_backend.runtime import RunStats, run
+from reactor_backend.segments import cleanup_after
 from reactor_backend.timeutil import FOREVER, Tag, msec, nsec, sec, usec
 
 
 __all__ = [
     "Reactor", "Input", "Output", "Timer", "LogicalAction", "PhysicalAction", "reaction", "startup",
     "shutdown", "run", "Tag", "AssemblyError", "CausalityError", "ReactionError", "nsec", "usec", "msec",
-    "sec", "FOREVER", "Program", "assemble", "assign_workers", "RunStats", "diagram", "Diagram",
+    "sec", "FOREVER", "Program", "assemble", "assign_workers", "RunStats", "diagram", "Diagram", "cleanup_after",
 ]

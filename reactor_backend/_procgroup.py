@@ -31,6 +31,7 @@ import traceback
 from typing import Any, Callable
 
 from . import _sync
+from .segments import run_prefix
 from .transport import create_segment, unlink_prefix
 
 STOP_PARENT = 1          # the parent stops everyone (interrupt, parent error, dead worker)
@@ -108,7 +109,7 @@ class ProcessGroup:
         self.n = n
         self.grace = grace
         self.parent_pid = os.getpid()
-        self.prefix = f"rb-{run_pid or self.parent_pid}-{next(_run_ids)}-"
+        self.prefix = f"{run_prefix(run_pid or self.parent_pid)}{next(_run_ids)}-"
         unlink_prefix(self.prefix)  # anything named so was left by a dead process that had our pid
         self.error_offset = _sync.control_size(n)
         self.size = self.error_offset + n * ERROR_AREA

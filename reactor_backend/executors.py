@@ -8,9 +8,11 @@ because every level is complete before the next one starts.
 
 How an executor plugs in
 ------------------------
-Subclass ``Executor`` (or duck-type it) and register it in ``EXECUTORS`` (or, for ``"processes"``,
-provide ``reactor_backend.processes.make_executor(workers, **options) -> Executor``; ``run`` imports
-it lazily). ``run`` drives it in this order, all in the calling process::
+Subclass ``Executor`` (or duck-type it) and add it to the one table of executors,
+``reactor_backend.runtime.EXECUTORS`` (name -> class; ``inline`` and ``threads`` are here,
+``processes`` in ``processes.py``). This module imports no executor implementation, so no executor
+module imports a module that imports it back. ``run`` drives an executor in this order, all in the
+calling process::
 
     program = assemble(main)                 # immutable Program (see assembly.py)
     ex = make_executor(name, workers, **options)
@@ -46,25 +48,21 @@ Hooks the tag loop calls:
   queued event tag and its stop request; returns the agreed (global minimum) next tag and stop tag.
   The core then uses the agreed values, identically in every process, for starvation, stop and
   timeout decisions; tags with no local event are still processed (meetings run, nothing fires).
-  If ``keepalive`` is set, ``advance`` may block; ``core.queued_events()``, ``core.next_event_tag()``
-  and the physical-action inbox (``core.schedule_physical``) are available to it.
+  If ``keepalive`` is set, ``advance`` may block; ``core.next_event_tag()`` and the physical-action
+  inbox (``core.schedule_physical``) are available to it.
 
 Core facilities for multi-process executors (every process holds a full copy of the program and
 its own ``Core``; only the reactions placed on it run there):
 
 - ``reaction.local = False`` for reactions placed elsewhere: they are never triggered locally.
-- ``port.exported = True``: every ``set()`` of that port (first set in a tag) is appended to
-  ``core.exported`` (cleared at the end of each tag); read it in ``run_level`` to know what to send.
 - ``core.time``, ``core.mstep``, ``core.start_time``, ``core.epoch`` (tag counter),
-  ``core.reactions_run``, ``core.tags``; ``core.set_stop_tag(tag)``; ``core.push_event_at(t, m, kind,
-  target, value)`` (kind 0 timer, 1 action, 2 port); ``action._push_at(t, m, value)``.
+  ``core.reactions_run``, ``core.tags``; ``core.set_stop_tag(tag)``; ``action._push_at(t, m, value)``.
 - Placement: ``assembly.assign_workers(program, n)`` (hints via ``Reactor.place`` / ``Bank.place``).
 
 The ``threads`` executor below is the reference for a non-inline executor.
 """
 from __future__ import annotations
 
-import importlib
 import sys
 import threading
 from typing import Any, Callable
@@ -224,22 +222,3 @@ class ThreadExecutor(Executor):
         for w in self._threads:
             w.join(timeout=5)
         self._threads = []
-
-
-EXECUTORS: dict[str, type[Executor]] = {"inline": InlineExecutor, "threads": ThreadExecutor}
-
-
-def make_executor(name: str, workers: int = 1, **options: Any) -> Executor:
-    """Build an executor by name: ``inline``, ``threads`` or ``processes`` (if installed)."""
-    if name in EXECUTORS:
-        return EXECUTORS[name](workers, **options)
-    if name == "processes":
-        try:
-            mod = importlib.import_module("reactor_backend.processes")
-        except ImportError as exc:
-            if getattr(exc, "name", None) == "reactor_backend.processes":
-                raise ValueError("executor 'processes' is not available (reactor_backend.processes is "
-                                 f"missing); valid executors: {sorted(EXECUTORS)}") from None
-            raise
-        return mod.make_executor(workers, **options)
-    raise ValueError(f"unknown executor {name!r}; valid executors: {sorted(EXECUTORS) + ['processes']}")

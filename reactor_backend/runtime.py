@@ -1,4 +1,7 @@
-"""Execution phase: ``run(main, ...)`` assembles the program, builds the core and an executor, runs."""
+"""Execution phase: ``run(main, ...)`` assembles the program, builds the core and an executor, runs.
+
+``EXECUTORS`` is the one table of executors (name -> class); see ``executors.py`` for the interface.
+"""
 from __future__ import annotations
 
 import time
@@ -8,9 +11,27 @@ from typing import Any
 from reactor_backend._core import Core
 from reactor_backend.assembly import Program, assemble
 from reactor_backend.errors import AssemblyError
-from reactor_backend.executors import make_executor
+from reactor_backend.executors import Executor, InlineExecutor, ThreadExecutor
 from reactor_backend.model import Reactor
+from reactor_backend.processes import ProcessExecutor
 from reactor_backend.timeutil import FOREVER, Tag
+
+
+#: every executor, by the name ``run(executor=...)`` takes
+EXECUTORS: dict[str, type[Executor]] = {
+    "inline": InlineExecutor,
+    "threads": ThreadExecutor,
+    "processes": ProcessExecutor,
+}
+
+
+def make_executor(name: str, workers: int = 1, **options: Any) -> Executor:
+    """Build an executor by name (a key of ``EXECUTORS``) with its options."""
+    try:
+        cls = EXECUTORS[name]
+    except KeyError:
+        raise ValueError(f"unknown executor {name!r}; valid executors: {sorted(EXECUTORS)}") from None
+    return cls(workers, **options)
 
 
 @dataclass

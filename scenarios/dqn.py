@@ -33,7 +33,7 @@ TRANSITION_WIDTH = 2 * OBS_DIM + 3
 
 
 def _torch() -> Any:
-    """Import torch with one intra-op thread (each role is one worker: DESIGN.md measurement rules)."""
+    """Import torch with one intra-op thread (each role is one worker: docs/design.md, "Measurement rules")."""
     import torch
 
     torch.set_num_threads(1)

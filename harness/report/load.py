@@ -1,8 +1,9 @@
 """Reading result files: every ``results.csv`` under the given paths, with the ``latencies.csv`` beside it.
 
-The report reads only result files (DESIGN.md): nothing here imports a backend or a scenario. Columns are
-taken from the results contract (`harness.results.COLUMNS`); the JSON columns are decoded once, and each row
-gets the keys the statistics group on: its backend label, its configuration key, its machine and software.
+The report reads only result files (docs/design.md, "Layers and import rules"): nothing here imports a
+backend or a scenario. Columns are taken from the results contract (`harness.results.COLUMNS`); the
+JSON columns are decoded once, and each row gets the keys the statistics group on: its backend label, its
+configuration key, its machine and software.
 """
 from __future__ import annotations
 

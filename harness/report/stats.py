@@ -1,6 +1,6 @@
 """Statistics of the report: medians with intervals, spread, stability, speedups, efficiency, validity.
 
-Rules (DESIGN.md "Measurement rules", after pyperf): the median of the repetitions with a 95% bootstrap
+Rules (docs/design.md, "Measurement rules", after pyperf): the median of the repetitions with a 95% bootstrap
 interval; a result is *unstable* when its coefficient of variation is over 10%, when it has fewer than 3
 repetitions, or when a repetition is shorter than the timer can resolve reliably. A speedup is the ratio of
 two medians on the same configuration, with a bootstrap interval and a two-sided Mann-Whitney U test.

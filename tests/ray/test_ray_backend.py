@@ -20,8 +20,7 @@ import psutil
 import pytest
 
 from backends import make_backend
-from harness.config import RayConfig, SerialConfig
-from harness.measure import _config_object
+from harness.config import RayConfig, SerialConfig, config_object
 from ray_backend.actors import actor_slices, known_small, owned_copy
 from ray_backend.lifecycle import RayStartError, actor_num_cpus, thread_env
 from scenarios import make_scenario
@@ -200,10 +199,10 @@ def test_cli_actors_and_compiled_give_the_serial_checksums(tmp_path):
 
 def test_compiled_envs_per_actor_2_matches_serial_and_teardown_leaves_no_ray_process():
     assert our_ray_processes() == [], "a Ray process was already running in this session"
-    scenario_cfg = _config_object(GymConfig, {"num_envs": 3})  # actors hold workers [0, 1] and [2]
-    reference, _ = run_in_process(_config_object(SerialConfig, {}), scenario_cfg, 30)
+    scenario_cfg = config_object(GymConfig, {"num_envs": 3})  # actors hold workers [0, 1] and [2]
+    reference, _ = run_in_process(config_object(SerialConfig, {}), scenario_cfg, 30)
     checksum, backend = run_in_process(
-        _config_object(RayConfig, {"mode": "compiled", "envs_per_actor": 2}), scenario_cfg, 30)
+        config_object(RayConfig, {"mode": "compiled", "envs_per_actor": 2}), scenario_cfg, 30)
     assert checksum == reference
     assert [list(s) for s in backend.slices] == [[0, 1], [2]]
     assert [info["workers"] for info in backend.actor_info] == [[0, 1], [2]]
@@ -242,8 +241,8 @@ def test_actors_envs_per_actor_2_matches_serial(tmp_path):
 @pytest.mark.parametrize("mode", ["actors", "compiled"])
 def test_per_worker_messages_and_a_shape_change_match_serial(mode):
     scenario = MixedScenario(None, 0)
-    reference = run_scenario_in_process(_config_object(SerialConfig, {}), scenario, 8)
-    cfg = _config_object(RayConfig, {"mode": mode, "envs_per_actor": 2})
+    reference = run_scenario_in_process(config_object(SerialConfig, {}), scenario, 8)
+    cfg = config_object(RayConfig, {"mode": mode, "envs_per_actor": 2})
     assert run_scenario_in_process(cfg, scenario, 8) == reference
     assert our_ray_processes() == []
 
@@ -253,10 +252,10 @@ def test_torch_roles_are_pinned_in_their_actors_and_match_serial(monkeypatch):
     # threads_per_worker=2 as the harness would set it: it must reach every actor (env and torch)
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         monkeypatch.setenv(var, "2")
-    scenario_cfg = _config_object(DqnConfig, {"num_rollouts": 2, "steps_per_round": 10, "minibatch": 32,
+    scenario_cfg = config_object(DqnConfig, {"num_rollouts": 2, "steps_per_round": 10, "minibatch": 32,
                                               "eval_episodes": 5})
-    reference, _ = run_in_process(_config_object(SerialConfig, {}), scenario_cfg, 6)
-    checksum, backend = run_in_process(_config_object(RayConfig, {"mode": "actors"}), scenario_cfg, 6)
+    reference, _ = run_in_process(config_object(SerialConfig, {}), scenario_cfg, 6)
+    checksum, backend = run_in_process(config_object(RayConfig, {"mode": "actors"}), scenario_cfg, 6)
     assert checksum == reference
     assert [info["omp_num_threads"] for info in backend.actor_info] == ["2", "2"]
     assert [info["torch_threads"] for info in backend.actor_info] == [2, 2]
@@ -282,8 +281,8 @@ def test_failures_end_the_job_with_a_clear_row(tmp_path, backend, kind, extra, e
 
 @pytest.mark.slow
 def test_ray_that_cannot_start_is_an_error_and_leaves_nothing(tmp_path):
-    scenario_cfg = _config_object(FaultConfig, {"num_workers": 2})
-    cfg = _config_object(RayConfig, {"object_store_memory": 10**14})  # more than any machine has
+    scenario_cfg = config_object(FaultConfig, {"num_workers": 2})
+    cfg = config_object(RayConfig, {"object_store_memory": 10**14})  # more than any machine has
     with pytest.raises(RayStartError, match="could not start a local Ray instance: ValueError"):
         run_in_process(cfg, scenario_cfg, 5)
     assert our_ray_processes() == []

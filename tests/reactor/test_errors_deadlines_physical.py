@@ -1,7 +1,6 @@
 """Assembly errors, causality loops, errors raised in reactions, deadlines and physical actions."""
 from __future__ import annotations
 
-import sys
 import threading
 import time
 
@@ -389,11 +388,11 @@ def test_unknown_executor_is_value_error():
         run(P(), executor="bogus")
 
 
-def test_processes_executor_missing_is_value_error(monkeypatch):
-    # as if reactor_backend/processes.py were absent
-    monkeypatch.setitem(sys.modules, "reactor_backend.processes", None)
-    with pytest.raises(ValueError, match="valid executors"):
-        run(P(), executor="processes", workers=2)
+def test_every_executor_is_in_the_one_table():
+    from reactor_backend.processes import ProcessExecutor
+    from reactor_backend.runtime import EXECUTORS
+
+    assert EXECUTORS["processes"] is ProcessExecutor and sorted(EXECUTORS) == ["inline", "processes", "threads"]
 
 
 def test_unknown_executor_option_is_type_error():

@@ -1,0 +1,211 @@
+"""The layering of docs/design.md ("Layers and import rules"), checked on the source files.
+
+* No import cycle between the project's modules (every import counts, also those inside functions).
+* Each package imports only the packages the design allows below it.
+* The reactor runtime is a standalone library: every module of `reactor_backend` imports, and the
+  tests in `tests/reactor` pass, with `scenarios`, `harness`, `ray_backend` and `backends` unimportable.
+"""
+from __future__ import annotations
+
+import ast
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGES = ("reactor_backend", "scenarios", "ray_backend", "backends", "harness")
+#: package -> project packages it may import (docs/design.md, "Layers and import rules")
+ALLOWED: dict[str, set[str]] = {
+    "reactor_backend": set(),
+    "scenarios": set(),
+    "ray_backend": {"scenarios"},
+    "backends": {"scenarios", "reactor_backend", "ray_backend"},
+    "harness": {"scenarios", "reactor_backend", "ray_backend", "backends"},
+}
+#: the report reads result files only
+REPORT_ALLOWED = {"harness.results"}
+NOT_RUNTIME = ("scenarios", "harness", "ray_backend", "backends")
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(REPO).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def source_modules() -> dict[str, Path]:
+    """Every Python and Cython source module of the project's packages."""
+    mods: dict[str, Path] = {}
+    for pkg in PACKAGES:
+        for path in sorted((REPO / pkg).rglob("*")):
+            if path.suffix in (".py", ".pyx") and "__pycache__" not in path.parts:
+                mods[_module_name(path)] = path
+    return mods
+
+
+def _pyx_as_python(text: str) -> str:
+    """The Python-level import lines of a .pyx file (cimports and C declarations are not imports)."""
+    lines = []
+    for line in text.splitlines():
+        s = line.strip()
+        if (s.startswith("import ") or (s.startswith("from ") and " cimport " not in s)) and s.endswith(
+                tuple("abcdefghijklmnopqrstuvwxyz_0123456789)")):
+            lines.append(s)
+    return "\n".join(lines)
+
+
+def imports_of(name: str, path: Path, known: set[str]) -> set[str]:
+    """The project modules that ``name`` imports (the longest known module each import names)."""
+    text = path.read_text()
+    tree = ast.parse(_pyx_as_python(text) if path.suffix == ".pyx" else text)
+    is_pkg = path.name == "__init__.py"
+    package = name if is_pkg else name.rpartition(".")[0]
+    found: set[str] = set()
+
+    def add(target: str) -> None:
+        while target and target not in known:
+            target = target.rpartition(".")[0]
+        if target and target != name:
+            found.add(target)
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                add(alias.name)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = package.split(".")
+                parent = parent[: len(parent) - (node.level - 1)]
+                base = ".".join(parent + ([base] if base else []))
+            for alias in node.names:
+                add(f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base)
+    return found
+
+
+def import_graph() -> dict[str, set[str]]:
+    mods = source_modules()
+    known = set(mods)
+    return {name: imports_of(name, path, known) for name, path in mods.items()}
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle of the graph as a list of modules, or None (iterative depth-first search)."""
+    state: dict[str, int] = {}  # 1: on the stack, 2: done
+    for root in sorted(graph):
+        if state.get(root):
+            continue
+        stack = [(root, iter(sorted(graph[root])))]
+        path = [root]
+        state[root] = 1
+        while stack:
+            node, children = stack[-1]
+            for child in children:
+                if state.get(child) == 1:
+                    return path[path.index(child):] + [child]
+                if not state.get(child):
+                    state[child] = 1
+                    path.append(child)
+                    stack.append((child, iter(sorted(graph.get(child, ())))))
+                    break
+            else:
+                state[node] = 2
+                path.pop()
+                stack.pop()
+    return None
+
+
+def test_graph_sees_imports():
+    """The walker finds known edges (so an empty graph cannot pass the tests below)."""
+    graph = import_graph()
+    assert "reactor_backend.processes" in graph["reactor_backend.runtime"]
+    assert "reactor_backend._sync" in graph["reactor_backend.processes"]
+    assert "reactor_backend.errors" in graph["reactor_backend._core"]
+    assert "backends.base" in graph["backends.reactor"]
+    assert "backends" in graph["harness.measure"]  # an import inside a function counts
+
+
+def test_find_cycle_reports_a_cycle():
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_no_import_cycle():
+    assert find_cycle(import_graph()) is None
+
+
+def test_packages_import_only_lower_layers():
+    bad = []
+    for mod, deps in import_graph().items():
+        pkg = mod.split(".")[0]
+        for dep in deps:
+            dep_pkg = dep.split(".")[0]
+            if dep_pkg == pkg:
+                if mod.startswith("harness.report") and not dep.startswith("harness.report") \
+                        and dep not in REPORT_ALLOWED:
+                    bad.append(f"{mod} -> {dep}")
+                continue
+            if mod.startswith("harness.report") or dep_pkg not in ALLOWED[pkg]:
+                bad.append(f"{mod} -> {dep}")
+    assert not bad, "imports against docs/design.md's layers: " + ", ".join(sorted(bad))
+
+
+def test_runtime_tests_import_only_the_runtime():
+    bad = []
+    for path in sorted((REPO / "tests" / "reactor").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+                [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            bad += [f"{path.name}: {n}" for n in names if n.split(".")[0] in NOT_RUNTIME + ("tests",)]
+    assert not bad, bad
+
+
+BLOCKER = """
+import importlib.abc, pkgutil, sys
+BLOCKED = %r
+
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in BLOCKED:
+            raise ImportError(f"{name} is blocked: the reactor runtime must not need it")
+        return None
+
+sys.meta_path.insert(0, Block())
+import reactor_backend
+for info in pkgutil.walk_packages(reactor_backend.__path__, "reactor_backend."):
+    __import__(info.name)
+for name in BLOCKED:
+    assert name not in sys.modules, name
+"""
+
+
+def _blocked_python(code: str, *args: str, timeout: float) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    return subprocess.run([sys.executable, "-c", BLOCKER % (NOT_RUNTIME,) + code, *args], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_runtime_modules_import_without_the_benchmark():
+    out = _blocked_python("print('imported', len(sys.modules))", timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "imported" in out.stdout
+
+
+def test_blocker_blocks():
+    """The same blocker makes an import of a blocked package fail (so the checks above can fail)."""
+    out = _blocked_python("import scenarios", timeout=120)
+    assert out.returncode != 0 and "blocked" in out.stderr
+
+
+def test_runtime_tests_pass_without_the_benchmark():
+    """tests/reactor passes with scenarios, harness, ray_backend and backends unimportable.
+
+    The conformance cases run under ``inline`` only here (every other test of tests/reactor runs in full) to
+    keep the gate short; the suite itself runs them under every executor."""
+    code = ("import os, pytest\nos.environ['REACTOR_EXECUTORS'] = 'inline:1'\n"
+            "sys.exit(pytest.main(['-q', '-x', '-p', 'no:cacheprovider', sys.argv[1]]))")
+    out = _blocked_python(code, "tests/reactor", timeout=900)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert " passed" in out.stdout
