@@ -137,7 +137,6 @@ cdef class Port(Trigger):
     cdef public tuple delayed        # ((dest Port, delay ns, physical bool), ...)
     cdef public ReactorCtx wctx      # context of the reactor whose reactions may set() this port
     cdef public uint64_t allowed_mask  # bit i: reaction with local index i of wctx may set()
-    cdef public bint exported        # record set() in core.exported (processes executor)
     cdef public int id               # position in Program.ports
     cdef list _pending               # delayed events created by this port at the current tag
     cdef uint64_t _pending_epoch
@@ -151,7 +150,6 @@ cdef class Port(Trigger):
         self.delayed = ()
         self.wctx = None
         self.allowed_mask = 0
-        self.exported = False
         self.id = -1
         self._pending = None
         self._pending_epoch = 0
@@ -188,8 +186,6 @@ cdef class Port(Trigger):
             core._trigger_all(self.reactions)
             if self.delayed:
                 self._schedule_delayed(value)
-            if self.exported:
-                core.exported.append(self)
         else:
             for p in self.fanout:
                 p.value = value
@@ -370,7 +366,7 @@ cdef class Core:
     """The scheduler of one process: event queue, ready queue, presence reset and the tag loop.
 
     Public fields an executor may read: ``time``, ``mstep``, ``start_time``, ``epoch`` (tag counter),
-    ``exported`` (ports with ``exported=True`` set in this tag, in set order), ``program``.
+    ``program``.
     """
     cdef public int64_t time
     cdef public int64_t mstep
@@ -378,7 +374,6 @@ cdef class Core:
     cdef public uint64_t epoch
     cdef public object program
     cdef public object executor
-    cdef public list exported
     cdef public bint fast
     cdef public bint keepalive
     cdef public int64_t timeout        # -1: none
@@ -449,7 +444,6 @@ cdef class Core:
         self.fast = fast
         self.keepalive = keepalive
         self.timeout = -1 if timeout is None else int(timeout)
-        self.exported = []
         self.time = 0
         self.mstep = 0
         self.start_time = 0
@@ -609,18 +603,11 @@ cdef class Core:
         Py_DECREF(ev)  # the heap's reference; `ev` holds its own
         return ev
 
-    def push_event_at(self, int64_t t, int64_t m, int kind, target, value) -> None:
-        """Queue an event (kind 0 timer, 1 action, 2 port) at tag (t, m); for executors."""
-        self._push_event(t, m, Event(kind, target, value))
-
     def next_event_tag(self):
         """Tag of the earliest queued event, or None."""
         if self._en == 0:
             return None
         return Tag(self._eh[0].time, self._eh[0].mstep)
-
-    def queued_events(self) -> int:
-        return self._en
 
     # ---- API for reactions ----------------------------------------------------------------
     def request_stop(self) -> None:
@@ -801,8 +788,6 @@ cdef class Core:
         for i in range(self._pn):
             (<Trigger> self._pl[i]).is_present = False
         self._pn = 0
-        if self.exported:
-            self.exported = []
         return 0
 
     cdef bint _wait_physical(self, int64_t until):

@@ -99,8 +99,7 @@ class ProcessGroup:
     """``n`` processes (this one is rank 0) sharing a control block and a barrier.
 
     Use: ``g = ProcessGroup(n)``, then ``g.run(body)`` where ``body(rank, barrier)`` runs in
-    every process (rank 0 here, after the fork). ``extra`` bytes of shared memory follow the
-    control block (``g.extra_offset``) for the caller's per-run data. Returns rank 0's result.
+    every process (rank 0 here, after the fork). Returns rank 0's result.
     """
 
     def __init__(self, n: int, *, grace: float = 1.0, run_pid: int | None = None) -> None:

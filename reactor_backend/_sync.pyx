@@ -8,10 +8,6 @@ process runs the same precomputed schedule and meets the others only here:
 
 * ``Barrier.arrive()``: a sense-reversing (generation-counting) barrier. The last arriver resets
   the counter and bumps the generation word; the others wait for that word to change.
-* ``Barrier.arrive_reduce(...)``: the same barrier with a reduction folded in: every process
-  writes its earliest event tag, its stop tag and a flag word into its own cell (double-buffered
-  by the generation's parity, so a fast process cannot overwrite a cell that a slow one still
-  reads) and, after the barrier, everyone computes the same lexicographic minima and OR.
 * Waiting spins briefly (``pause``), then yields the core (``sched_yield``; for up to 1 ms when
   every process has a core of its own, 50 us otherwise), then sleeps in
   ``FUTEX_WAIT`` on the generation word with a time slice, so it never starves a process that
@@ -27,7 +23,9 @@ process runs the same precomputed schedule and meets the others only here:
   call a liveness ``check`` callable (the parent reaps dead children, a child checks its parent)
   and ``PyErr_CheckSignals`` so that Ctrl-C is seen within one slice.
 
-Layout of the control block (bytes; each hot word on its own cache line)::
+Layout of the control block (bytes; each hot word on its own cache line, except the futex waiter count
+and the signal word, which share one: both change only when a process goes to sleep or a physical
+event arrives)::
 
     0     stop word (int32)            64   barrier count (int32)
     128   barrier generation (int32)   192  futex waiter count (int32)
@@ -133,11 +131,6 @@ def set_parent_death_signal(int sig) -> None:
         raise OSError("prctl(PR_SET_PDEATHSIG) failed")
 
 
-def now_ns() -> int:
-    """CLOCK_MONOTONIC in nanoseconds (the same clock the waits use)."""
-    return rb_now_ns()
-
-
 cdef inline bint _reached(int32_t *gen, int32_t old, int64_t *prog, int64_t position) nogil:
     """The condition ``Barrier._wait`` waits for: a progress word at ``position``, or a changed generation."""
     if prog != NULL:
@@ -228,11 +221,6 @@ cdef class Barrier:
     def stop_code(self) -> int:
         """0 while running; otherwise the code of the first stop request."""
         return rb_load32(self._stop)
-
-    @property
-    def generation(self) -> int:
-        """Completed barrier rounds (mod 2**32)."""
-        return rb_load32(self._gen)
 
     # ---- signal word (timed waits that any process can cut short) ---------------------------
     @property
@@ -370,26 +358,6 @@ cdef class Barrier:
             bf |= c[4]
         return bt, bm, bst, bsm, bf
 
-    def arrive_reduce(self, long long t, long long m, long long st, long long sm, long long flags):
-        """Barrier + reduction: returns ``(t*, m*, st*, sm*, flags*)``.
-
-        ``(t*, m*)`` and ``(st*, sm*)`` are the lexicographic minima over all processes of
-        ``(t, m)`` (earliest next event tag) and ``(st, sm)`` (stop tag); ``flags*`` is the OR.
-        """
-        cdef int parity = rb_load32(self._gen) & 1
-        self._write_cell(parity, t, m, st, sm, flags)
-        self._arrive()
-        return self._minima(parity)
-
-    def arrive_gather(self, long long value):
-        """Barrier + all-gather of one int64 per process: returns a list indexed by rank."""
-        cdef int32_t g = rb_load32(self._gen)
-        cdef int parity = g & 1
-        self._cells[(parity * self.nproc + self.index) * CELL_WORDS + 5] = value
-        self._arrive()
-        return [self._cells[(parity * self.nproc + p) * CELL_WORDS + 5] for p in range(self.nproc)]
-
-
     # ---- point-to-point progress -----------------------------------------------------------
     cdef inline int64_t *_progress(self, int p) nogil:
         return <int64_t *>(self._lines + p * LINE)
@@ -443,9 +411,10 @@ cdef class Barrier:
 
     def reduce_at(self, long long position, long long t, long long m, long long st, long long sm,
                   long long flags):
-        """All-process reduction at ``position``: returns ``(t*, m*, st*, sm*, flags*)`` as
-        ``arrive_reduce`` does, but through the progress words (every process must call it with
-        the same sequence of positions). A process waits for every other to publish; nobody
+        """All-process reduction at ``position``: returns ``(t*, m*, st*, sm*, flags*)``, the
+        lexicographic minima over all processes of ``(t, m)`` (earliest next event tag) and
+        ``(st, sm)`` (stop tag), and the OR of ``flags``, through the progress words (every process
+        must call it with the same sequence of positions). A process waits for every other to publish; nobody
         waits for it after it published. Cells alternate by the parity of this process's count
         of reductions: a process can reuse a parity only after passing the next reduction, which
         every other process enters only after reading this one's cells."""

@@ -86,7 +86,7 @@ Faults
     All of them tear everything down within about a second (workers busy in a reaction get
     SIGKILL after ``grace``); every ``/dev/shm/rb-<pid>-*`` segment is unlinked. Workers die with
     the caller (``PR_SET_PDEATHSIG``); after a SIGKILL of the caller, remove its segments by prefix
-    (``transport.unlink_prefix(f"rb-{pid}-")``).
+    (``reactor_backend.cleanup_after(pid)``).
 
 Forking
     Workers are forked (Linux); there is no spawn mode, since the assembled program (user classes,
@@ -114,7 +114,7 @@ from reactor_backend.model import Reactor, class_declarations
 from reactor_backend.timeutil import Tag
 from reactor_backend.transport import SlotTable, create_segment, open_segment
 
-__all__ = ["ProcessExecutor", "make_executor", "plan", "WorkerDied"]
+__all__ = ["ProcessExecutor", "plan", "WorkerDied"]
 
 NEVER = _sync.NEVER
 _NO_WAIT = -1
@@ -180,12 +180,6 @@ class Plan:
         return {b: (any(own == rank and bb == b for _s, _r, bb, own, _rd in self.exports),
                     tuple(sorted({own for _s, _r, bb, own, rd in self.exports if bb == b and rank in rd})))
                 for b in self.barrier_levels}
-
-    def describe(self) -> str:
-        lines = [f"meeting levels: {list(self.barrier_levels)}"]
-        for slot, root, b, own, rd in self.exports:
-            lines.append(f"slot {slot}: {root.full_name} (worker {own}) -> workers {list(rd)} at level {b}")
-        return "\n".join(lines)
 
 
 def plan(program: Program, workers: int) -> Plan:
@@ -498,8 +492,3 @@ def _as_reaction_error(werr: WorkerError) -> ReactionError:
     err.tag = werr.tag
     err.remote_traceback = werr.remote_traceback
     return err
-
-
-def make_executor(workers: int = 2, **options: Any) -> ProcessExecutor:
-    """Entry point used by ``executors.make_executor("processes", workers, **options)``."""
-    return ProcessExecutor(workers, **options)

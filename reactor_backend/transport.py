@@ -1,9 +1,10 @@
 """Shared-memory slots that carry port values between worker processes.
 
 Why: a value that crosses processes must not go through a pipe (a syscall and a copy on each
-side, plus pickling). Each cross-process connection (precisely: each source port and reading
-process, so a broadcast is written once per process) owns one *slot*: a fixed 128-byte header
-in a shared header table plus a data segment in ``/dev/shm``.
+side, plus pickling). Each exported port (a source port that some other process reads) owns one
+*slot*, written once per tag by its owner however many processes and ports read it (a broadcast
+is written once): a fixed 128-byte header in a shared header table plus a data segment in
+``/dev/shm``.
 
 * numpy arrays (plain dtype, at most 8 dimensions) are copied once into the data segment; the
   reader gets a read-only view over it (``copy=True`` readers get their own array). The view is
@@ -34,7 +35,7 @@ it skips decoding the header.
 
 Every segment is named ``rb-<pid>-<run>-...`` (``pid`` of the process that called ``run``) so
 that the parent, or a harness that killed everything, can remove leftovers by prefix
-(:func:`unlink_prefix`).
+(``reactor_backend.cleanup_after(pid)``, in ``segments.py``, which owns the naming).
 """
 from __future__ import annotations
 
@@ -131,10 +132,6 @@ class SlotTable:
         name = prefix + "hdr"
         self.mm = create_segment(name, max(n, 1) * HEADER_SIZE) if create else open_segment(name)
         self.mv = memoryview(self.mm)
-
-    def slot_round(self, index: int) -> int:
-        """Round stamp of the slot's latest value (presence: equals the current round)."""
-        return _ROUND.unpack_from(self.mm, index * HEADER_SIZE)[0]
 
     def writer(self, index: int, initial_capacity: int = _INITIAL_CAPACITY) -> "SlotWriter":
         return SlotWriter(self, index, initial_capacity)
