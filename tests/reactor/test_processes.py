@@ -397,7 +397,7 @@ def test_error_in_worker_raises_reaction_error_with_remote_traceback():
     t0 = time.perf_counter()
     with pytest.raises(ReactionError) as info:
         run(FaultMain("raise"), timeout=sec(1), executor="processes", workers=2)
-    assert time.perf_counter() - t0 < 3
+    assert time.perf_counter() - t0 < 30  # generous (a loaded machine): it must end, not hang
     e = info.value
     assert e.reactor == "main.b[1]" and e.reaction == "step"
     assert e.tag.microstep == 0
@@ -431,7 +431,7 @@ def test_killed_worker_tears_down():
     t0 = time.perf_counter()
     with pytest.raises(WorkerDied, match="SIGKILL"):
         run(FaultMain("kill"), timeout=sec(100), executor="processes", workers=2)
-    assert time.perf_counter() - t0 < 3
+    assert time.perf_counter() - t0 < 30  # generous (a loaded machine): it must end, not hang
 
 
 def test_ctrl_c_tears_down():
@@ -440,7 +440,7 @@ def test_ctrl_c_tears_down():
     t0 = time.perf_counter()
     with pytest.raises(KeyboardInterrupt):
         run(FaultMain("none"), timeout=sec(100), fast=False, executor="processes", workers=3)
-    assert time.perf_counter() - t0 < 2.5
+    assert time.perf_counter() - t0 < 30  # generous: without the teardown it would run for 100 s
     timer.join()
 
 
@@ -525,8 +525,8 @@ def test_physical_action_of_a_worker_process_wakes_everyone(fast):
 
     main = M()
     t0 = time.perf_counter()
-    stats = run(main, timeout=sec(30), fast=fast, executor="processes", workers=2)
-    assert time.perf_counter() - t0 < 5  # keepalive: woken by the worker's events, not by the timeout
+    stats = run(main, timeout=sec(120), fast=fast, executor="processes", workers=2)
+    assert time.perf_counter() - t0 < 60  # keepalive: woken by the worker's events, not by the timeout
     assert [v for v, _, _ in main.log.got] == [0, 1, 2, 3]
     assert all(pid != os.getpid() for _, pid, _ in main.log.got)
     tags = [t for _, _, t in main.log.got]
@@ -599,7 +599,8 @@ def test_sigterm_to_the_caller_stops_workers_and_removes_segments():
 
 
 def test_workers_use_torch_after_the_caller_started_its_thread_pool():
-    pytest.importorskip("torch")
+    import torch  # noqa: F401 - a required dependency: a broken install fails here instead of skipping
+
     code = ("import torch\ntorch.set_num_threads(2)\na = torch.randn(300, 300)\n(a @ a).sum()\n"
             + _LONG_RUN.format(work="x = __import__('torch').randn(200, 200); (x @ x).sum()", timeout="msec(30)"))
     proc = _python(code)
@@ -655,6 +656,6 @@ def test_request_stop_from_a_thread_of_a_worker_process():
             self.connect(self.b.out, self.sink.inp)
 
     t0 = time.perf_counter()
-    stats = run(M(), timeout=sec(60), fast=False, executor="processes", workers=2)
-    assert time.perf_counter() - t0 < 5
-    assert msec(40) <= stats.elapsed < sec(5)
+    stats = run(M(), timeout=sec(120), fast=False, executor="processes", workers=2)
+    assert time.perf_counter() - t0 < 60  # generous (a loaded machine); the timeout is 120 s
+    assert msec(40) <= stats.elapsed < sec(60)

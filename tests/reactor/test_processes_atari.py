@@ -6,14 +6,13 @@ import glob
 import hashlib
 import os
 
+import ale_py  # required dependencies (pyproject.toml): a broken install must fail here, not skip
+import gymnasium as gym
 import numpy as np
 import psutil
-import pytest
 
 from reactor_backend import Input, LogicalAction, Output, Reactor, reaction, run, startup
 
-gym = pytest.importorskip("gymnasium")
-ale_py = pytest.importorskip("ale_py")
 gym.register_envs(ale_py)
 
 STEPS = 25
