@@ -6,8 +6,9 @@ Public API (see docs/reactor.md)::
         reaction, startup, shutdown, run, Tag, AssemblyError, CausalityError, ReactionError,
         nsec, usec, msec, sec, FOREVER, cleanup_after)
 
-Layers: ``model`` (declarations, Reactor, banks) -> ``assembly`` (immutable ``Program``, placement)
--> ``_core`` (compiled scheduler) driven by an ``executors`` plug-in -> ``runtime.run``.
+Layers: ``model`` (declarations, Reactor, banks) -> ``assembly`` (the ``Program``, placement)
+-> ``_core`` (compiled scheduler) driven by an executor (``runtime.EXECUTORS``) -> ``runtime.run``.
+A library: it imports nothing of the benchmark (docs/design.md, "Layers and import rules").
 """
 from reactor_backend.assembly import Program, assemble, assign_workers
 from reactor_backend.diagrams import Diagram, diagram

@@ -14,7 +14,7 @@ Subclass ``Executor`` (or duck-type it) and add it to the one table of executors
 module imports a module that imports it back. ``run`` drives an executor in this order, all in the
 calling process::
 
-    program = assemble(main)                 # immutable Program (see assembly.py)
+    program = assemble(main)                 # the Program (see assembly.py)
     ex = make_executor(name, workers, **options)
     core = Core(program, ex, fast=..., keepalive=..., timeout=...)
     ex.attach(core, program)                 # set up: threads, processes, shared memory, placement
