@@ -78,17 +78,19 @@ def kill_tree(pid: int) -> None:
 def read_lines(fd: int, deadline: float) -> Iterator[str]:
     """Each complete line written to pipe ``fd``, as soon as it arrives, until the writer closes its end.
 
-    Raises ``TimeoutError`` once ``time.monotonic()`` passes ``deadline``, after yielding every line that
-    arrived before. Reads are raw ``os.read`` calls split into lines here: a buffered reader could hold a
-    second line that ``select`` never reports, delaying it until the next write or losing it at a timeout.
+    Raises ``TimeoutError`` once ``time.monotonic()`` passes ``deadline``, after yielding every complete line
+    that was in the pipe by then. Reads are raw ``os.read`` calls split into lines here: a buffered reader
+    could hold a second line that ``select`` never reports, delaying it until the next write or losing it at
+    a timeout.
     """
     pending = b""
     while True:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise TimeoutError
-        ready, _, _ = select.select([fd], [], [], remaining)
+        now = time.monotonic()
+        late = now >= deadline
+        ready, _, _ = select.select([fd], [], [], 0.0 if late else deadline - now)
         if not ready:
+            if late:
+                raise TimeoutError
             continue
         chunk = os.read(fd, 1 << 16)
         if not chunk:  # the writer closed its end: it finished or died
@@ -98,6 +100,8 @@ def read_lines(fd: int, deadline: float) -> Iterator[str]:
         *lines, pending = (pending + chunk).split(b"\n")
         for line in lines:
             yield line.decode()
+        if late:  # one last read of what was there at the deadline, then stop
+            raise TimeoutError
 
 
 def run_measurement(

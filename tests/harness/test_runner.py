@@ -115,3 +115,23 @@ def test_read_lines_ends_with_the_writer_and_keeps_a_last_unterminated_line():
         assert list(read_lines(r, time.monotonic() + 30)) == ["one", "two", "three"]
     finally:
         os.close(r)
+
+
+def test_read_lines_still_reads_what_arrived_before_a_passed_deadline():
+    import os
+
+    import pytest
+
+    from harness.runner import read_lines
+
+    r, w = os.pipe()
+    os.write(w, b"late\n")
+    lines = []
+    try:
+        with pytest.raises(TimeoutError):
+            for line in read_lines(r, time.monotonic() - 1):
+                lines.append(line)
+        assert lines == ["late"]
+    finally:
+        os.close(w)
+        os.close(r)
