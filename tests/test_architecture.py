@@ -209,3 +209,22 @@ def test_runtime_tests_pass_without_the_benchmark():
     out = _blocked_python(code, "tests/reactor", timeout=900)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     assert " passed" in out.stdout
+
+
+def test_every_backend_has_its_module_registry_line_schema_and_preset():
+    """Adding a backend: a module in backends/, its line in backends.BACKENDS, a schema in harness.config and
+    a preset in conf/backend/ (docs/design.md, "Backend contract"); this names whichever is missing."""
+    import re
+
+    from backends import BACKENDS
+    from backends.base import Backend
+    from harness.config import BACKEND_SCHEMAS
+    from scenarios.base import load_target
+
+    modules = {p.stem for p in (REPO / "backends").glob("*.py")} - {"__init__", "base"}
+    assert modules == {target.split(":")[0].split(".")[1] for target in BACKENDS.values()}
+    assert set(BACKENDS) == set(BACKEND_SCHEMAS)
+    for name in BACKENDS:
+        assert issubclass(load_target(BACKENDS, name, "backend"), Backend), name
+    presets = {re.search(r"- (\w+)_schema", p.read_text()).group(1) for p in (REPO / "conf" / "backend").glob("*.yaml")}
+    assert presets == set(BACKENDS)
