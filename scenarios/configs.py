@@ -15,6 +15,22 @@ class ScenarioConfig:
     name: str = "?"
 
 
+class Seeding(str, Enum):
+    """``distinct``: worker ``i`` seeds its env and RNG from ``(seed, i)``; ``same``: every worker from
+    ``(seed, 0)``, as the authors' code seeds every env and RNG with 1 (identical trajectories)."""
+
+    distinct = "distinct"
+    same = "same"
+
+
+class ActionSet(str, Enum):
+    """``full``: uniform over the env's action space (the authors' LF programs, their Ray MsPacman);
+    ``binary``: uniform over {0, 1} (the authors' Ray Pong and SpaceInvaders)."""
+
+    full = "full"
+    binary = "binary"
+
+
 @dataclass
 class GymConfig(ScenarioConfig):
     """The paper's experiment 1: a bank of gymnasium environments stepped once per round."""
@@ -22,6 +38,7 @@ class GymConfig(ScenarioConfig):
     name: str = "gym"
     env_id: str = "CartPole-v1"
     num_envs: int = 15
+    seeding: Seeding = Seeding.distinct
 
 
 @dataclass
@@ -31,10 +48,21 @@ class AtariConfig(ScenarioConfig):
     name: str = "atari"
     env_id: str = "ALE/Pong-v5"
     num_envs: int = 15
-    #: the paper's code reset every env after every step (old gym API quirk); off by default
+    #: the paper's code reset every env after every step (old gym API quirk); on under budget=paper
     reset_every_step: bool = False
-    #: actions are drawn uniformly from range(num_actions); the paper drew from {0, 1}
-    num_actions: int = 2
+    #: which actions the random policy draws from (see `ActionSet`)
+    actions: ActionSet = ActionSet.binary
+    seeding: Seeding = Seeding.distinct
+
+
+class MinibatchRule(str, Enum):
+    uniform = "uniform"
+    first = "first"
+
+
+class WeightsMessage(str, Enum):
+    arrays = "arrays"
+    state_dict = "state_dict"
 
 
 @dataclass
@@ -54,6 +82,13 @@ class DqnConfig(ScenarioConfig):
     target_sync_every: int = 10
     #: greedy episodes of the final evaluation (``eval_return`` in the last repetition's row)
     eval_episodes: int = 200
+    #: ``uniform``: minibatch drawn with replacement from the buffer; ``first``: its oldest ``minibatch``
+    #: entries, as the authors' replay buffer returns ``list(experiences)[:N]``
+    minibatch_rule: MinibatchRule = MinibatchRule.uniform
+    #: ``arrays``: weights broadcast as a list of numpy arrays; ``state_dict``: the Q-network's full
+    #: ``state_dict`` (an ordered dict of torch tensors) every round, as the authors' learner sends
+    weights_message: WeightsMessage = WeightsMessage.arrays
+    seeding: Seeding = Seeding.distinct
 
 
 class MarlEnv(str, Enum):

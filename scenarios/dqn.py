@@ -7,8 +7,14 @@ Each round:
     transitions as one float32 array ``(steps, 9)`` = obs(3), action, reward, next_obs(3), terminated,
     plus the seconds its rollout took (timing only, never checksummed);
   * gather: the server appends every transition to a replay buffer (ring, ``buffer_capacity``) and the
-    learner takes one Adam step on a minibatch drawn with replacement from the server's seeded RNG
-    (MSE on the one-step TD target from a target network synced every ``target_sync_every`` rounds).
+    learner takes one Adam step on a minibatch (MSE on the one-step TD target from a target network synced
+    every ``target_sync_every`` rounds): ``minibatch_rule=uniform`` draws it with replacement from the
+    server's seeded RNG; ``first`` takes the buffer's oldest ``minibatch`` entries, as the authors'
+    replay buffer returns ``list(deque)[:N]`` (5.Parallel_Q_learning/sample_*/blackjack_dqn_train_deterministic.py).
+
+``weights_message=state_dict`` broadcasts the Q-network's whole ``state_dict`` (torch tensors) each round
+as the authors' learner does; ``arrays`` a list of numpy arrays. ``seeding=same`` seeds every rollout
+worker as worker 0 (the authors seed every env and RNG with 1: sixteen identical rollouts).
 
 The checksum covers every transition received and the learner's current weights, so equal checksums
 across backends mean equal training. ``metrics()`` splits each round's wall time into sampling (slowest
@@ -51,11 +57,20 @@ def get_weights(net: Any) -> list[np.ndarray]:
     return [p.detach().numpy().copy() for p in net.parameters()]
 
 
-def set_weights(net: Any, weights: Sequence[np.ndarray]) -> None:
+def set_weights(net: Any, weights: Sequence[np.ndarray] | dict[str, Any]) -> None:
+    """Load a broadcast: a list of numpy arrays, or a ``state_dict`` (``weights_message=state_dict``)."""
     torch = _torch()
+    if isinstance(weights, dict):
+        net.load_state_dict(weights)
+        return
     with torch.no_grad():
         for p, w in zip(net.parameters(), weights, strict=True):
             p.copy_(torch.from_numpy(np.asarray(w)))
+
+
+def state_dict_copy(net: Any) -> dict[str, Any]:
+    """The net's ``state_dict`` as fresh tensors (the learner keeps training while workers read it)."""
+    return {key: t.detach().clone() for key, t in net.state_dict().items()}
 
 
 def obs_vector(obs: tuple[int, int, int]) -> np.ndarray:
@@ -140,7 +155,18 @@ class LearnerServer(Server):
     def scatter(self) -> Broadcast:
         if self._round_start is None:
             self._round_start = time.perf_counter()
+        if str(getattr(self.config.weights_message, "value", self.config.weights_message)) == "state_dict":
+            return Broadcast(state_dict_copy(self.net))
         return Broadcast(get_weights(self.net))
+
+    def minibatch_indices(self) -> np.ndarray:
+        """Buffer rows of this round's minibatch, by ``minibatch_rule``."""
+        c = self.config
+        if str(getattr(c.minibatch_rule, "value", c.minibatch_rule)) == "first":
+            # the oldest min(N, size) entries, oldest first (a full ring's oldest entry is at ``pos``)
+            start = self.pos if self.size == c.buffer_capacity else 0
+            return (start + np.arange(min(int(c.minibatch), self.size))) % c.buffer_capacity
+        return self.rng.integers(0, self.size, size=c.minibatch)
 
     def _store(self, batch: np.ndarray) -> None:
         n, cap = len(batch), self.config.buffer_capacity
@@ -158,8 +184,7 @@ class LearnerServer(Server):
 
     def _learn(self) -> None:
         torch, c = self.torch, self.config
-        idx = self.rng.integers(0, self.size, size=c.minibatch)
-        b = torch.from_numpy(self.buffer[idx])
+        b = torch.from_numpy(self.buffer[self.minibatch_indices()])
         obs, act = b[:, 0:OBS_DIM], b[:, OBS_DIM].long()
         rew, nxt, term = b[:, OBS_DIM + 1], b[:, OBS_DIM + 2:2 * OBS_DIM + 2], b[:, 2 * OBS_DIM + 2]
         q = self.net(obs).gather(1, act.unsqueeze(1)).squeeze(1)
@@ -261,7 +286,9 @@ class DqnScenario(Scenario):
 
     def make_worker(self, index: int) -> Worker:
         c = self.config
-        return RolloutWorker(c.env_id, self.seed, index, int(c.steps_per_round), float(c.epsilon), int(c.hidden))
+        same = str(getattr(c.seeding, "value", c.seeding)) == "same"
+        return RolloutWorker(c.env_id, self.seed, 0 if same else index, int(c.steps_per_round), float(c.epsilon),
+                             int(c.hidden))
 
     def units_per_round(self) -> int:
         return 1

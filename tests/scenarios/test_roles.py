@@ -167,7 +167,7 @@ def test_marl_spread_resets_after_max_cycles():
 # ---- atari -------------------------------------------------------------------------------------------
 
 def test_atari_workers_deliver_full_frames_with_restricted_actions():
-    scenario = make_scenario(AtariConfig(num_envs=2, num_actions=2), 0)
+    scenario = make_scenario(AtariConfig(num_envs=2, actions="binary"), 0)
     worker = scenario.make_worker(1)
     try:
         actions = [worker._action() for _ in range(50)]
