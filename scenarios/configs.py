@@ -94,6 +94,16 @@ class DqnConfig(ScenarioConfig):
 class MarlEnv(str, Enum):
     simple_spread_v3 = "simple_spread_v3"
     synthetic = "synthetic"
+    #: the paper's env (ma-gym's TrafficJunction{4,10}-v1), re-implemented in `scenarios.traffic_junction`
+    traffic_junction = "traffic_junction"
+
+
+class PolicyWeights(str, Enum):
+    """``seeded``: initial weights from ``(seed, agent)``; ``trained``: the committed weights that
+    scripts/train_traffic_junction.py produced (traffic_junction with 4 or 10 agents only)."""
+
+    seeded = "seeded"
+    trained = "trained"
 
 
 @dataclass
@@ -109,6 +119,7 @@ class MarlConfig(ScenarioConfig):
     synthetic_num_actions: int = 5
     #: simple_spread episode length (every agent truncates together, then the server resets the env)
     max_cycles: int = 25
+    policy: PolicyWeights = PolicyWeights.seeded
 
 
 class WorkKind(str, Enum):

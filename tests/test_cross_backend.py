@@ -56,6 +56,7 @@ PAPER_CASES = {
     "atari": ["scenario.num_envs=2"],
     "dqn": ["scenario.num_rollouts=2", "scenario.steps_per_round=20", "scenario.minibatch=64",
             "scenario.eval_episodes=5"],
+    "marl": ["scenario.num_agents=4"],  # TrafficJunction, trained policies
 }
 
 

@@ -122,6 +122,8 @@ AUTHORS: dict[str, AuthorsRecord] = {r.scenario: r for r in (
                 "gym.make('ma_gym:TrafficJunction{4,10}-v1')"),
         Setting("scenario.num_agents", (4, 10), f"{_MARL}/marl_4_agents, marl_10_agents"),
         Setting("scenario.hidden", (64,), f"{_MARL}/marl_*_agents/ray/traffic_infer.py: nn.Linear(obs_space, 64)"),
+        Setting("scenario.policy", ("trained",), f"{_MARL}/marl_*_agents/ray/traffic_infer.py: load_policy "
+                "(policy_agent_i.pth written by traffic_train.py)"),
         Setting("budget.rounds", (100000,), f"{_MARL}/marl_*_agents/ray/traffic_infer.py: episode = 100000"),
     ), (
         Fixed("ma-gym cannot be installed beside gymnasium: TrafficJunction is re-implemented here from ma-gym's "

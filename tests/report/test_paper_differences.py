@@ -28,7 +28,7 @@ def setting_lines(scenario: str, *overrides: str) -> list[str]:
     return differences(scenario, [(params, rounds)])[:-n_fixed]
 
 
-@pytest.mark.parametrize("scenario", ["gym", "atari", "dqn"])
+@pytest.mark.parametrize("scenario", ["gym", "atari", "dqn", "marl"])
 def test_budget_paper_matches_every_recorded_setting(scenario):
     assert setting_lines(scenario) == []
 
@@ -39,6 +39,7 @@ def test_budget_paper_matches_every_recorded_setting(scenario):
     ("gym", "scenario.seeding=distinct", "scenario.seeding=distinct"),
     ("dqn", "scenario.minibatch_rule=uniform", "scenario.minibatch_rule=uniform"),
     ("dqn", "budget.rounds=500", "budget.rounds=500"),
+    ("marl", "scenario.env=simple_spread_v3", "scenario.env=simple_spread_v3"),
 ])
 def test_changing_one_option_lists_exactly_that_difference(scenario, override, key):
     lines = setting_lines(scenario, override)
