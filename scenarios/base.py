@@ -19,6 +19,14 @@ Contract every backend keeps:
   * ``clock.begin()`` is called once right before the first round and ``clock.tick()`` once after each
     completed round, both by whoever runs ``server.gather`` (a backend that cannot tell when the roles are
     ready may skip ``begin``: start-up then ends at the first tick).
+
+An optional third role, the relay, sits between the bank and the next round (DQN's replay buffer, which the
+paper's programs run as its own actor / reactor). When ``scenario.has_relay()``, a backend builds
+``scenario.make_relay()`` where it runs the relay (its own actor or reactor where it can) and extends the
+round after ``server.gather``::
+
+                 reply = relay.step(server.relay_message())   # e.g. all transitions in, a minibatch out
+                 server.relay_result(reply)                   # the round ends here (then clock.tick())
 """
 from __future__ import annotations
 
@@ -72,6 +80,14 @@ class Server(abc.ABC):
     def final_metrics(self) -> dict[str, float]:
         """Numbers computed once after the last round, outside timing (for example an evaluation return)."""
         return {}
+
+    def relay_message(self) -> Any:
+        """After ``gather``: what the scenario's relay role receives this round (only with a relay)."""
+        raise NotImplementedError(f"{type(self).__name__} has no relay role")
+
+    def relay_result(self, reply: Any) -> None:
+        """The relay role's reply to this round's ``relay_message()``; the round ends after this call."""
+        raise NotImplementedError(f"{type(self).__name__} has no relay role")
 
     def close(self) -> None:
         """Release resources held by the server."""
@@ -134,6 +150,20 @@ class Scenario(abc.ABC):
     def round_work_seconds(self) -> float | None:
         """Known fixed work per round, if any (microbenchmarks), so overhead = round time - work."""
         return None
+
+    def has_relay(self) -> bool:
+        """True when rounds pass through a relay role after ``gather`` (see the module docstring)."""
+        return False
+
+    def make_relay(self) -> Worker:
+        """Build the relay role (in the process, thread or actor that will run it)."""
+        raise NotImplementedError(f"scenario {self.name!r} has no relay role")
+
+
+def finish_round(server: Server, relay: Worker | None) -> None:
+    """The relay part of a round where the relay runs in the calling process (serial, inline backends)."""
+    if relay is not None:
+        server.relay_result(relay.step(server.relay_message()))
 
 
 def load_target(registry: dict[str, str], name: str, kind: str) -> Any:

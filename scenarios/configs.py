@@ -60,6 +60,14 @@ class MinibatchRule(str, Enum):
     first = "first"
 
 
+class ReplayPlacement(str, Enum):
+    """``server``: the replay buffer lives in the learner; ``role``: it is its own relay role (actor /
+    reactor), and every round's transitions travel server -> buffer -> minibatch -> server, as theirs."""
+
+    server = "server"
+    role = "role"
+
+
 class WeightsMessage(str, Enum):
     arrays = "arrays"
     state_dict = "state_dict"
@@ -88,6 +96,7 @@ class DqnConfig(ScenarioConfig):
     #: ``arrays``: weights broadcast as a list of numpy arrays; ``state_dict``: the Q-network's full
     #: ``state_dict`` (an ordered dict of torch tensors) every round, as the authors' learner sends
     weights_message: WeightsMessage = WeightsMessage.arrays
+    replay: ReplayPlacement = ReplayPlacement.server
     seeding: Seeding = Seeding.distinct
 
 

@@ -53,10 +53,11 @@ def probe_round_seconds(cfg: dict) -> float:
     from omegaconf import OmegaConf
 
     from scenarios import make_scenario
-    from scenarios.base import split_messages
+    from scenarios.base import finish_round, split_messages
 
     scenario = make_scenario(OmegaConf.create(cfg["scenario"]), cfg["seed"])
     server, worker = scenario.make_server(), scenario.make_worker(0)
+    relay = scenario.make_relay() if scenario.has_relay() else None
     n = scenario.num_workers
     try:
         total_s, done = 0.0, 0
@@ -69,6 +70,7 @@ def probe_round_seconds(cfg: dict) -> float:
             result = worker.step(msg)
             t2 = time.perf_counter()
             server.gather([result] * n)
+            finish_round(server, relay)
             t3 = time.perf_counter()
             if r:  # the first round warms up lazy initialization
                 total_s += (t1 - t0) + (t3 - t2) + n * (t2 - t1)

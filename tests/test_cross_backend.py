@@ -74,3 +74,21 @@ def test_paper_mode_checksums_equal_on_serial_reactor_and_ray(tmp_path, scenario
     assert set(rows.backend) == set(backends) and set(rows.budget) == {"paper"}
     for rep, group in rows.groupby("repetition"):
         assert group.checksum.nunique() == 1, group[["backend", "checksum"]].to_string()
+
+
+@pytest.mark.slow  # 12 jobs; the fast suite covers replay=role on serial, reactor and ray through budget=paper
+def test_dqn_replay_role_checksums_equal_on_every_role_backend(tmp_path):
+    """The replay buffer as its own role (reactor, Ray actor, in-process) trains exactly as in the server."""
+    backends = ROLE_BACKENDS
+    proc = run_cli("scenario=dqn", f"backend={','.join(backends)}", "budget=smoke", "budget.rounds=3",
+                   "budget.repetitions=2", "budget.warmup_rounds=1", "workers=2", "scenario.num_rollouts=2",
+                   "scenario.replay=role,server", "scenario.minibatch_rule=first",
+                   run_dir=tmp_path, multirun=True, timeout=900)
+    frames = [pd.read_csv(f, keep_default_na=False) for f in tmp_path.glob("*/results.csv")]
+    rows = pd.concat(frames, ignore_index=True)
+    failed = rows[rows.status != "ok"]
+    assert failed.empty, f"{proc.stderr[-3000:]}\n{failed[['backend', 'variant', 'error']]}"
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert len(rows) == 2 * 2 * len(backends)
+    for rep, group in rows.groupby("repetition"):  # both placements, every backend: one checksum
+        assert group.checksum.nunique() == 1, group[["backend", "variant", "params", "checksum"]].to_string()

@@ -107,13 +107,15 @@ AUTHORS: dict[str, AuthorsRecord] = {r.scenario: r for r in (
         Setting("scenario.gamma", (0.99,), f"{_DQN_PY}: update_q_network(gamma=0.99)"),
         Setting("scenario.target_sync_every", (10,), f"{_DQN_PY}: `if round % 10 == 0`"),
         Setting("scenario.weights_message", ("state_dict",), f"{_DQN_PY}: rollout.remote(q_net_state)"),
+        Setting("scenario.replay", ("role",), f"{_DQN_PY}: ReplayBufferActor (driver -> buffer -> driver); "
+                f"{_DQN}/lf_src_file/DQN_deterministic.lf: ReplayBufferReactor"),
         Setting("scenario.seeding", ("same",), f"{_DQN_PY}: env.seed(1), RandomState(1) in every actor"),
         Setting("budget.rounds", (1000,), f"{_DQN_PY}: `for round in range(1000)`"),
     ), (
-        Fixed("their replay buffer is its own actor (Ray) or reactor (LF): experiences travel as lists of torch "
-              "tensors driver -> buffer -> driver; here the buffer lives in the learner (server) role and "
-              "transitions travel as one float32 array per rollout", f"{_DQN_PY} ReplayBufferActor, "
-              "lf_src_file/DQN_deterministic.lf ReplayBufferReactor"),
+        Fixed("experiences travel as one float32 array (rollout -> server: one per rollout; server -> replay "
+              "role: one per round; minibatch back: one) instead of lists of (tensor, action, reward, tensor, "
+              "done) tuples; their LF program sends rollouts straight to the buffer reactor, ours (as their "
+              "Ray program) through the server", f"{_DQN_PY} RolloutActor.rollout, ReplayBufferActor"),
         Fixed("their target network is synced after rounds 0, 10, 20, ... (`round % 10 == 0` after the update); "
               "here after updates 10, 20, ...", f"{_DQN_PY} training loop"),
     )),

@@ -72,21 +72,21 @@ def dqn(**kw) -> DqnConfig:
 def test_dqn_first_minibatch_is_the_oldest_entries_in_order():
     server = make_scenario(dqn(minibatch_rule="first", minibatch=16), 0).make_server()
     rows = np.arange(40 * 9, dtype=np.float32).reshape(40, 9)
-    server._store(rows[:10])
-    np.testing.assert_array_equal(server.minibatch_indices(), np.arange(10))  # fewer than N: all of them
-    server._store(rows[10:])
-    np.testing.assert_array_equal(server.minibatch_indices(), np.arange(16))
-    server._store(rows + 1000)
-    server._store(rows + 2000)  # 120 rows into 100: the ring wrapped, the oldest is at pos
-    assert server.size == 100 and server.pos == 20
-    oldest = server.buffer[server.minibatch_indices()]
+    server.replay.store(rows[:10])
+    np.testing.assert_array_equal(server.replay.minibatch_indices(), np.arange(10))  # fewer than N: all of them
+    server.replay.store(rows[10:])
+    np.testing.assert_array_equal(server.replay.minibatch_indices(), np.arange(16))
+    server.replay.store(rows + 1000)
+    server.replay.store(rows + 2000)  # 120 rows into 100: the ring wrapped, the oldest is at pos
+    assert server.replay.size == 100 and server.replay.pos == 20
+    oldest = server.replay.buffer[server.replay.minibatch_indices()]
     np.testing.assert_array_equal(oldest, np.concatenate([rows[20:36]]))
 
 
 def test_dqn_uniform_minibatch_samples_with_replacement():
     server = make_scenario(dqn(minibatch_rule="uniform", minibatch=64), 0).make_server()
-    server._store(np.zeros((50, 9), dtype=np.float32))
-    idx = server.minibatch_indices()
+    server.replay.store(np.zeros((50, 9), dtype=np.float32))
+    idx = server.replay.minibatch_indices()
     assert len(idx) == 64 and idx.max() < 50 and len(set(idx.tolist())) < 64
 
 
@@ -105,3 +105,41 @@ def test_dqn_seeding_same_gives_identical_rollouts():
         np.testing.assert_array_equal(results[0][0], results[1][0])
     _, received = rounds_of(make_scenario(dqn(seeding="distinct"), 0), 1)
     assert not np.array_equal(received[0][0][0], received[0][1][0])
+
+
+def test_dqn_replay_role_trains_exactly_like_the_in_server_buffer():
+    """The buffer as its own relay role receives every transition and returns the same minibatches."""
+    from scenarios.base import finish_round
+
+    sums = {}
+    for placement in ("server", "role"):
+        for rule in ("first", "uniform"):
+            scenario = make_scenario(dqn(replay=placement, minibatch_rule=rule, buffer_capacity=1000), 2)
+            assert scenario.has_relay() == (placement == "role")
+            server = scenario.make_server()
+            workers = [scenario.make_worker(i) for i in range(scenario.num_workers)]
+            relay = scenario.make_relay() if scenario.has_relay() else None
+            for _ in range(4):
+                msgs = split_messages(server.scatter(), len(workers))
+                server.gather([w.step(m) for w, m in zip(workers, msgs)])
+                finish_round(server, relay)
+            sums[placement, rule] = server.checksum()
+            if relay is not None:
+                assert relay.replay.size == 4 * 2 * 30  # every transition reached the role
+    assert sums["server", "first"] == sums["role", "first"] != sums["role", "uniform"] == sums["server", "uniform"]
+
+
+def test_dqn_replay_role_refuses_a_backend_that_skips_it():
+    import pytest
+
+    scenario = make_scenario(dqn(replay="role"), 0)
+    server = scenario.make_server()
+    workers = [scenario.make_worker(i) for i in range(2)]
+    for _ in range(2):
+        msgs = split_messages(server.scatter(), 2)
+        results = [w.step(m) for w, m in zip(workers, msgs)]
+        if _:
+            with pytest.raises(RuntimeError, match="replay=role"):
+                server.gather(results)
+        else:
+            server.gather(results)

@@ -129,11 +129,11 @@ def test_dqn_roles_built_twice_agree_and_messages_pickle():
 def test_dqn_buffer_is_a_ring():
     server = make_scenario(dqn_config(buffer_capacity=50), 0).make_server()
     rows = np.arange(40 * 9, dtype=np.float32).reshape(40, 9)
-    server._store(rows)
-    server._store(rows + 1000)
-    assert server.size == 50 and server.pos == 30
-    np.testing.assert_array_equal(server.buffer[:30], rows[10:] + 1000)
-    np.testing.assert_array_equal(server.buffer[30:40], rows[30:])
+    server.replay.store(rows)
+    server.replay.store(rows + 1000)
+    assert server.replay.size == 50 and server.replay.pos == 30
+    np.testing.assert_array_equal(server.replay.buffer[:30], rows[10:] + 1000)
+    np.testing.assert_array_equal(server.replay.buffer[30:40], rows[30:])
 
 
 # ---- marl --------------------------------------------------------------------------------------------
