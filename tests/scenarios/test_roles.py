@@ -240,3 +240,23 @@ def test_vector_backend_with_reset_every_step_equals_serial_in_process():
         assert clock.ticks == 3
         sums.append(server.checksum())
     assert sums[0] == sums[1]
+
+
+def test_vector_backend_in_paper_mode_equals_serial_in_process():
+    """budget=paper's Atari options (same seeding, full action set, reset quirk) on the vector backend."""
+    from harness.backends.serial import SerialBackend
+    from harness.backends.vector import VectorBackend
+    from harness.config import SerialConfig, VectorConfig
+
+    scenario = make_scenario(AtariConfig(env_id="MsPacman-v4", num_envs=2, reset_every_step=True, actions="full",
+                                         seeding="same"), 1)
+    sums = []
+    for backend in (SerialBackend(SerialConfig(), 2), VectorBackend(VectorConfig(), 2)):
+        server, clock = scenario.make_server(), _Ticks()
+        try:
+            backend.start(scenario, server)
+            backend.run(4, clock)
+        finally:
+            backend.stop()
+        sums.append(server.checksum())
+    assert sums[0] == sums[1]
