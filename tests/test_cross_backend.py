@@ -60,7 +60,10 @@ PAPER_CASES = {
 }
 
 
-@pytest.mark.parametrize("scenario", sorted(PAPER_CASES))
+# gym and atari change only worker-local seeding and actions in paper mode (covered in-process by
+# tests/scenarios): slow; dqn (replay role, state_dict) and marl (TrafficJunction) change the data path: fast
+@pytest.mark.parametrize("scenario", [pytest.param(s, marks=pytest.mark.slow) if s in ("gym", "atari") else s
+                                      for s in sorted(PAPER_CASES)])
 def test_paper_mode_checksums_equal_on_serial_reactor_and_ray(tmp_path, scenario):
     backends = ["serial", "reactor", "ray"]
     proc = run_cli(f"scenario={scenario}", f"backend={','.join(backends)}", "budget=paper",
