@@ -15,8 +15,14 @@ SCENARIOS := gym atari dqn marl actors object_size overhead
 # every backend that can run the Gym / Atari workloads
 ENV_BACKENDS := serial,reactor,reactor_threads,reactor_inline,ray,ray_compiled,vector
 ROLE_BACKENDS := serial,reactor,reactor_threads,reactor_inline,ray,ray_compiled
+# the paper's configurations (scripts/paper_bench.py): the paper's pair (reactor, Ray one actor per role),
+# the reference, and Ray at its best (packed layouts; names as issue 11's backend configs define them)
+PAPER_RAY_BEST ?= ray_packed,ray_compiled_packed
+PAPER_BACKENDS ?= serial,reactor,ray,$(PAPER_RAY_BEST)
+PAPER_WORKERS ?= $(shell nproc)
+PAPER_DIR ?= results/bench/paper
 
-.PHONY: help install test test-slow bench report results-readme clean $(addprefix bench-,$(SCENARIOS))
+.PHONY: help install test test-slow bench bench-paper bench-paper-local report results-readme clean $(addprefix bench-,$(SCENARIOS))
 
 help: ## List every target
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 22
@@ -39,6 +45,7 @@ test-slow: install ## Run only the slow tests
 
 bench: install ## The default local sweep of every scenario, then the report
 	$(MAKE) --no-print-directory $(addprefix bench-,$(SCENARIOS)) BENCH_DIR=$(BENCH_DIR)
+	$(MAKE) --no-print-directory bench-paper-local BENCH_DIR=$(BENCH_DIR)
 	$(MAKE) --no-print-directory report BENCH_DIR=$(BENCH_DIR)
 
 bench-gym: install ## Gym (CartPole) on every backend
@@ -70,6 +77,14 @@ bench-object_size: install ## Microbenchmark: round overhead against payload (1 
 bench-overhead: install ## The reactor runtime's own overhead (chain and fan-out/fan-in, inline and threads)
 	rm -rf $(BENCH_DIR)/overhead
 	-$(HARNESS) scenario=overhead scenario.shape=chain,fan backend=reactor_inline,reactor_threads hydra.sweep.dir=$(BENCH_DIR)/overhead
+
+bench-paper: install ## The paper's twelve configurations at budget=paper (hours to days: prints an estimate first), then the report
+	-$(PY) scripts/paper_bench.py run --budget paper --backends $(PAPER_BACKENDS) --workers $(PAPER_WORKERS) --out $(PAPER_DIR)
+	$(MAKE) --no-print-directory report BENCH_DIR=$(PAPER_DIR)
+
+bench-paper-local: install ## The paper's configurations at budget=local (part of `make bench`)
+	rm -rf $(BENCH_DIR)/paper
+	-$(PY) scripts/paper_bench.py run --budget $(BUDGET) --backends $(PAPER_BACKENDS) --workers $(WORKERS) --out $(BENCH_DIR)/paper
 
 report: install ## Statistics, figures and tables for everything under BENCH_DIR (default: results/bench/latest)
 	$(PY) -m harness.report $(BENCH_DIR)

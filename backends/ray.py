@@ -19,6 +19,7 @@ from typing import Any, Optional
 from backends.base import Backend, Clock, split_messages
 from ray_backend.actors import RoleActor, actor_slices, known_small
 from ray_backend.lifecycle import RayInstance, actor_num_cpus, thread_env
+from ray_backend.relay import start_relay
 from scenarios.base import Broadcast, Scenario, Server
 
 
@@ -46,6 +47,7 @@ class RayBackend(Backend):
         self.broadcast_inline_max_bytes = int(getattr(config, "broadcast_inline_max_bytes", 0))
         self.instance = RayInstance(config.address, self.workers, getattr(config, "object_store_memory", None))
         self.actors: list[Any] = []
+        self.relay: Any = None  # the scenario's relay role as its own actor, if it has one
         self.slices: list[range] = []
         self.graph: Optional[Any] = None  # CompiledRounds, built at the first round
         self.failed = False
@@ -67,6 +69,7 @@ class RayBackend(Backend):
         remote_cls = ray.remote(RoleActor).options(num_cpus=cpus, max_restarts=0, max_task_retries=0)
         self.actors = [remote_cls.remote(scenario, list(s), threads) for s in self.slices]
         self.actor_info = self._get(ray, [a.ready.remote() for a in self.actors], "creating the actors")
+        self.relay = start_relay(ray, scenario, threads)
         self.startup_breakdown["actor_creation_s"] = time.perf_counter() - t0
 
     # ---------------------------------------------------------------- execution
@@ -105,7 +108,21 @@ class RayBackend(Backend):
                 self.failed = True
                 raise self._explain(exc, f"round {r} (0-based)") from exc
             server.gather([res for chunk in chunks for res in chunk])
+            self._relay(r)
             clock.tick()
+
+    def _relay(self, r: int) -> None:
+        """The relay part of round ``r``: driver -> relay actor -> driver (no-op without a relay)."""
+        if self.relay is None:
+            return
+        import ray
+
+        try:
+            reply = ray.get(self.relay.step.remote(self.server.relay_message()))
+        except Exception as exc:  # noqa: BLE001
+            self.failed = True
+            raise self._explain(exc, f"round {r} (0-based) of the relay role") from exc
+        self.server.relay_result(reply)
 
     def _run_compiled(self, rounds: int, clock: Clock) -> None:
         server, slices, n = self.server, self.slices, self.num_workers
@@ -133,6 +150,7 @@ class RayBackend(Backend):
                 self.failed = True
                 raise self._explain(exc, f"round {r} (0-based) of the compiled graph") from exc
             server.gather([res for chunk in chunks for res in chunk])
+            self._relay(r)
             clock.tick()
 
     def _compile(self, broadcast: bool) -> Any:
@@ -177,12 +195,13 @@ class RayBackend(Backend):
 
     def _kill_actors(self, ray: Any) -> None:
         if ray.is_initialized():
-            for a in self.actors:
+            for a in [*self.actors, *([self.relay] if self.relay is not None else [])]:
                 try:
                     ray.kill(a, no_restart=True)
                 except Exception:  # noqa: BLE001 - already dead
                     pass
         self.actors = []
+        self.relay = None
 
     # ---------------------------------------------------------------- errors
     def _get(self, ray: Any, refs: list[Any], what: str) -> list[Any]:

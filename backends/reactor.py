@@ -7,6 +7,11 @@ This is the paper's LF program shape, written with this runtime::
     workers[i].out ─────────────> Server.results[i]    (gathered in bank order)
     Server.next ── logical action, 0 delay: the next round starts one microstep later
 
+A scenario with a relay role (``scenario.has_relay()``, DQN's replay buffer) adds one reactor, placed on
+worker process 1 (its own process, as the paper's LF program has its own replay-buffer reactor)::
+
+    Server.to_relay ──> relay.inp;  relay.out ──> Server.from_relay   (the round ends there)
+
 For ``topology="chain"`` scenarios (the runtime-overhead benchmark) the workers form a pipeline instead:
 ``Server.msgs[0] -> workers[0] -> workers[1] -> ... -> workers[n-1] -> Server.results[0]``.
 
@@ -98,6 +103,53 @@ class ServerReactor(Reactor):
             self.request_stop()
 
 
+class RelayReactor(Reactor):
+    """Hosts the scenario's relay role (built at startup where it runs): one message in, its reply out."""
+
+    inp = Input()
+    out = Output()
+
+    def __init__(self, scenario: Scenario):
+        super().__init__()
+        self.scenario = scenario
+        self.role: Any = None
+
+    @reaction(startup)
+    def build(self) -> None:
+        self.role = self.scenario.make_relay()
+
+    @reaction(inp, effects=[out])
+    def step(self) -> None:
+        self.out.set(self.role.step(self.inp.value))
+
+    @reaction(shutdown)
+    def close(self) -> None:
+        if self.role is not None:
+            self.role.close()
+
+
+class RelayServerReactor(ServerReactor):
+    """The server of a scenario with a relay: after gather it sends to the relay; its reply ends the round."""
+
+    to_relay = Output()
+    from_relay = Input()
+
+    @reaction(ServerReactor.results, effects=[to_relay])
+    def gather(self) -> None:
+        self.server.gather([port.value for port in self.results])
+        self.to_relay.set(self.server.relay_message())
+
+    @reaction(from_relay, effects=[ServerReactor.next])
+    def relayed(self) -> None:
+        self.server.relay_result(self.from_relay.value)
+        self.clock.tick()
+        self.done += 1
+        if self.done < self.rounds:
+            self.next.schedule(0)
+        else:
+            self.request_stop()
+
+
 class RoundProgram(Reactor):
     """The top-level reactor of a scenario: server, worker bank and their connections."""
 
@@ -105,7 +157,13 @@ class RoundProgram(Reactor):
         super().__init__()
         n = scenario.num_workers
         chain = getattr(scenario, "topology", "star") == "chain"
-        self.server = ServerReactor(server, clock, rounds, n, chain=chain).place(0)
+        relay = scenario.has_relay()
+        server_cls = RelayServerReactor if relay else ServerReactor
+        self.server = server_cls(server, clock, rounds, n, chain=chain).place(0)
+        if relay:
+            self.relay = RelayReactor(scenario).place(1)
+            self.connect(self.server.to_relay, self.relay.inp)
+            self.connect(self.relay.out, self.server.from_relay)
         self.workers = self.bank(WorkerReactor, n, scenario=scenario)
         if chain:
             self.connect(self.server.msgs, self.workers[0].inp)

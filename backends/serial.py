@@ -5,7 +5,7 @@ It defines the reference checksum and the per-core ceiling that efficiency is me
 from __future__ import annotations
 
 from backends.base import Backend, Clock, split_messages
-from scenarios.base import Scenario, Server
+from scenarios.base import Scenario, Server, finish_round
 
 
 class SerialBackend(Backend):
@@ -18,6 +18,7 @@ class SerialBackend(Backend):
         self.workers_ = []
         for i in range(scenario.num_workers):
             self.workers_.append(scenario.make_worker(i))
+        self.relay = scenario.make_relay() if scenario.has_relay() else None
 
     def run(self, rounds: int, clock: Clock) -> None:
         server, workers = self.server, self.workers_
@@ -31,11 +32,13 @@ class SerialBackend(Backend):
                 server.gather([msg])
                 clock.tick()
             return
+        relay = self.relay
         for _ in range(rounds):
             msgs = split_messages(server.scatter(), n)
             server.gather([w.step(m) for w, m in zip(workers, msgs)])
+            finish_round(server, relay)
             clock.tick()
 
     def stop(self) -> None:
-        for w in getattr(self, "workers_", []):
+        for w in [*getattr(self, "workers_", []), *([self.relay] if getattr(self, "relay", None) else [])]:
             w.close()

@@ -5,8 +5,8 @@ Only the env-bank scenarios (``gym``, ``atari``) fit this shape. To produce the 
 checksum as the serial backend (and so every other backend), the driver replays exactly what
 `scenarios.gym.EnvWorker` does per env:
 
-  * env ``i`` is reset once with seed ``seed + i``; later resets are unseeded (the env's own RNG goes on);
-  * actions come from ``np.random.default_rng([seed, i])``, drawn in the same way (``num_actions``, a
+  * env ``i`` is reset once with seed ``seed + seed_index(i)``; later resets are unseeded (the env's own RNG goes on);
+  * actions come from ``np.random.default_rng([seed, seed_index(i)])``, drawn in the same way (``action_count``, a
     discrete space's ``n``, or a uniform draw in a Box);
   * the observation returned for a step is the one the step produced, also when the episode ended (with
     ``SAME_STEP`` autoreset the terminal observation arrives in ``info["final_obs"]`` while the env has
@@ -85,13 +85,13 @@ class VectorBackend(Backend):
         self.server = server
         self.n = scenario.num_workers
         self.reset_every_step = bool(getattr(c, "reset_every_step", False))
-        num_actions = getattr(c, "num_actions", None)
+        num_actions = scenario.action_count()  # type: ignore[attr-defined]
+        seed_index = scenario.seed_index  # type: ignore[attr-defined]
         self.envs = AsyncVectorEnv([_env_fn(c.env_id) for _ in range(self.n)], shared_memory=True, copy=True,
                                    autoreset_mode=AutoresetMode.SAME_STEP)
         space = self.envs.single_action_space
-        self.samplers = [_ActionSampler(space, scenario.seed, i, None if num_actions is None else int(num_actions))
-                         for i in range(self.n)]
-        self.envs.reset(seed=[scenario.seed + i for i in range(self.n)])
+        self.samplers = [_ActionSampler(space, scenario.seed, seed_index(i), num_actions) for i in range(self.n)]
+        self.envs.reset(seed=[scenario.seed + seed_index(i) for i in range(self.n)])
 
     def _split(self, obs: Any) -> list[Any]:
         return [unbatch(self.envs.single_observation_space, obs, i) for i in range(self.n)]

@@ -1,7 +1,8 @@
 """Atari simulation throughput (the paper's experiment 1 on ALE): a bank of emulators, full frames every round.
 
 Worker ``i`` owns one ALE environment (default ``ALE/Pong-v5``) seeded with ``seed + i`` and an action RNG
-seeded from ``(seed, i)`` that draws uniformly from ``range(num_actions)`` (the paper drew from {0, 1}).
+seeded from ``(seed, i)`` that draws uniformly from {0, 1} (``actions=binary``, the authors' Ray Pong and
+SpaceInvaders) or from the env's whole action space (``actions=full``, every LF program of the authors).
 Each round it steps once and returns the full RGB observation (210x160x3 uint8, about 100 KB), the reward
 and the done flag; the server folds every byte of every frame into the checksum (CRC-32, about 30 us per
 frame). With ``reset_every_step`` the env is reset after every step, reproducing the paper's code (old gym
@@ -16,14 +17,17 @@ from scenarios.gym import EnvWorker, GymScenario
 
 
 class AtariScenario(GymScenario):
-    """The Gym scenario on ALE: same server and round; workers draw from ``num_actions`` and may reset."""
+    """The Gym scenario on ALE: same server and round; workers draw from ``actions`` and may reset."""
 
     name = "atari"
 
+    def action_count(self) -> int | None:
+        return None if str(getattr(self.config.actions, "value", self.config.actions)) == "full" else 2
+
     def make_worker(self, index: int) -> Worker:
         c = self.config
-        return EnvWorker(c.env_id, self.seed, index, reset_every_step=bool(c.reset_every_step),
-                         num_actions=int(c.num_actions))
+        return EnvWorker(c.env_id, self.seed, self.seed_index(index), reset_every_step=bool(c.reset_every_step),
+                         num_actions=self.action_count())
 
     def row_fields(self) -> dict[str, Any]:
         # the report must say which rows used the paper's reset-every-step quirk: mark it in env_id too

@@ -12,6 +12,14 @@ with plain methods, seeded from the config, and a checksum of everything the ser
 orchestration only: where roles live (thread, process, actor), how messages move, how rounds synchronize.
 
 The contract a backend keeps (where roles are built, who calls the clock) is in `backends.base`.
+
+An optional third role, the relay, sits between the bank and the next round (DQN's replay buffer, which the
+paper's programs run as its own actor / reactor). When ``scenario.has_relay()``, a backend (see `backends.base`) builds
+``scenario.make_relay()`` where it runs the relay (its own actor or reactor where it can) and extends the
+round after ``server.gather``::
+
+                 reply = relay.step(server.relay_message())   # e.g. all transitions in, a minibatch out
+                 server.relay_result(reply)                   # the round ends here (then clock.tick())
 """
 from __future__ import annotations
 
@@ -66,6 +74,14 @@ class Server(abc.ABC):
         """Numbers computed once after the last round, outside timing (for example an evaluation return)."""
         return {}
 
+    def relay_message(self) -> Any:
+        """After ``gather``: what the scenario's relay role receives this round (only with a relay)."""
+        raise NotImplementedError(f"{type(self).__name__} has no relay role")
+
+    def relay_result(self, reply: Any) -> None:
+        """The relay role's reply to this round's ``relay_message()``; the round ends after this call."""
+        raise NotImplementedError(f"{type(self).__name__} has no relay role")
+
     def close(self) -> None:
         """Release resources held by the server."""
 
@@ -117,6 +133,20 @@ class Scenario(abc.ABC):
     def round_work_seconds(self) -> float | None:
         """Known fixed work per round, if any (microbenchmarks), so overhead = round time - work."""
         return None
+
+    def has_relay(self) -> bool:
+        """True when rounds pass through a relay role after ``gather`` (see the module docstring)."""
+        return False
+
+    def make_relay(self) -> Worker:
+        """Build the relay role (in the process, thread or actor that will run it)."""
+        raise NotImplementedError(f"scenario {self.name!r} has no relay role")
+
+
+def finish_round(server: Server, relay: Worker | None) -> None:
+    """The relay part of a round where the relay runs in the calling process (serial, inline backends)."""
+    if relay is not None:
+        server.relay_result(relay.step(server.relay_message()))
 
 
 def load_target(registry: dict[str, str], name: str, kind: str) -> Any:

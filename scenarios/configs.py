@@ -15,6 +15,22 @@ class ScenarioConfig:
     name: str = "?"
 
 
+class Seeding(str, Enum):
+    """``distinct``: worker ``i`` seeds its env and RNG from ``(seed, i)``; ``same``: every worker from
+    ``(seed, 0)``, as the authors' code seeds every env and RNG with 1 (identical trajectories)."""
+
+    distinct = "distinct"
+    same = "same"
+
+
+class ActionSet(str, Enum):
+    """``full``: uniform over the env's action space (the authors' LF programs, their Ray MsPacman);
+    ``binary``: uniform over {0, 1} (the authors' Ray Pong and SpaceInvaders)."""
+
+    full = "full"
+    binary = "binary"
+
+
 @dataclass
 class GymConfig(ScenarioConfig):
     """The paper's experiment 1: a bank of gymnasium environments stepped once per round."""
@@ -22,6 +38,7 @@ class GymConfig(ScenarioConfig):
     name: str = "gym"
     env_id: str = "CartPole-v1"
     num_envs: int = 15
+    seeding: Seeding = Seeding.distinct
 
 
 @dataclass
@@ -31,10 +48,29 @@ class AtariConfig(ScenarioConfig):
     name: str = "atari"
     env_id: str = "ALE/Pong-v5"
     num_envs: int = 15
-    #: the paper's code reset every env after every step (old gym API quirk); off by default
+    #: the paper's code reset every env after every step (old gym API quirk); on under budget=paper
     reset_every_step: bool = False
-    #: actions are drawn uniformly from range(num_actions); the paper drew from {0, 1}
-    num_actions: int = 2
+    #: which actions the random policy draws from (see `ActionSet`)
+    actions: ActionSet = ActionSet.binary
+    seeding: Seeding = Seeding.distinct
+
+
+class MinibatchRule(str, Enum):
+    uniform = "uniform"
+    first = "first"
+
+
+class ReplayPlacement(str, Enum):
+    """``server``: the replay buffer lives in the learner; ``role``: it is its own relay role (actor /
+    reactor), and every round's transitions travel server -> buffer -> minibatch -> server, as theirs."""
+
+    server = "server"
+    role = "role"
+
+
+class WeightsMessage(str, Enum):
+    arrays = "arrays"
+    state_dict = "state_dict"
 
 
 @dataclass
@@ -54,11 +90,29 @@ class DqnConfig(ScenarioConfig):
     target_sync_every: int = 10
     #: greedy episodes of the final evaluation (``eval_return`` in the last repetition's row)
     eval_episodes: int = 200
+    #: ``uniform``: minibatch drawn with replacement from the buffer; ``first``: its oldest ``minibatch``
+    #: entries, as the authors' replay buffer returns ``list(experiences)[:N]``
+    minibatch_rule: MinibatchRule = MinibatchRule.uniform
+    #: ``arrays``: weights broadcast as a list of numpy arrays; ``state_dict``: the Q-network's full
+    #: ``state_dict`` (an ordered dict of torch tensors) every round, as the authors' learner sends
+    weights_message: WeightsMessage = WeightsMessage.arrays
+    replay: ReplayPlacement = ReplayPlacement.server
+    seeding: Seeding = Seeding.distinct
 
 
 class MarlEnv(str, Enum):
     simple_spread_v3 = "simple_spread_v3"
     synthetic = "synthetic"
+    #: the paper's env (ma-gym's TrafficJunction{4,10}-v1), re-implemented in `scenarios.traffic_junction`
+    traffic_junction = "traffic_junction"
+
+
+class PolicyWeights(str, Enum):
+    """``seeded``: initial weights from ``(seed, agent)``; ``trained``: the committed weights that
+    scripts/train_traffic_junction.py produced (traffic_junction with 4 or 10 agents only)."""
+
+    seeded = "seeded"
+    trained = "trained"
 
 
 @dataclass
@@ -74,6 +128,7 @@ class MarlConfig(ScenarioConfig):
     synthetic_num_actions: int = 5
     #: simple_spread episode length (every agent truncates together, then the server resets the env)
     max_cycles: int = 25
+    policy: PolicyWeights = PolicyWeights.seeded
 
 
 class WorkKind(str, Enum):

@@ -7,8 +7,14 @@ Each round:
     transitions as one float32 array ``(steps, 9)`` = obs(3), action, reward, next_obs(3), terminated,
     plus the seconds its rollout took (timing only, never checksummed);
   * gather: the server appends every transition to a replay buffer (ring, ``buffer_capacity``) and the
-    learner takes one Adam step on a minibatch drawn with replacement from the server's seeded RNG
-    (MSE on the one-step TD target from a target network synced every ``target_sync_every`` rounds).
+    learner takes one Adam step on a minibatch (MSE on the one-step TD target from a target network synced
+    every ``target_sync_every`` rounds): ``minibatch_rule=uniform`` draws it with replacement from the
+    server's seeded RNG; ``first`` takes the buffer's oldest ``minibatch`` entries, as the authors'
+    replay buffer returns ``list(deque)[:N]`` (5.Parallel_Q_learning/sample_*/blackjack_dqn_train_deterministic.py).
+
+``weights_message=state_dict`` broadcasts the Q-network's whole ``state_dict`` (torch tensors) each round
+as the authors' learner does; ``arrays`` a list of numpy arrays. ``seeding=same`` seeds every rollout
+worker as worker 0 (the authors seed every env and RNG with 1: sixteen identical rollouts).
 
 The checksum covers every transition received and the learner's current weights, so equal checksums
 across backends mean equal training. ``metrics()`` splits each round's wall time into sampling (slowest
@@ -51,11 +57,20 @@ def get_weights(net: Any) -> list[np.ndarray]:
     return [p.detach().numpy().copy() for p in net.parameters()]
 
 
-def set_weights(net: Any, weights: Sequence[np.ndarray]) -> None:
+def set_weights(net: Any, weights: Sequence[np.ndarray] | dict[str, Any]) -> None:
+    """Load a broadcast: a list of numpy arrays, or a ``state_dict`` (``weights_message=state_dict``)."""
     torch = _torch()
+    if isinstance(weights, dict):
+        net.load_state_dict(weights)
+        return
     with torch.no_grad():
         for p, w in zip(net.parameters(), weights, strict=True):
             p.copy_(torch.from_numpy(np.asarray(w)))
+
+
+def state_dict_copy(net: Any) -> dict[str, Any]:
+    """The net's ``state_dict`` as fresh tensors (the learner keeps training while workers read it)."""
+    return {key: t.detach().clone() for key, t in net.state_dict().items()}
 
 
 def obs_vector(obs: tuple[int, int, int]) -> np.ndarray:
@@ -115,34 +130,25 @@ class RolloutWorker(Worker):
         self.env.close()
 
 
-class LearnerServer(Server):
-    """Replay buffer plus learner: stores every round's transitions, one Adam step, broadcasts weights."""
+def _opt(value: Any) -> str:
+    return str(getattr(value, "value", value))
+
+
+class ReplayBuffer:
+    """A ring of transitions and the minibatch rule; in the learner, or as its own role (``replay=role``).
+
+    Its RNG is seeded from ``(seed, 2**31 - 1)`` wherever it lives, so both placements draw the same
+    minibatches and produce the same checksum.
+    """
 
     def __init__(self, config: Any, seed: int):
-        self.torch = torch = _torch()
-        c = self.config = config
-        self.seed = seed
-        self.net = make_qnet(c.hidden, seed)
-        self.target = make_qnet(c.hidden, seed)
-        self.target.load_state_dict(self.net.state_dict())
-        self.opt = torch.optim.Adam(self.net.parameters(), lr=c.lr)
-        self.buffer = np.zeros((c.buffer_capacity, TRANSITION_WIDTH), dtype=np.float32)
+        self.config = config
+        self.buffer = np.zeros((config.buffer_capacity, TRANSITION_WIDTH), dtype=np.float32)
         self.size = 0
         self.pos = 0
         self.rng = np.random.default_rng([seed, 2**31 - 1])
-        self.rounds = 0
-        self._sum = RunningChecksum()
-        # time breakdown since the last metrics() call
-        self._round_start: float | None = None
-        self._sampling = self._training = self._total = self._rollout_total = 0.0
-        self._measured = 0
 
-    def scatter(self) -> Broadcast:
-        if self._round_start is None:
-            self._round_start = time.perf_counter()
-        return Broadcast(get_weights(self.net))
-
-    def _store(self, batch: np.ndarray) -> None:
+    def store(self, batch: np.ndarray) -> None:
         n, cap = len(batch), self.config.buffer_capacity
         if n >= cap:
             batch, n = batch[-cap:], cap
@@ -156,10 +162,61 @@ class LearnerServer(Server):
         self.pos = end % cap
         self.size = min(self.size + n, cap)
 
-    def _learn(self) -> None:
+    def minibatch_indices(self) -> np.ndarray:
+        """Buffer rows of this round's minibatch, by ``minibatch_rule``."""
+        c = self.config
+        if _opt(c.minibatch_rule) == "first":
+            # the oldest min(N, size) entries, oldest first (a full ring's oldest entry is at ``pos``)
+            start = self.pos if self.size == c.buffer_capacity else 0
+            return (start + np.arange(min(int(c.minibatch), self.size))) % c.buffer_capacity
+        return self.rng.integers(0, self.size, size=c.minibatch)
+
+    def minibatch(self) -> np.ndarray:
+        return self.buffer[self.minibatch_indices()]
+
+
+class ReplayRole(Worker):
+    """The replay buffer as its own role (``replay=role``): all of a round's transitions in, a minibatch out."""
+
+    def __init__(self, config: Any, seed: int):
+        self.replay = ReplayBuffer(config, seed)
+
+    def step(self, msg: np.ndarray) -> np.ndarray:
+        self.replay.store(np.asarray(msg, dtype=np.float32))
+        return self.replay.minibatch()
+
+
+class LearnerServer(Server):
+    """Learner (plus the replay buffer unless ``replay=role``): one Adam step a round, broadcasts weights."""
+
+    def __init__(self, config: Any, seed: int):
+        self.torch = torch = _torch()
+        c = self.config = config
+        self.seed = seed
+        self.net = make_qnet(c.hidden, seed)
+        self.target = make_qnet(c.hidden, seed)
+        self.target.load_state_dict(self.net.state_dict())
+        self.opt = torch.optim.Adam(self.net.parameters(), lr=c.lr)
+        self.relayed = _opt(c.replay) == "role"
+        self.replay = None if self.relayed else ReplayBuffer(c, seed)
+        self._pending: list[np.ndarray] | None = None  # this round's transitions, for the relay
+        self.rounds = 0
+        self._sum = RunningChecksum()
+        # time breakdown since the last metrics() call
+        self._round_start: float | None = None
+        self._sampling = self._training = self._total = self._rollout_total = 0.0
+        self._measured = 0
+
+    def scatter(self) -> Broadcast:
+        if self._round_start is None:
+            self._round_start = time.perf_counter()
+        if _opt(self.config.weights_message) == "state_dict":
+            return Broadcast(state_dict_copy(self.net))
+        return Broadcast(get_weights(self.net))
+
+    def _learn(self, batch: np.ndarray) -> None:
         torch, c = self.torch, self.config
-        idx = self.rng.integers(0, self.size, size=c.minibatch)
-        b = torch.from_numpy(self.buffer[idx])
+        b = torch.from_numpy(np.ascontiguousarray(batch, dtype=np.float32))
         obs, act = b[:, 0:OBS_DIM], b[:, OBS_DIM].long()
         rew, nxt, term = b[:, OBS_DIM + 1], b[:, OBS_DIM + 2:2 * OBS_DIM + 2], b[:, 2 * OBS_DIM + 2]
         q = self.net(obs).gather(1, act.unsqueeze(1)).squeeze(1)
@@ -174,20 +231,43 @@ class LearnerServer(Server):
             self.target.load_state_dict(self.net.state_dict())
 
     def gather(self, results: Sequence[tuple[np.ndarray, float]]) -> None:
+        if self._pending is not None:
+            raise RuntimeError("dqn with replay=role: the backend gathered twice without running the replay "
+                               "role (relay_message / relay_result); it does not support relay roles")
         sampling = 0.0
+        received = []
         for transitions, rollout_s in results:
             self._sum.update(transitions)
-            self._store(np.asarray(transitions, dtype=np.float32))
+            received.append(np.asarray(transitions, dtype=np.float32))
             sampling = max(sampling, float(rollout_s))
             self._rollout_total += float(rollout_s)
+        self._sampling += sampling
+        if self.relayed:
+            self._pending = received
+            return
+        for batch in received:
+            self.replay.store(batch)
+        self._train(self.replay.minibatch())
+
+    def relay_message(self) -> np.ndarray:
+        """Every transition of this round, one float32 array, for the replay role."""
+        pending, self._pending = self._pending, None
+        if pending is None:
+            raise RuntimeError("relay_message() before gather()")
+        return np.concatenate(pending)
+
+    def relay_result(self, reply: np.ndarray) -> None:
+        """The replay role's minibatch: train on it; the round ends."""
+        self._train(reply)
+
+    def _train(self, batch: np.ndarray) -> None:
         t0 = time.perf_counter()
-        self._learn()
+        self._learn(batch)
         now = time.perf_counter()
         self._training += now - t0
-        self._sampling += sampling
         self._total += now - (self._round_start if self._round_start is not None else t0)
         self._measured += 1
-        self._round_start = now  # a round runs from the end of the previous gather to the end of this one
+        self._round_start = now  # a round runs from the end of the previous round to the end of this one
 
     def checksum(self) -> str:
         h = hashlib.blake2b(digest_size=16)
@@ -259,9 +339,17 @@ class DqnScenario(Scenario):
     def make_server(self) -> Server:
         return LearnerServer(self.config, self.seed)
 
+    def has_relay(self) -> bool:
+        return _opt(self.config.replay) == "role"
+
+    def make_relay(self) -> Worker:
+        return ReplayRole(self.config, self.seed)
+
     def make_worker(self, index: int) -> Worker:
         c = self.config
-        return RolloutWorker(c.env_id, self.seed, index, int(c.steps_per_round), float(c.epsilon), int(c.hidden))
+        same = str(getattr(c.seeding, "value", c.seeding)) == "same"
+        return RolloutWorker(c.env_id, self.seed, 0 if same else index, int(c.steps_per_round), float(c.epsilon),
+                             int(c.hidden))
 
     def units_per_round(self) -> int:
         return 1

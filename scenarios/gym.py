@@ -2,7 +2,8 @@
 
 Worker ``i`` owns env ``i`` seeded with ``seed + i`` and an action RNG seeded from ``(seed, i)``; each
 round it draws one action, steps, resets on termination or truncation and returns the observation, reward
-and done flag. The server folds everything it receives into the checksum.
+and done flag. The server folds everything it receives into the checksum. With ``seeding=same`` every
+worker seeds as worker 0 does (the authors seed every env and RNG with 1: identical trajectories).
 """
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ class EnvWorker(Worker):
 
     def __init__(self, env_id: str, seed: int, index: int, reset_every_step: bool = False,
                  num_actions: int | None = None):
+        """``index`` here is the worker's seed index (`GymScenario.seed_index`), not necessarily its position."""
         self.env = make_env(env_id)
         self.seed = seed + index
         self.rng = np.random.default_rng([seed, index])
@@ -89,8 +91,16 @@ class GymScenario(Scenario):
     def make_server(self) -> Server:
         return EnvServer()
 
+    def seed_index(self, index: int) -> int:
+        """The index worker ``index`` seeds its env and RNG from: itself, or 0 under ``seeding=same``."""
+        return 0 if str(getattr(self.config.seeding, "value", self.config.seeding)) == "same" else index
+
+    def action_count(self) -> int | None:
+        """Draw actions from ``range(action_count())``; None: from the env's whole action space."""
+        return None
+
     def make_worker(self, index: int) -> Worker:
-        return EnvWorker(self.config.env_id, self.seed, index)
+        return EnvWorker(self.config.env_id, self.seed, self.seed_index(index))
 
     def units_per_round(self) -> int:
         return self.num_workers

@@ -7,15 +7,18 @@ Each round (one env step):
   * gather: the server steps the joint environment with the joint action and resets it when every agent
     is done or truncated.
 
-Environments: ``simple_spread_v3`` (PettingZoo parallel API from the ``mpe2`` package, N agents, seeded)
-or ``synthetic``: fresh standard-normal observations from the server's seeded RNG, no simulation, which
-isolates inference plus orchestration. The checksum covers every joint action, observation and reward.
+Environments: ``traffic_junction`` (the paper's: ma-gym's TrafficJunction rules, fully observable as the
+authors' ``-v1``, `scenarios.traffic_junction`; policies end in a softmax as theirs, and ``policy=trained``
+loads the weights scripts/train_traffic_junction.py committed), ``simple_spread_v3`` (PettingZoo parallel
+API from the ``mpe2`` package, N agents, seeded) or ``synthetic``: fresh standard-normal observations from
+the server's seeded RNG, no simulation, which isolates inference plus orchestration. The checksum covers every joint action, observation and reward.
 ``final_metrics()`` measures, serially and after the run, the server's per-step env time and one agent's
 inference time, the two terms that bound any speedup on this workload.
 """
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
@@ -25,6 +28,12 @@ from scenarios.nets import seeded_mlp
 
 #: simple_spread's discrete actions: no-op, left, right, down, up
 SPREAD_ACTIONS = 5
+#: where scripts/train_traffic_junction.py writes the trained policies (one file per agent count)
+TRAINED_DIR = Path(__file__).resolve().parent / "data"
+
+
+def trained_weights_path(num_agents: int) -> Path:
+    return TRAINED_DIR / f"traffic_junction_{num_agents}_agents.npz"
 
 
 def _torch() -> Any:
@@ -46,6 +55,9 @@ def dims(config: Any) -> tuple[int, int]:
     """
     if env_name(config) == "synthetic":
         return int(config.synthetic_obs_dim), int(config.synthetic_num_actions)
+    if env_name(config) == "traffic_junction":
+        n = int(config.num_agents)
+        return n * 9 * (n + 5), 2  # every agent's 3x3 view of (id, position, route): ma-gym's -v1
     return 6 * int(config.num_agents), SPREAD_ACTIONS
 
 
@@ -55,14 +67,38 @@ def make_policy(obs_dim: int, hidden: int, num_actions: int, seed: int, index: i
     return seeded_mlp([obs_dim, hidden, num_actions], [seed, index])
 
 
+def load_trained(policy: Any, num_agents: int, index: int) -> None:
+    """Overwrite ``policy`` with agent ``index``'s committed trained weights (float16 on disk)."""
+    torch = _torch()
+    path = trained_weights_path(num_agents)
+    if not path.exists():
+        raise FileNotFoundError(f"no trained TrafficJunction policies for {num_agents} agents at {path}: "
+                                f"scenario.policy=trained needs num_agents 4 or 10 (scripts/train_traffic_junction.py)")
+    with np.load(path) as data:
+        state = {key.split("/", 1)[1]: torch.from_numpy(data[key].astype(np.float32))
+                 for key in data.files if key.startswith(f"{index}/")}
+    policy.load_state_dict(state)
+
+
+def agent_policy(config: Any, seed: int, index: int) -> Any:
+    """The policy agent ``index`` runs: the authors' Linear-ReLU-Linear(-softmax on TrafficJunction)."""
+    torch = _torch()
+    obs_dim, num_actions = dims(config)
+    policy = make_policy(obs_dim, int(config.hidden), num_actions, seed, index)
+    if str(getattr(config.policy, "value", config.policy)) == "trained":
+        load_trained(policy, int(config.num_agents), index)
+    if env_name(config) == "traffic_junction":
+        policy.append(torch.nn.Softmax(dim=-1))  # argmax is unchanged; the cost is theirs
+    return policy
+
+
 class AgentWorker(Worker):
     """Agent ``index``: reads its row of the joint observation, returns its greedy action."""
 
     def __init__(self, config: Any, seed: int, index: int):
         self.torch = _torch()
-        obs_dim, num_actions = dims(config)
         self.index = index
-        self.policy = make_policy(obs_dim, int(config.hidden), num_actions, seed, index)
+        self.policy = agent_policy(config, seed, index)
 
     def step(self, msg: np.ndarray) -> int:
         torch = self.torch
@@ -136,8 +172,25 @@ class SyntheticEnv:
         pass
 
 
+class TrafficEnv(SpreadEnv):
+    """The joint environment behind the server: TrafficJunction (fully observable) as arrays in agent order."""
+
+    def __init__(self, config: Any, seed: int):
+        from scenarios.traffic_junction import TrafficJunctionEnv
+
+        self.n = int(config.num_agents)
+        self.env = TrafficJunctionEnv(self.n)
+        self.agents = list(self.env.possible_agents)
+        self.obs_dim = dims(config)[0]
+        obs, _ = self.env.reset(seed=seed)
+        self.joint = self._stack(obs)
+
+
 def make_joint_env(config: Any, seed: int) -> SpreadEnv | SyntheticEnv:
-    return SyntheticEnv(config, seed) if env_name(config) == "synthetic" else SpreadEnv(config, seed)
+    name = env_name(config)
+    if name == "synthetic":
+        return SyntheticEnv(config, seed)
+    return TrafficEnv(config, seed) if name == "traffic_junction" else SpreadEnv(config, seed)
 
 
 class JointEnvServer(Server):

@@ -47,3 +47,51 @@ def test_every_backend_computes_the_same_checksums(tmp_path, scenario):
         reference = group[group.backend == "serial"].checksum
         assert len(reference) == 1
         assert (group.checksum == reference.iloc[0]).all(), group[["label", "checksum"]].to_string()
+
+
+#: budget=paper (the authors' settings: same seeding, Atari reset quirk and full actions, DQN first-N minibatch
+#: and state_dict broadcasts) at smoke sizes, on the backends the paper compares plus the reference
+PAPER_CASES = {
+    "gym": ["scenario.num_envs=3"],
+    "atari": ["scenario.num_envs=2"],
+    "dqn": ["scenario.num_rollouts=2", "scenario.steps_per_round=20", "scenario.minibatch=64",
+            "scenario.eval_episodes=5"],
+    "marl": ["scenario.num_agents=4"],  # TrafficJunction, trained policies
+}
+
+
+# gym and atari change only worker-local seeding and actions in paper mode (covered in-process by
+# tests/scenarios): slow; dqn (replay role, state_dict) and marl (TrafficJunction) change the data path: fast
+@pytest.mark.parametrize("scenario", [pytest.param(s, marks=pytest.mark.slow) if s in ("gym", "atari") else s
+                                      for s in sorted(PAPER_CASES)])
+def test_paper_mode_checksums_equal_on_serial_reactor_and_ray(tmp_path, scenario):
+    backends = ["serial", "reactor", "ray"]
+    proc = run_cli(f"scenario={scenario}", f"backend={','.join(backends)}", "budget=paper",
+                   "budget.rounds=4", "budget.repetitions=2", "budget.warmup_rounds=1", "workers=2",
+                   *PAPER_CASES[scenario], run_dir=tmp_path, multirun=True, timeout=600)
+    frames = [pd.read_csv(f, keep_default_na=False) for f in tmp_path.glob("*/results.csv")]
+    rows = pd.concat(frames, ignore_index=True)
+    failed = rows[rows.status != "ok"]
+    assert failed.empty, f"{proc.stderr[-3000:]}\n{failed[['backend', 'variant', 'error']]}"
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert set(rows.backend) == set(backends) and set(rows.budget) == {"paper"}
+    for rep, group in rows.groupby("repetition"):
+        assert group.checksum.nunique() == 1, group[["backend", "checksum"]].to_string()
+
+
+@pytest.mark.slow  # 12 jobs; the fast suite covers replay=role on serial, reactor and ray through budget=paper
+def test_dqn_replay_role_checksums_equal_on_every_role_backend(tmp_path):
+    """The replay buffer as its own role (reactor, Ray actor, in-process) trains exactly as in the server."""
+    backends = ROLE_BACKENDS
+    proc = run_cli("scenario=dqn", f"backend={','.join(backends)}", "budget=smoke", "budget.rounds=3",
+                   "budget.repetitions=2", "budget.warmup_rounds=1", "workers=2", "scenario.num_rollouts=2",
+                   "scenario.replay=role,server", "scenario.minibatch_rule=first",
+                   run_dir=tmp_path, multirun=True, timeout=900)
+    frames = [pd.read_csv(f, keep_default_na=False) for f in tmp_path.glob("*/results.csv")]
+    rows = pd.concat(frames, ignore_index=True)
+    failed = rows[rows.status != "ok"]
+    assert failed.empty, f"{proc.stderr[-3000:]}\n{failed[['backend', 'variant', 'error']]}"
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert len(rows) == 2 * 2 * len(backends)
+    for rep, group in rows.groupby("repetition"):  # both placements, every backend: one checksum
+        assert group.checksum.nunique() == 1, group[["backend", "variant", "params", "checksum"]].to_string()

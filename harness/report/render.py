@@ -214,9 +214,13 @@ def geomean_table(rep: Report) -> Table:
 
 
 def paper_table(rep: Report) -> Table:
-    return Table(["scenario", "claim", "paper", "paper settings", "measured here", "how measured", "this machine"],
+    """The paper's claims beside ours; the last column lists, from the rows' resolved configs, every way they
+    differ from the authors' code (`harness.report.authors`), numbered."""
+    return Table(["scenario", "claim", "paper", "paper settings", "measured here", "how measured", "this machine",
+                  "differences from the authors' code"],
                  [[r["scenario"], r["claim"], r["paper"], r["paper_settings"], r["measured"], r["how"],
-                   r["this_machine"]] for _, r in rep.paper.iterrows()])
+                   r["this_machine"], " ".join(f"({i}) {d}" for i, d in enumerate(r["differences"], 1)) or "-"]
+                  for _, r in rep.paper.iterrows()])
 
 
 def scenario_tables(rep: Report) -> list[tuple[str, Table]]:

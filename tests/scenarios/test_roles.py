@@ -130,11 +130,11 @@ def test_dqn_roles_built_twice_agree_and_messages_pickle():
 def test_dqn_buffer_is_a_ring():
     server = make_scenario(dqn_config(buffer_capacity=50), 0).make_server()
     rows = np.arange(40 * 9, dtype=np.float32).reshape(40, 9)
-    server._store(rows)
-    server._store(rows + 1000)
-    assert server.size == 50 and server.pos == 30
-    np.testing.assert_array_equal(server.buffer[:30], rows[10:] + 1000)
-    np.testing.assert_array_equal(server.buffer[30:40], rows[30:])
+    server.replay.store(rows)
+    server.replay.store(rows + 1000)
+    assert server.replay.size == 50 and server.replay.pos == 30
+    np.testing.assert_array_equal(server.replay.buffer[:30], rows[10:] + 1000)
+    np.testing.assert_array_equal(server.replay.buffer[30:40], rows[30:])
 
 
 # ---- marl --------------------------------------------------------------------------------------------
@@ -168,7 +168,7 @@ def test_marl_spread_resets_after_max_cycles():
 # ---- atari -------------------------------------------------------------------------------------------
 
 def test_atari_workers_deliver_full_frames_with_restricted_actions():
-    scenario = make_scenario(AtariConfig(num_envs=2, num_actions=2), 0)
+    scenario = make_scenario(AtariConfig(num_envs=2, actions="binary"), 0)
     worker = scenario.make_worker(1)
     try:
         actions = [worker._action() for _ in range(50)]
@@ -239,5 +239,25 @@ def test_vector_backend_with_reset_every_step_equals_serial_in_process():
         finally:
             backend.stop()
         assert clock.ticks == 3
+        sums.append(server.checksum())
+    assert sums[0] == sums[1]
+
+
+def test_vector_backend_in_paper_mode_equals_serial_in_process():
+    """budget=paper's Atari options (same seeding, full action set, reset quirk) on the vector backend."""
+    from harness.backends.serial import SerialBackend
+    from harness.backends.vector import VectorBackend
+    from harness.config import SerialConfig, VectorConfig
+
+    scenario = make_scenario(AtariConfig(env_id="MsPacman-v4", num_envs=2, reset_every_step=True, actions="full",
+                                         seeding="same"), 1)
+    sums = []
+    for backend in (SerialBackend(SerialConfig(), 2), VectorBackend(VectorConfig(), 2)):
+        server, clock = scenario.make_server(), _Ticks()
+        try:
+            backend.start(scenario, server)
+            backend.run(4, clock)
+        finally:
+            backend.stop()
         sums.append(server.checksum())
     assert sums[0] == sums[1]
