@@ -245,8 +245,8 @@ def test_vector_backend_with_reset_every_step_equals_serial_in_process():
 
 def test_vector_backend_in_paper_mode_equals_serial_in_process():
     """budget=paper's Atari options (same seeding, full action set, reset quirk) on the vector backend."""
-    from harness.backends.serial import SerialBackend
-    from harness.backends.vector import VectorBackend
+    from backends.serial import SerialBackend
+    from backends.vector import VectorBackend
     from harness.config import SerialConfig, VectorConfig
 
     scenario = make_scenario(AtariConfig(env_id="MsPacman-v4", num_envs=2, reset_every_step=True, actions="full",
