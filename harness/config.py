@@ -60,6 +60,10 @@ class ReactorConfig(BackendConfig):
 
     name: str = "reactor"
     executor: Executor = Executor.processes
+    #: processes executor: record where each worker process's time goes per round (role work,
+    #: transport, waiting, other) in the rows' ``extra`` (``bd_w<rank>_<part>_us``); a few clock reads
+    #: per level and tag
+    breakdown: bool = True
 
 
 class RayMode(str, Enum):

@@ -138,6 +138,44 @@ def now_ns() -> int:
     return rb_now_ns()
 
 
+# ---- progress positions ------------------------------------------------------------------------
+# A progress word holds a *position* within the run: the tag counter (``core.epoch``, equal in every
+# process) in the high 32 bits, the place within that tag in the low 32 bits. Places below
+# ``END_OF_TAG`` are meeting levels (level + 1, so that level 0 is after the tag's start); places from
+# ``END_OF_TAG`` on number the tag-advance reductions of that tag. Positions only grow, so a waiter
+# compares with ``>=``. These helpers are the one definition of that layout (the executor builds
+# positions only through them).
+cdef long long _PLACE_BITS = 32
+cdef long long _END_OF_TAG = 1LL << 31
+cdef long long _MAX_EPOCH = (1LL << 31) - 1
+POSITION_PLACE_BITS = _PLACE_BITS
+END_OF_TAG = _END_OF_TAG
+MAX_EPOCH = _MAX_EPOCH
+
+
+cpdef long long meeting_position(long long epoch, long long level):
+    """Position of the meeting at ``level`` of the tag numbered ``epoch``."""
+    if epoch < 0 or epoch > _MAX_EPOCH or level < -1 or level + 1 >= _END_OF_TAG:
+        raise OverflowError(f"position out of range: epoch {epoch}, level {level}")
+    return (epoch << _PLACE_BITS) | (level + 1)
+
+
+cpdef long long advance_position(long long epoch, long long count):
+    """Position of the tag advance's ``count``-th reduction (0, 1, ...) of the tag ``epoch``."""
+    if epoch < 0 or epoch > _MAX_EPOCH or count < 0 or count >= _END_OF_TAG:
+        raise OverflowError(f"position out of range: epoch {epoch}, reduction {count}")
+    return (epoch << _PLACE_BITS) | _END_OF_TAG | count
+
+
+def split_position(long long position):
+    """``(epoch, kind, n)`` of a position: kind ``"level"`` (n = level) or ``"advance"`` (n = count)."""
+    cdef long long epoch = position >> _PLACE_BITS
+    cdef long long place = position & ((1LL << _PLACE_BITS) - 1)
+    if place >= _END_OF_TAG:
+        return epoch, "advance", place - _END_OF_TAG
+    return epoch, "level", place - 1
+
+
 cdef inline bint _reached(int32_t *gen, int32_t old, int64_t *prog, int64_t position) nogil:
     """The condition ``Barrier._wait`` waits for: a progress word at ``position``, or a changed generation."""
     if prog != NULL:
@@ -269,6 +307,15 @@ cdef class Barrier:
 
     def counter(self, int proc, int slot) -> int:
         return rb_load64(&self._counters[proc * COUNTERS + slot])
+
+    def store_counters(self, int first, tuple values) -> None:
+        """Overwrite this process's counters ``first``, ``first + 1``, ... with ``values`` (one call
+        per tag for the executor's time breakdown; readers see each word atomically)."""
+        cdef int i
+        if first < 0 or first + len(values) > COUNTERS:
+            raise IndexError("counter slots out of range")
+        for i in range(len(values)):
+            rb_store64(&self._counters[self.index * COUNTERS + first + i], <int64_t> values[i])
 
     # ---- waiting ---------------------------------------------------------------------------
     cdef int _wait(self, int32_t *gen, int32_t old, int64_t *prog, int64_t position, int32_t *seq,

@@ -117,6 +117,25 @@ class RoundProgram(Reactor):
             self.connect(self.workers.out, self.server.results)
 
 
+#: the parts of a worker process's round time in the breakdown (see reactor_backend.processes.Breakdown)
+BREAKDOWN_PARTS = ("work", "transport", "wait", "other")
+
+
+class _CountingClock:
+    """The harness clock, counting completed rounds (for per-round breakdowns)."""
+
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+        self.ticks = 0
+
+    def begin(self) -> None:
+        self.clock.begin()
+
+    def tick(self) -> None:
+        self.ticks += 1
+        self.clock.tick()
+
+
 class ReactorBackend(Backend):
     """Runs a scenario as a `RoundProgram` under the configured executor (inline, threads or processes)."""
 
@@ -126,6 +145,13 @@ class ReactorBackend(Backend):
         super().__init__(config, workers)
         self.executor = str(getattr(config.executor, "value", config.executor))
         self.variant = self.executor
+        from reactor_backend.processes import Breakdown
+
+        want = self.executor == "processes" and bool(getattr(config, "breakdown", False))
+        self.breakdown: Breakdown | None = Breakdown() if want else None
+        self._counted: _CountingClock | None = None
+        self._bd_prev: list[dict[str, int]] = []
+        self._bd_rounds = 0
 
     def start(self, scenario: Scenario, server: Server) -> None:
         # assembly happens in run(): the program needs the clock; worker roles are built at startup
@@ -139,10 +165,32 @@ class ReactorBackend(Backend):
     def run(self, rounds: int, clock: Clock) -> None:
         from reactor_backend import run
 
-        options = {}
+        options: dict[str, Any] = {}
         if self.executor == "processes":  # zero-copy views where no role keeps received arrays
             options["copy_arrays"] = bool(getattr(self.scenario, "inputs_retained", True))
-        self.stats = run(self.program(rounds, clock), executor=self.executor, workers=self.workers, **options)
+            if self.breakdown is not None:
+                options["breakdown"] = self.breakdown
+        counted = _CountingClock(clock)
+        self._counted = counted
+        self.stats = run(self.program(rounds, counted), executor=self.executor, workers=self.workers, **options)
+
+    def metrics(self) -> dict[str, float]:
+        """Per round since the last call, per worker process: microseconds of role work, transport,
+        waiting and other executor time (``bd_w<rank>_<part>_us``; processes executor only)."""
+        if self.breakdown is None or self._counted is None:
+            return {}
+        snap = self.breakdown.snapshot()
+        rounds = self._counted.ticks - self._bd_rounds
+        prev = self._bd_prev
+        self._bd_prev, self._bd_rounds = snap, self._counted.ticks
+        if not snap or rounds <= 0:
+            return {}
+        out: dict[str, float] = {"bd_rounds": float(rounds)}
+        for rank, now in enumerate(snap):
+            before = prev[rank] if rank < len(prev) else {}
+            for part in BREAKDOWN_PARTS:
+                out[f"bd_w{rank}_{part}_us"] = (now[part] - before.get(part, 0)) / rounds / 1e3
+        return out
 
     def stop(self) -> None:
         """`run` itself joins its worker processes and unlinks its segments, also on errors."""

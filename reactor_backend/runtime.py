@@ -25,6 +25,8 @@ class RunStats:
     elapsed: int              # final_tag.time - start_time (logical ns)
     executor: str
     workers: int
+    #: processes executor with ``breakdown=``: per process, where the time went (see processes.Breakdown)
+    breakdown: list | None = None
 
     def __getitem__(self, key: str) -> Any:
         return getattr(self, key)
