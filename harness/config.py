@@ -54,6 +54,11 @@ class Executor(str, Enum):
     processes = "processes"
 
 
+class Placement(str, Enum):
+    cost = "cost"
+    even = "even"
+
+
 @dataclass
 class ReactorConfig(BackendConfig):
     """The reactor runtime: a server reactor and a bank of worker reactors, multiport connections."""
@@ -64,6 +69,10 @@ class ReactorConfig(BackendConfig):
     #: transport, waiting, other) in the rows' ``extra`` (``bd_w<rank>_<part>_us``); a few clock reads
     #: per level and tag
     breakdown: bool = True
+    #: processes executor: ``cost`` places fewer bank members on process 0, which also runs the server,
+    #: by the server's measured cost per round in members' steps (throwaway roles, at start-up);
+    #: ``even``: contiguous even parts
+    placement: Placement = Placement.cost
 
 
 class RayMode(str, Enum):

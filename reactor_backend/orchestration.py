@@ -100,12 +100,16 @@ class ServerReactor(Reactor):
 class RoundProgram(Reactor):
     """The top-level reactor of a scenario: server, worker bank and their connections."""
 
-    def __init__(self, scenario: Scenario, server: Server, clock: Clock, rounds: int):
+    def __init__(self, scenario: Scenario, server: Server, clock: Clock, rounds: int,
+                 placement: list[int] | None = None):
+        """``placement``: the worker process of each bank member (None: contiguous even parts)."""
         super().__init__()
         n = scenario.num_workers
         chain = getattr(scenario, "topology", "star") == "chain"
         self.server = ServerReactor(server, clock, rounds, n, chain=chain).place(0)
         self.workers = self.bank(WorkerReactor, n, scenario=scenario)
+        if placement is not None:
+            self.workers.place(placement)
         if chain:
             self.connect(self.server.msgs, self.workers[0].inp)
             for a, b in zip(self.workers, list(self.workers)[1:]):
@@ -115,6 +119,56 @@ class RoundProgram(Reactor):
             self.connect(self.server.msgs, self.workers.inp)
             self.connect(self.server.bcast, self.workers.bcast, broadcast=True)
             self.connect(self.workers.out, self.server.results)
+
+
+def split_by_cost(members: int, processes: int, server_cost: float) -> list[int]:
+    """The process of each bank member, contiguous, so that every process carries about the same
+    load when process 0 also runs the server, whose per-round work costs ``server_cost`` members'
+    steps (0: even parts). Process 0 gets ``round(total / processes - server_cost)`` members (at
+    least 0), the others share the rest evenly."""
+    if processes <= 1 or members == 0:
+        return [0] * members
+    total = members + max(0.0, server_cost)
+    first = min(members, max(0, round(total / processes - max(0.0, server_cost))))
+    rest = members - first
+    out = [0] * first
+    for i in range(rest):
+        out.append(1 + (i * (processes - 1)) // rest)
+    return out
+
+
+def measure_role_costs(scenario: Scenario, max_rounds: int = 10, budget_s: float = 0.3) -> tuple[float, float]:
+    """Seconds per round of one worker's ``step`` and of the server's ``scatter`` + ``gather`` of
+    ``num_workers`` results, measured on throwaway roles in this process (medians after one
+    warm-up round; the real roles and their checksum are untouched)."""
+    import time
+
+    server = scenario.make_server()
+    worker = scenario.make_worker(0)
+    n = scenario.num_workers
+    steps, serves = [], []
+    try:
+        deadline = time.perf_counter() + budget_s
+        for i in range(max_rounds + 1):
+            t0 = time.perf_counter()
+            msgs = server.scatter()
+            msg = msgs.value if isinstance(msgs, Broadcast) else split_messages(msgs, n)[0]
+            t1 = time.perf_counter()
+            result = worker.step(msg)
+            t2 = time.perf_counter()
+            server.gather([result] * n)
+            t3 = time.perf_counter()
+            if i > 0:
+                steps.append(t2 - t1)
+                serves.append((t1 - t0) + (t3 - t2))
+            if i > 1 and t3 > deadline:
+                break
+    finally:
+        worker.close()
+        server.close()
+    steps.sort()
+    serves.sort()
+    return steps[len(steps) // 2], serves[len(serves) // 2]
 
 
 #: the parts of a worker process's round time in the breakdown (see reactor_backend.processes.Breakdown)
@@ -158,9 +212,19 @@ class ReactorBackend(Backend):
         self.scenario = scenario
         self.server = server
         self.stats: Any = None
+        self.placement: list[int] | None = None
+        chain = getattr(scenario, "topology", "star") == "chain"
+        mode = getattr(self.config, "placement", "even")
+        if self.executor == "processes" and self.workers > 1 and not chain and \
+                str(getattr(mode, "value", mode)) == "cost":
+            step_s, server_s = measure_role_costs(scenario)
+            cost = server_s / step_s if step_s > 0 else 0.0
+            self.placement = split_by_cost(scenario.num_workers, self.workers, cost)
+            self.startup_breakdown["placement_server_cost"] = cost
+            self.startup_breakdown["placement_members_w0"] = float(self.placement.count(0))
 
     def program(self, rounds: int, clock: Clock) -> RoundProgram:
-        return RoundProgram(self.scenario, self.server, clock, rounds)
+        return RoundProgram(self.scenario, self.server, clock, rounds, placement=self.placement)
 
     def run(self, rounds: int, clock: Clock) -> None:
         from reactor_backend import run
