@@ -469,8 +469,32 @@ cdef class Core:
         self._inbox = []
         self._wake = threading.Event()
         self._running = False
+        self._begin_run(program)
+
+    cdef _begin_run(self, program):
+        """Take over the program's objects for this run: everything a previous run left in them (trigger
+        presence and values, pending delayed events, action spacing history, reaction trigger stamps)
+        is reset, so an assembled program is a plan that runs again with the same results."""
+        cdef Trigger trig
+        cdef Port port
+        cdef Action act
+        cdef Reaction r
         for trig in program.triggers:
-            (<Trigger> trig).core = self
+            trig.core = self
+            trig.is_present = False
+            trig.value = None
+            if isinstance(trig, Port):
+                port = <Port> trig
+                port._pending = None
+                port._pending_epoch = 0
+            elif isinstance(trig, Action):
+                act = <Action> trig
+                act._pending_events = {}
+                act._last_ev = None
+                act._has_last = False
+        for r in program.reactions:
+            r.epoch = 0
+            r.ctx.current = -1
 
     # ---- queues ---------------------------------------------------------------------------
     cdef int _mark(self, Trigger t) except -1:

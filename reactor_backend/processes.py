@@ -309,6 +309,17 @@ class ProcessExecutor(Executor):
         self._meet = {b: (tuple(flush.get(b, ())), publish, wait, tuple(imports.get(b, ())))
                       for b, (publish, wait) in plan.meetings(rank).items()}
 
+    def _restore_program(self) -> None:
+        """Undo ``_localize`` in the caller's program: the program stays a plan that any executor
+        can run again (the per-run state lives here and in the core)."""
+        delayed = getattr(self, "_delayed", None)
+        if delayed is None:
+            return
+        for rx in self.program.reactions:
+            rx.local = True
+        for p in self.program.ports:
+            p.delayed = delayed[p.id]
+
     def begin(self, start_time: int) -> None:
         assert self.group is not None
         self.start_time = start_time
@@ -539,6 +550,7 @@ class ProcessExecutor(Executor):
             except WorkerError as werr:
                 raise _as_reaction_error(werr) from werr.original
         finally:
+            self._restore_program()
             if self.breakdown is not None and self.breakdown._final is None:
                 self.breakdown._barrier = None
             if getattr(self, "_sigterm", None) is not None:
