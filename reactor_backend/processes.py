@@ -469,15 +469,8 @@ class ProcessExecutor(Executor):
         keepalive = core.keepalive
         if nxt is None and st is None and not keepalive:
             return _NO_WAIT  # starvation: the core shuts down at the next microstep
-        final = None
-        if st is not None:
-            final = st
-            if core.timeout >= 0 and core.start_time + core.timeout < st[0]:
-                final = Tag(core.start_time + core.timeout, 0)
-        elif core.timeout >= 0:
-            final = Tag(core.start_time + core.timeout, 0)
-        goal = nxt if (nxt is not None and (final is None or nxt < final)) else final
-        if goal is None:
+        kind, goal = core.decide_next(nxt, st)  # the core's own decision: the same tag it will process
+        if kind == "wait":
             return None
         if not core.fast or (keepalive and nxt is None and st is None):
             return goal[0]
