@@ -13,7 +13,8 @@ process runs the same precomputed schedule and meets the others only here:
   by the generation's parity, so a fast process cannot overwrite a cell that a slow one still
   reads) and, after the barrier, everyone computes the same lexicographic minima and OR.
 * Waiting spins briefly (``pause``), then yields the core (``sched_yield``; for up to 1 ms when
-  every process has a core of its own, 50 us otherwise), then sleeps in
+  every process has a core of its own, 50 us otherwise, and no longer once a yield came back
+  late, i.e. other processes ran meanwhile: the core is contended), then sleeps in
   ``FUTEX_WAIT`` on the generation word with a time slice, so it never starves a process that
   needs the core when workers outnumber cores. The releaser calls ``FUTEX_WAKE`` only when a
   waiter has announced itself (Dekker-style handshake on seq_cst atomics: no lost wake-ups).
@@ -208,7 +209,9 @@ cdef class Barrier:
     cdef public long long yield_ns
     cdef public long long slice_ns
     cdef public long long check_ns
+    cdef public long long yield_gap_ns
     cdef readonly long long futex_sleeps
+    cdef readonly long long yield_gaps
 
     def __cinit__(self, buf, int nproc, int index, check=None):
         cdef char[::1] view = buf
@@ -245,6 +248,11 @@ cdef class Barrier:
         self.yield_ns = 1_000_000 if nproc <= ncpu else 50_000
         self.slice_ns = 10_000_000
         self.check_ns = 50_000_000
+        # A sched_yield that returns after more than this (other processes ran in between) ends the
+        # yield phase early: on a machine shared with other work, yielding costs whole time slices
+        # of others per round, sleeping costs one wake-up (measured below, docs/processes.md).
+        self.yield_gap_ns = 30_000
+        self.yield_gaps = 0
 
     # ---- stop word -------------------------------------------------------------------------
     def request_stop(self, int code) -> bool:
@@ -330,6 +338,8 @@ cdef class Barrier:
         cdef long long spins = self.spin_iters
         cdef long long yield_ns = self.yield_ns
         cdef long long slice_ns = self.slice_ns
+        cdef long long yield_gap_ns = self.yield_gap_ns
+        cdef long long t_prev
         cdef int32_t s
         cdef bint done = _reached(gen, old, prog, position)
         if done:
@@ -342,13 +352,22 @@ cdef class Barrier:
                     break
             if not done:
                 t0 = rb_now_ns()
+                t_prev = t0
                 while True:
                     if _reached(gen, old, prog, position):
                         done = 1
                         break
-                    if rb_load32(stop) != 0 or rb_now_ns() - t0 > yield_ns:
+                    now = rb_now_ns()
+                    if rb_load32(stop) != 0 or now - t0 > yield_ns:
+                        break
+                    if now - t_prev > yield_gap_ns:
+                        # the last yield let other processes run for a while: the core is contended,
+                        # and a yielding waiter only queues behind them; sleep instead (the publisher
+                        # wakes a sleeper directly, and the kernel favours a woken sleeper)
+                        self.yield_gaps += 1
                         break
                     sched_yield()
+                    t_prev = now
         if done:
             return 0
         t_check = rb_now_ns()
@@ -438,16 +457,16 @@ cdef class Barrier:
 
 
     # ---- point-to-point progress -----------------------------------------------------------
-    cdef inline int64_t *_progress(self, int p) nogil:
+    cdef inline int64_t *_progress(self, int p) noexcept nogil:
         return <int64_t *>(self._lines + p * LINE)
 
-    cdef inline int32_t *_seq(self, int p) nogil:
+    cdef inline int32_t *_seq(self, int p) noexcept nogil:
         return <int32_t *>(self._lines + p * LINE + 8)
 
-    cdef inline int32_t *_pwaiters(self, int p) nogil:
+    cdef inline int32_t *_pwaiters(self, int p) noexcept nogil:
         return <int32_t *>(self._lines + p * LINE + 12)
 
-    cdef inline void _publish(self, int64_t position) nogil:
+    cdef inline void _publish(self, int64_t position) noexcept nogil:
         rb_store64(self._progress(self.index), position)
         rb_add32(self._seq(self.index), 1)
         if rb_load32(self._pwaiters(self.index)) > 0:
