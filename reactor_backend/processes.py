@@ -49,7 +49,8 @@ Meetings (static)
     is enough.
 
 Tag advance
-    ``advance`` is a reduction over the progress words: each process publishes its earliest queued
+    ``advance`` is a reduction over the progress words (positions built by
+    ``_sync.meeting_position`` / ``_sync.advance_position``, the one definition of their layout): each process publishes its earliest queued
     event and its stop request with its end-of-tag position, waits until every other process
     published the same position, and computes the lexicographic minima. A round of the
     broadcast/gather benchmarks therefore costs two hand-offs on its critical path (the server's
@@ -63,6 +64,12 @@ Tag advance
     together in ``advance``: each sleeps on a shared signal word until the target time; a physical
     event (``core.wake_hook``) bumps the word, everybody wakes and reduces again, and the wait ends
     when a reduction finds nothing new and every process past the target.
+
+Time breakdown
+    With ``breakdown=`` (a ``Breakdown``, or True), each process times its role work (reaction
+    bodies), transport (slot writes and reads), waiting (meetings and reductions) and the rest of
+    its tag loop, and stores the totals in its counters in the control block once per tag, so the
+    caller can read every process's totals while the run is in progress (``Breakdown.snapshot``).
 
 Values
     numpy arrays are copied once into the slot by the writer; flat records (tuples or lists of
