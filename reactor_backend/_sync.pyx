@@ -110,6 +110,7 @@ cdef enum:
     CELL_WORDS = 8            # int64 words per reduction cell (one cache line)
     COUNTERS = 8              # int64 counters per process
     LINE = 64                 # bytes per process progress line
+    YIELD_FLOOR_NS = 20000    # shortest adaptive yield phase
 
 #: Largest int64: the "no event" tag component in reductions.
 NEVER = 0x7FFFFFFFFFFFFFFF
@@ -212,6 +213,7 @@ cdef class Barrier:
     cdef public long long yield_gap_ns
     cdef readonly long long futex_sleeps
     cdef readonly long long yield_gaps
+    cdef long long _yield_cur
 
     def __cinit__(self, buf, int nproc, int index, check=None):
         cdef char[::1] view = buf
@@ -253,6 +255,7 @@ cdef class Barrier:
         # of others per round, sleeping costs one wake-up (measured below, docs/processes.md).
         self.yield_gap_ns = 30_000
         self.yield_gaps = 0
+        self._yield_cur = self.yield_ns
 
     # ---- stop word -------------------------------------------------------------------------
     def request_stop(self, int code) -> bool:
@@ -336,10 +339,11 @@ cdef class Barrier:
         cdef long long i, t0, t_check, now
         cdef int32_t *stop = self._stop
         cdef long long spins = self.spin_iters
-        cdef long long yield_ns = self.yield_ns
+        cdef long long yield_ns = self._yield_cur if self._yield_cur < self.yield_ns else self.yield_ns
         cdef long long slice_ns = self.slice_ns
         cdef long long yield_gap_ns = self.yield_gap_ns
         cdef long long t_prev
+        cdef bint yielded = 0
         cdef int32_t s
         cdef bint done = _reached(gen, old, prog, position)
         if done:
@@ -351,6 +355,7 @@ cdef class Barrier:
                     done = 1
                     break
             if not done:
+                yielded = 1
                 t0 = rb_now_ns()
                 t_prev = t0
                 while True:
@@ -368,6 +373,16 @@ cdef class Barrier:
                         break
                     sched_yield()
                     t_prev = now
+        # Adapt the yield phase: a wait that ends while yielding lengthens the next one (up to
+        # ``yield_ns``), one that had to sleep halves it (down to ``YIELD_FLOOR_NS``). Where the
+        # partner answers within the phase (every process has its core) it stays long; where waits
+        # outlast it (a machine shared with other work) waiters go to sleep early instead of
+        # queueing behind others' time slices.
+        if yielded:
+            if done:
+                self._yield_cur = min(self.yield_ns, self._yield_cur + self.yield_ns // 8)
+            else:
+                self._yield_cur = max(YIELD_FLOOR_NS, self._yield_cur // 2)
         if done:
             return 0
         t_check = rb_now_ns()
