@@ -216,6 +216,7 @@ class ReactorBackend(Backend):
         chain = getattr(scenario, "topology", "star") == "chain"
         mode = getattr(self.config, "placement", "even")
         if self.executor == "processes" and self.workers > 1 and not chain and \
+                getattr(scenario, "costs_measurable", True) and \
                 str(getattr(mode, "value", mode)) == "cost":
             step_s, server_s = measure_role_costs(scenario)
             cost = server_s / step_s if step_s > 0 else 0.0

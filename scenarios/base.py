@@ -105,6 +105,9 @@ class Scenario(abc.ABC):
     #: zero-copy transport must then hand out private copies. False lets it pass read-only views that are
     #: valid until the sender's next value, as Ray's object store does for numpy arrays.
     inputs_retained: bool = True
+    #: True when throwaway roles may be built and stepped a few rounds to measure their cost (the reactor
+    #: backend's placement does, at start-up); False for roles with side effects (fault injection)
+    costs_measurable: bool = True
 
     def __init__(self, config: Any, seed: int):
         self.config = config
