@@ -69,10 +69,11 @@ class ReactorConfig(BackendConfig):
     #: transport, waiting, other) in the rows' ``extra`` (``bd_w<rank>_<part>_us``); a few clock reads
     #: per level and tag
     breakdown: bool = True
-    #: processes executor: ``cost`` places fewer bank members on process 0, which also runs the server,
-    #: by the server's measured cost per round in members' steps (throwaway roles, at start-up);
-    #: ``even``: contiguous even parts
-    placement: Placement = Placement.cost
+    #: processes executor: ``even``: contiguous even parts; ``cost``: fewer bank members on process 0, which
+    #: also runs the server, by the server's measured cost per round in members' steps (throwaway roles, at
+    #: start-up). ``even`` is the default: in a round the server's scatter and gather never overlap the
+    #: steps, so the round is fastest when the largest share of members is smallest (docs/processes.md)
+    placement: Placement = Placement.even
 
 
 class RayMode(str, Enum):
