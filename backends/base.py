@@ -69,3 +69,8 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def stop(self) -> None:
         """Tear everything down: no process, actor or shared-memory segment may outlive this call."""
+
+    def metrics(self) -> dict[str, float]:
+        """Numbers about the rounds since the previous call (e.g. where a round's time went), for the
+        results row of the repetition that just ended. Optional; called from the clock's callbacks."""
+        return {}

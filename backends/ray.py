@@ -52,6 +52,8 @@ class RayBackend(Backend):
         self.graph: Optional[Any] = None  # CompiledRounds, built at the first round
         self.failed = False
         self.actor_info: list[dict[str, Any]] = []  # per actor: pid, workers, thread pinning
+        self._bd = [0, 0, 0]  # actors mode: driver role work ns, driver call ns, rounds (see metrics)
+        self._bd_prev: tuple = (0, 0, 0, [])
 
     # ---------------------------------------------------------------- assembly (not timed)
     def start(self, scenario: Scenario, server: Server) -> None:
@@ -91,8 +93,11 @@ class RayBackend(Backend):
         server, actors, slices, n = self.server, self.actors, self.slices, self.num_workers
         put, get, inline_max = ray.put, ray.get, self.broadcast_inline_max_bytes
         clock.begin()
+        pc = time.perf_counter_ns
         for r in range(rounds):
+            t0 = pc()
             msgs = server.scatter()
+            t1 = pc()
             if isinstance(msgs, Broadcast):
                 value = msgs.value
                 # a large broadcast goes into the object store once and every call passes the reference;
@@ -107,8 +112,13 @@ class RayBackend(Backend):
             except Exception as exc:  # noqa: BLE001 - translated to a clear error, Ray's kept as cause
                 self.failed = True
                 raise self._explain(exc, f"round {r} (0-based)") from exc
+            t2 = pc()
             server.gather([res for chunk in chunks for res in chunk])
             self._relay(r)
+            t3 = pc()
+            self._bd[0] += (t1 - t0) + (t3 - t2)
+            self._bd[1] += t2 - t1
+            self._bd[2] += 1
             clock.tick()
 
     def _relay(self, r: int) -> None:
@@ -123,6 +133,26 @@ class RayBackend(Backend):
             self.failed = True
             raise self._explain(exc, f"round {r} (0-based) of the relay role") from exc
         self.server.relay_result(reply)
+
+    def metrics(self) -> dict[str, float]:
+        """Actors mode, per round since the last call: the driver's role work (scatter, gather with
+        its checksum), the driver's calls (submitting the steps and waiting for their results:
+        transport, scheduling and the actors' work together), and the mean and largest time an
+        actor spent inside its roles' ``step`` (``bd_ray_*_us``)."""
+        if self.mode != "actors" or not self.actors or self.failed:
+            return {}
+        import ray
+
+        work, calls, rounds = self._bd
+        busy = ray.get([a.busy_ns.remote() for a in self.actors], timeout=60)
+        prev = self._bd_prev
+        self._bd_prev = (work, calls, rounds, busy)
+        n = rounds - prev[2]
+        if n <= 0:
+            return {}
+        steps = [(b - (prev[3][i] if i < len(prev[3]) else 0)) / n / 1e3 for i, b in enumerate(busy)]
+        return {"bd_ray_driver_work_us": (work - prev[0]) / n / 1e3, "bd_ray_driver_calls_us": (calls - prev[1]) / n / 1e3,
+                "bd_ray_actor_step_mean_us": sum(steps) / len(steps), "bd_ray_actor_step_max_us": max(steps)}
 
     def _run_compiled(self, rounds: int, clock: Clock) -> None:
         server, slices, n = self.server, self.slices, self.num_workers

@@ -153,7 +153,9 @@ class RelayServerReactor(ServerReactor):
 class RoundProgram(Reactor):
     """The top-level reactor of a scenario: server, worker bank and their connections."""
 
-    def __init__(self, scenario: Scenario, server: Server, clock: Clock, rounds: int):
+    def __init__(self, scenario: Scenario, server: Server, clock: Clock, rounds: int,
+                 placement: list[int] | None = None):
+        """``placement``: the worker process of each bank member (None: contiguous even parts)."""
         super().__init__()
         n = scenario.num_workers
         chain = getattr(scenario, "topology", "star") == "chain"
@@ -165,6 +167,8 @@ class RoundProgram(Reactor):
             self.connect(self.server.to_relay, self.relay.inp)
             self.connect(self.relay.out, self.server.from_relay)
         self.workers = self.bank(WorkerReactor, n, scenario=scenario)
+        if placement is not None:
+            self.workers.place(placement)
         if chain:
             self.connect(self.server.msgs, self.workers[0].inp)
             for a, b in zip(self.workers, list(self.workers)[1:]):
@@ -176,6 +180,75 @@ class RoundProgram(Reactor):
             self.connect(self.workers.out, self.server.results)
 
 
+def split_by_cost(members: int, processes: int, server_cost: float) -> list[int]:
+    """The process of each bank member, contiguous, so that every process carries about the same
+    load when process 0 also runs the server, whose per-round work costs ``server_cost`` members'
+    steps (0: even parts). Process 0 gets ``round(total / processes - server_cost)`` members (at
+    least 0), the others share the rest evenly."""
+    if processes <= 1 or members == 0:
+        return [0] * members
+    total = members + max(0.0, server_cost)
+    first = min(members, max(0, round(total / processes - max(0.0, server_cost))))
+    rest = members - first
+    out = [0] * first
+    for i in range(rest):
+        out.append(1 + (i * (processes - 1)) // rest)
+    return out
+
+
+def measure_role_costs(scenario: Scenario, max_rounds: int = 10, budget_s: float = 0.3) -> tuple[float, float]:
+    """Seconds per round of one worker's ``step`` and of the server's ``scatter`` + ``gather`` of
+    ``num_workers`` results, measured on throwaway roles in this process (medians after one
+    warm-up round; the real roles and their checksum are untouched)."""
+    import time
+
+    server = scenario.make_server()
+    worker = scenario.make_worker(0)
+    n = scenario.num_workers
+    steps, serves = [], []
+    try:
+        deadline = time.perf_counter() + budget_s
+        for i in range(max_rounds + 1):
+            t0 = time.perf_counter()
+            msgs = server.scatter()
+            msg = msgs.value if isinstance(msgs, Broadcast) else split_messages(msgs, n)[0]
+            t1 = time.perf_counter()
+            result = worker.step(msg)
+            t2 = time.perf_counter()
+            server.gather([result] * n)
+            t3 = time.perf_counter()
+            if i > 0:
+                steps.append(t2 - t1)
+                serves.append((t1 - t0) + (t3 - t2))
+            if i > 1 and t3 > deadline:
+                break
+    finally:
+        worker.close()
+        server.close()
+    steps.sort()
+    serves.sort()
+    return steps[len(steps) // 2], serves[len(serves) // 2]
+
+
+#: the parts of a worker process's round time in the breakdown (see reactor_backend.processes.Breakdown)
+BREAKDOWN_PARTS = ("work", "transport", "wait", "other")
+
+
+class _CountingClock:
+    """The harness clock, counting completed rounds (for per-round breakdowns)."""
+
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+        self.ticks = 0
+
+    def begin(self) -> None:
+        self.clock.begin()
+
+    def tick(self) -> None:
+        self.ticks += 1
+        self.clock.tick()
+
+
 class ReactorBackend(Backend):
     """Runs a scenario as a `RoundProgram` under the configured executor (inline, threads or processes)."""
 
@@ -185,23 +258,63 @@ class ReactorBackend(Backend):
         super().__init__(config, workers)
         self.executor = str(getattr(config.executor, "value", config.executor))
         self.variant = self.executor
+        from reactor_backend.processes import Breakdown
+
+        want = self.executor == "processes" and bool(getattr(config, "breakdown", False))
+        self.breakdown: Breakdown | None = Breakdown() if want else None
+        self._counted: _CountingClock | None = None
+        self._bd_prev: list[dict[str, int]] = []
+        self._bd_rounds = 0
 
     def start(self, scenario: Scenario, server: Server) -> None:
         # assembly happens in run(): the program needs the clock; worker roles are built at startup
         self.scenario = scenario
         self.server = server
         self.stats: Any = None
+        self.placement: list[int] | None = None
+        chain = getattr(scenario, "topology", "star") == "chain"
+        mode = getattr(self.config, "placement", "even")
+        if self.executor == "processes" and self.workers > 1 and not chain and \
+                getattr(scenario, "costs_measurable", True) and \
+                str(getattr(mode, "value", mode)) == "cost":
+            step_s, server_s = measure_role_costs(scenario)
+            cost = server_s / step_s if step_s > 0 else 0.0
+            self.placement = split_by_cost(scenario.num_workers, self.workers, cost)
+            self.startup_breakdown["placement_server_cost"] = cost
+            self.startup_breakdown["placement_members_w0"] = float(self.placement.count(0))
 
     def program(self, rounds: int, clock: Clock) -> RoundProgram:
-        return RoundProgram(self.scenario, self.server, clock, rounds)
+        return RoundProgram(self.scenario, self.server, clock, rounds, placement=self.placement)
 
     def run(self, rounds: int, clock: Clock) -> None:
         from reactor_backend import run
 
-        options = {}
+        options: dict[str, Any] = {}
         if self.executor == "processes":  # zero-copy views where no role keeps received arrays
             options["copy_arrays"] = bool(getattr(self.scenario, "inputs_retained", True))
-        self.stats = run(self.program(rounds, clock), executor=self.executor, workers=self.workers, **options)
+            if self.breakdown is not None:
+                options["breakdown"] = self.breakdown
+        counted = _CountingClock(clock)
+        self._counted = counted
+        self.stats = run(self.program(rounds, counted), executor=self.executor, workers=self.workers, **options)
+
+    def metrics(self) -> dict[str, float]:
+        """Per round since the last call, per worker process: microseconds of role work, transport,
+        waiting and other executor time (``bd_w<rank>_<part>_us``; processes executor only)."""
+        if self.breakdown is None or self._counted is None:
+            return {}
+        snap = self.breakdown.snapshot()
+        rounds = self._counted.ticks - self._bd_rounds
+        prev = self._bd_prev
+        self._bd_prev, self._bd_rounds = snap, self._counted.ticks
+        if not snap or rounds <= 0:
+            return {}
+        out: dict[str, float] = {"bd_rounds": float(rounds)}
+        for rank, now in enumerate(snap):
+            before = prev[rank] if rank < len(prev) else {}
+            for part in BREAKDOWN_PARTS:
+                out[f"bd_w{rank}_{part}_us"] = (now[part] - before.get(part, 0)) / rounds / 1e3
+        return out
 
     def stop(self) -> None:
         """`run` itself joins its worker processes and unlinks its segments, also on errors."""

@@ -54,12 +54,26 @@ class Executor(str, Enum):
     processes = "processes"
 
 
+class Placement(str, Enum):
+    cost = "cost"
+    even = "even"
+
+
 @dataclass
 class ReactorConfig(BackendConfig):
     """The reactor runtime: a server reactor and a bank of worker reactors, multiport connections."""
 
     name: str = "reactor"
     executor: Executor = Executor.processes
+    #: processes executor: record where each worker process's time goes per round (role work,
+    #: transport, waiting, other) in the rows' ``extra`` (``bd_w<rank>_<part>_us``); a few clock reads
+    #: per level and tag
+    breakdown: bool = True
+    #: processes executor: ``even``: contiguous even parts; ``cost``: fewer bank members on process 0, which
+    #: also runs the server, by the server's measured cost per round in members' steps (throwaway roles, at
+    #: start-up). ``even`` is the default: in a round the server's scatter and gather never overlap the
+    #: steps, so the round is fastest when the largest share of members is smallest (docs/processes.md)
+    placement: Placement = Placement.even
 
 
 class RayMode(str, Enum):

@@ -58,6 +58,7 @@ def measure(spec: dict[str, Any], send: Callable[[dict[str, Any]], None]) -> Non
     def on_repetition(rep: Repetition) -> None:
         extra = dict(server.metrics())
         extra.update(backend.startup_breakdown)  # e.g. Ray: init, actors, compile
+        extra.update(backend.metrics())  # e.g. the reactor's per-round time breakdown
         if rep.index == clock.repetitions - 1:
             extra.update(server.final_metrics())
         send({
@@ -80,7 +81,7 @@ def measure(spec: dict[str, Any], send: Callable[[dict[str, Any]], None]) -> Non
 
     clock = RoundClock(int(budget["rounds"]), int(budget["warmup_rounds"]), int(budget["repetitions"]),
                        on_repetition, on_progress, on_begin=on_begin,
-                       on_warmup_end=server.metrics)  # metrics cover timed rounds only: drop warm-up's
+                       on_warmup_end=lambda: (server.metrics(), backend.metrics()))  # timed rounds only
     try:
         backend.start(scenario, server)
         backend.run(clock.total_rounds, clock)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from typing import Any, Sequence
 
 import numpy as np
@@ -102,6 +103,7 @@ class RoleActor:
             os.environ[var] = str(threads)
         self.indices = list(indices)
         self.workers: list[Worker] = [scenario.make_worker(i) for i in self.indices]
+        self.step_ns = 0
         if "torch" in sys.modules:  # the roles imported torch: pin its intra-op pool like the env vars
             sys.modules["torch"].set_num_threads(threads)
 
@@ -119,13 +121,23 @@ class RoleActor:
         """One round with one message per held worker, in worker-index order."""
         if msgs is WarmUp:
             return []
-        return [w.step(m) for w, m in zip(self.workers, msgs)]
+        t0 = time.perf_counter_ns()
+        out = [w.step(m) for w, m in zip(self.workers, msgs)]
+        self.step_ns += time.perf_counter_ns() - t0
+        return out
 
     def step_all(self, msg: Any) -> list[Any]:
         """One round in which every held worker receives the same (broadcast) message."""
         if msg is WarmUp:
             return []
-        return [w.step(msg) for w in self.workers]
+        t0 = time.perf_counter_ns()
+        out = [w.step(msg) for w in self.workers]
+        self.step_ns += time.perf_counter_ns() - t0
+        return out
+
+    def busy_ns(self) -> int:
+        """Nanoseconds spent inside the roles' ``step`` so far (the backend's time breakdown)."""
+        return self.step_ns
 
     def close(self) -> None:
         """Close the workers (environments, files) before the actor is killed."""

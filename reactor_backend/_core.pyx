@@ -43,6 +43,12 @@ cdef enum:
 
 cdef int64_t NEVER_LEVEL = 1 << 62
 
+# outcomes of Core._decide_next
+cdef enum:
+    NEXT_EVENT = 0
+    NEXT_FINAL = 1
+    NEXT_WAIT = 2
+
 
 @cython.final
 cdef class ReactorCtx:
@@ -463,8 +469,32 @@ cdef class Core:
         self._inbox = []
         self._wake = threading.Event()
         self._running = False
+        self._begin_run(program)
+
+    cdef _begin_run(self, program):
+        """Take over the program's objects for this run: everything a previous run left in them (trigger
+        presence and values, pending delayed events, action spacing history, reaction trigger stamps)
+        is reset, so an assembled program is a plan that runs again with the same results."""
+        cdef Trigger trig
+        cdef Port port
+        cdef Action act
+        cdef Reaction r
         for trig in program.triggers:
-            (<Trigger> trig).core = self
+            trig.core = self
+            trig.is_present = False
+            trig.value = None
+            if isinstance(trig, Port):
+                port = <Port> trig
+                port._pending = None
+                port._pending_epoch = 0
+            elif isinstance(trig, Action):
+                act = <Action> trig
+                act._pending_events = {}
+                act._last_ev = None
+                act._has_last = False
+        for r in program.reactions:
+            r.epoch = 0
+            r.ctx.current = -1
 
     # ---- queues ---------------------------------------------------------------------------
     cdef int _mark(self, Trigger t) except -1:
@@ -804,11 +834,53 @@ cdef class Core:
                 return True
             self._wake.wait(min((until - now) / 1e9, 0.2))
 
+    cdef int _decide_next(self, bint has_next, int64_t nt, int64_t nm, bint has_stop, int64_t st, int64_t sm,
+                          int64_t *out_t, int64_t *out_m):
+        """The next-tag decision (the one definition; multi-process executors use ``decide_next``).
+
+        Given the earliest queued event ``(nt, nm)`` (if ``has_next``) and the stop tag ``(st, sm)``
+        (if ``has_stop``): ``NEXT_EVENT`` (process the event's tag), ``NEXT_FINAL`` (the final tag,
+        the stop tag or the timeout if that comes first, is next) or ``NEXT_WAIT`` (nothing queued and
+        no end: wait for a physical event). The chosen tag goes to ``out_t``/``out_m``."""
+        cdef bint has_final = has_stop or self.timeout >= 0
+        cdef int64_t ft = 0, fm = 0
+        if has_stop:
+            ft = st
+            fm = sm
+            if self.timeout >= 0 and self.start_time + self.timeout < ft:
+                ft = self.start_time + self.timeout
+                fm = 0
+        elif self.timeout >= 0:
+            ft = self.start_time + self.timeout
+            fm = 0
+        if has_next and (not has_final or nt < ft or (nt == ft and nm < fm)):
+            out_t[0] = nt
+            out_m[0] = nm
+            return NEXT_EVENT
+        if has_final:
+            out_t[0] = ft
+            out_m[0] = fm
+            return NEXT_FINAL
+        return NEXT_WAIT
+
+    def decide_next(self, nxt, stop):
+        """Executors: the core's next-tag decision for an agreed next event tag and stop tag (each a
+        ``(time, microstep)`` or None): ``("event", tag)``, ``("final", tag)`` or ``("wait", None)``."""
+        cdef int64_t t = 0, m = 0
+        cdef int d = self._decide_next(nxt is not None, nxt[0] if nxt is not None else 0,
+                                       nxt[1] if nxt is not None else 0, stop is not None,
+                                       stop[0] if stop is not None else 0, stop[1] if stop is not None else 0,
+                                       &t, &m)
+        if d == NEXT_WAIT:
+            return "wait", None
+        return ("event" if d == NEXT_EVENT else "final"), Tag(t, m)
+
     def run(self, int64_t start_time) -> None:
         """The tag loop: startup at ``start_time``, then tag by tag until the final tag is processed."""
         cdef int64_t t = start_time, m = 0
-        cdef int64_t nt, nm, ft, fm
-        cdef bint final, has_next, has_final, started = False
+        cdef int64_t nt = 0, nm = 0
+        cdef int decision
+        cdef bint final, has_next, started = False
         cdef Timer tm
         self.start_time = start_time
         self.time = start_time
@@ -856,21 +928,11 @@ cdef class Core:
                         self._stop = True
                         self._stop_t = t
                         self._stop_m = m + 1
-                    has_final = self._stop or self.timeout >= 0
-                    if self._stop:
-                        ft = self._stop_t
-                        fm = self._stop_m
-                        if self.timeout >= 0 and start_time + self.timeout < ft:
-                            ft = start_time + self.timeout
-                            fm = 0
-                    elif self.timeout >= 0:
-                        ft = start_time + self.timeout
-                        fm = 0
-                    if has_next and (not has_final or nt < ft or (nt == ft and nm < fm)):
+                    decision = self._decide_next(has_next, nt, nm, self._stop, self._stop_t, self._stop_m,
+                                                 &nt, &nm)
+                    if decision == NEXT_EVENT:
                         final = False
-                    elif has_final:
-                        nt = ft
-                        nm = fm
+                    elif decision == NEXT_FINAL:
                         final = True
                     else:
                         # keepalive with nothing queued and no end in sight: wait for a physical event

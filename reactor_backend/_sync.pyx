@@ -9,7 +9,8 @@ process runs the same precomputed schedule and meets the others only here:
 * ``Barrier.arrive()``: a sense-reversing (generation-counting) barrier. The last arriver resets
   the counter and bumps the generation word; the others wait for that word to change.
 * Waiting spins briefly (``pause``), then yields the core (``sched_yield``; for up to 1 ms when
-  every process has a core of its own, 50 us otherwise), then sleeps in
+  every process has a core of its own, 50 us otherwise, and no longer once a yield came back
+  late, i.e. other processes ran meanwhile: the core is contended), then sleeps in
   ``FUTEX_WAIT`` on the generation word with a time slice, so it never starves a process that
   needs the core when workers outnumber cores. The releaser calls ``FUTEX_WAKE`` only when a
   waiter has announced itself (Dekker-style handshake on seq_cst atomics: no lost wake-ups).
@@ -107,6 +108,7 @@ cdef enum:
     CELL_WORDS = 8            # int64 words per reduction cell (one cache line)
     COUNTERS = 8              # int64 counters per process
     LINE = 64                 # bytes per process progress line
+    YIELD_FLOOR_NS = 20000    # shortest adaptive yield phase
 
 #: Largest int64: the "no event" tag component in reductions.
 NEVER = 0x7FFFFFFFFFFFFFFF
@@ -129,6 +131,49 @@ def set_parent_death_signal(int sig) -> None:
     """In a forked child: ask the kernel to send ``sig`` when the parent thread dies (Linux)."""
     if rb_set_pdeathsig(sig) != 0:
         raise OSError("prctl(PR_SET_PDEATHSIG) failed")
+
+
+def now_ns() -> int:
+    """CLOCK_MONOTONIC in nanoseconds (the same clock the waits use)."""
+    return rb_now_ns()
+
+
+# ---- progress positions ------------------------------------------------------------------------
+# A progress word holds a *position* within the run: the tag counter (``core.epoch``, equal in every
+# process) in the high 32 bits, the place within that tag in the low 32 bits. Places below
+# ``END_OF_TAG`` are meeting levels (level + 1, so that level 0 is after the tag's start); places from
+# ``END_OF_TAG`` on number the tag-advance reductions of that tag. Positions only grow, so a waiter
+# compares with ``>=``. These helpers are the one definition of that layout (the executor builds
+# positions only through them).
+cdef long long _PLACE_BITS = 32
+cdef long long _END_OF_TAG = 1LL << 31
+cdef long long _MAX_EPOCH = (1LL << 31) - 1
+POSITION_PLACE_BITS = _PLACE_BITS
+END_OF_TAG = _END_OF_TAG
+MAX_EPOCH = _MAX_EPOCH
+
+
+cpdef long long meeting_position(long long epoch, long long level):
+    """Position of the meeting at ``level`` of the tag numbered ``epoch``."""
+    if epoch < 0 or epoch > _MAX_EPOCH or level < -1 or level + 1 >= _END_OF_TAG:
+        raise OverflowError(f"position out of range: epoch {epoch}, level {level}")
+    return (epoch << _PLACE_BITS) | (level + 1)
+
+
+cpdef long long advance_position(long long epoch, long long count):
+    """Position of the tag advance's ``count``-th reduction (0, 1, ...) of the tag ``epoch``."""
+    if epoch < 0 or epoch > _MAX_EPOCH or count < 0 or count >= _END_OF_TAG:
+        raise OverflowError(f"position out of range: epoch {epoch}, reduction {count}")
+    return (epoch << _PLACE_BITS) | _END_OF_TAG | count
+
+
+def split_position(long long position):
+    """``(epoch, kind, n)`` of a position: kind ``"level"`` (n = level) or ``"advance"`` (n = count)."""
+    cdef long long epoch = position >> _PLACE_BITS
+    cdef long long place = position & ((1LL << _PLACE_BITS) - 1)
+    if place >= _END_OF_TAG:
+        return epoch, "advance", place - _END_OF_TAG
+    return epoch, "level", place - 1
 
 
 cdef inline bint _reached(int32_t *gen, int32_t old, int64_t *prog, int64_t position) nogil:
@@ -163,7 +208,10 @@ cdef class Barrier:
     cdef public long long yield_ns
     cdef public long long slice_ns
     cdef public long long check_ns
+    cdef public long long yield_gap_ns
     cdef readonly long long futex_sleeps
+    cdef readonly long long yield_gaps
+    cdef long long _yield_cur
 
     def __cinit__(self, buf, int nproc, int index, check=None):
         cdef char[::1] view = buf
@@ -200,6 +248,12 @@ cdef class Barrier:
         self.yield_ns = 1_000_000 if nproc <= ncpu else 50_000
         self.slice_ns = 10_000_000
         self.check_ns = 50_000_000
+        # A sched_yield that returns after more than this (other processes ran in between) ends the
+        # yield phase early: on a machine shared with other work, yielding costs whole time slices
+        # of others per round, sleeping costs one wake-up (measured below, docs/processes.md).
+        self.yield_gap_ns = 30_000
+        self.yield_gaps = 0
+        self._yield_cur = self.yield_ns
 
     # ---- stop word -------------------------------------------------------------------------
     def request_stop(self, int code) -> bool:
@@ -258,6 +312,15 @@ cdef class Barrier:
     def counter(self, int proc, int slot) -> int:
         return rb_load64(&self._counters[proc * COUNTERS + slot])
 
+    def store_counters(self, int first, tuple values) -> None:
+        """Overwrite this process's counters ``first``, ``first + 1``, ... with ``values`` (one call
+        per tag for the executor's time breakdown; readers see each word atomically)."""
+        cdef int i
+        if first < 0 or first + len(values) > COUNTERS:
+            raise IndexError("counter slots out of range")
+        for i in range(len(values)):
+            rb_store64(&self._counters[self.index * COUNTERS + first + i], <int64_t> values[i])
+
     # ---- waiting ---------------------------------------------------------------------------
     cdef int _wait(self, int32_t *gen, int32_t old, int64_t *prog, int64_t position, int32_t *seq,
                    int32_t *waiters) except -1:
@@ -269,8 +332,11 @@ cdef class Barrier:
         cdef long long i, t0, t_check, now
         cdef int32_t *stop = self._stop
         cdef long long spins = self.spin_iters
-        cdef long long yield_ns = self.yield_ns
+        cdef long long yield_ns = self._yield_cur if self._yield_cur < self.yield_ns else self.yield_ns
         cdef long long slice_ns = self.slice_ns
+        cdef long long yield_gap_ns = self.yield_gap_ns
+        cdef long long t_prev
+        cdef bint yielded = 0
         cdef int32_t s
         cdef bint done = _reached(gen, old, prog, position)
         if done:
@@ -282,14 +348,34 @@ cdef class Barrier:
                     done = 1
                     break
             if not done:
+                yielded = 1
                 t0 = rb_now_ns()
+                t_prev = t0
                 while True:
                     if _reached(gen, old, prog, position):
                         done = 1
                         break
-                    if rb_load32(stop) != 0 or rb_now_ns() - t0 > yield_ns:
+                    now = rb_now_ns()
+                    if rb_load32(stop) != 0 or now - t0 > yield_ns:
+                        break
+                    if now - t_prev > yield_gap_ns:
+                        # the last yield let other processes run for a while: the core is contended,
+                        # and a yielding waiter only queues behind them; sleep instead (the publisher
+                        # wakes a sleeper directly, and the kernel favours a woken sleeper)
+                        self.yield_gaps += 1
                         break
                     sched_yield()
+                    t_prev = now
+        # Adapt the yield phase: a wait that ends while yielding lengthens the next one (up to
+        # ``yield_ns``), one that had to sleep halves it (down to ``YIELD_FLOOR_NS``). Where the
+        # partner answers within the phase (every process has its core) it stays long; where waits
+        # outlast it (a machine shared with other work) waiters go to sleep early instead of
+        # queueing behind others' time slices.
+        if yielded:
+            if done:
+                self._yield_cur = min(self.yield_ns, self._yield_cur + self.yield_ns // 8)
+            else:
+                self._yield_cur = max(YIELD_FLOOR_NS, self._yield_cur // 2)
         if done:
             return 0
         t_check = rb_now_ns()
@@ -359,16 +445,16 @@ cdef class Barrier:
         return bt, bm, bst, bsm, bf
 
     # ---- point-to-point progress -----------------------------------------------------------
-    cdef inline int64_t *_progress(self, int p) nogil:
+    cdef inline int64_t *_progress(self, int p) noexcept nogil:
         return <int64_t *>(self._lines + p * LINE)
 
-    cdef inline int32_t *_seq(self, int p) nogil:
+    cdef inline int32_t *_seq(self, int p) noexcept nogil:
         return <int32_t *>(self._lines + p * LINE + 8)
 
-    cdef inline int32_t *_pwaiters(self, int p) nogil:
+    cdef inline int32_t *_pwaiters(self, int p) noexcept nogil:
         return <int32_t *>(self._lines + p * LINE + 12)
 
-    cdef inline void _publish(self, int64_t position) nogil:
+    cdef inline void _publish(self, int64_t position) noexcept nogil:
         rb_store64(self._progress(self.index), position)
         rb_add32(self._seq(self.index), 1)
         if rb_load32(self._pwaiters(self.index)) > 0:

@@ -54,6 +54,12 @@ Hooks the tag loop calls:
 Core facilities for multi-process executors (every process holds a full copy of the program and
 its own ``Core``; only the reactions placed on it run there):
 
+- ``core.decide_next(next_tag, stop_tag)``: the core's own next-tag decision (``("event", tag)``,
+  ``("final", tag)`` or ``("wait", None)``), so an executor that waits collectively waits for the tag
+  the core will process.
+- A ``Core`` resets the per-run state of the program's objects when it is built, and an executor
+  must undo what it changes in the program (``reaction.local``, ``port.delayed``) in ``close``: an
+  assembled program is a plan that runs again, under any executor, with the same results.
 - ``reaction.local = False`` for reactions placed elsewhere: they are never triggered locally.
 - ``core.time``, ``core.mstep``, ``core.start_time``, ``core.epoch`` (tag counter),
   ``core.reactions_run``, ``core.tags``; ``core.set_stop_tag(tag)``; ``action._push_at(t, m, value)``.

@@ -49,7 +49,8 @@ Meetings (static)
     is enough.
 
 Tag advance
-    ``advance`` is a reduction over the progress words: each process publishes its earliest queued
+    ``advance`` is a reduction over the progress words (positions built by
+    ``_sync.meeting_position`` / ``_sync.advance_position``, the one definition of their layout): each process publishes its earliest queued
     event and its stop request with its end-of-tag position, waits until every other process
     published the same position, and computes the lexicographic minima. A round of the
     broadcast/gather benchmarks therefore costs two hand-offs on its critical path (the server's
@@ -63,6 +64,12 @@ Tag advance
     together in ``advance``: each sleeps on a shared signal word until the target time; a physical
     event (``core.wake_hook``) bumps the word, everybody wakes and reduces again, and the wait ends
     when a reduction finds nothing new and every process past the target.
+
+Time breakdown
+    With ``breakdown=`` (a ``Breakdown``, or True), each process times its role work (reaction
+    bodies), transport (slot writes and reads), waiting (meetings and reductions) and the rest of
+    its tag loop, and stores the totals in its counters in the control block once per tag, so the
+    caller can read every process's totals while the run is in progress (``Breakdown.snapshot``).
 
 Values
     numpy arrays are copied once into the slot by the writer; flat records (tuples or lists of
@@ -119,13 +126,60 @@ __all__ = ["ProcessExecutor", "plan", "WorkerDied"]
 NEVER = _sync.NEVER
 _NO_WAIT = -1
 _NO_TAG = (NEVER, NEVER)
-_END = 1 << 31     # position of the tag-advance reductions within a tag (levels are below it)
 _POLL_NS = 20_000_000  # timed-wait slice (physical events wake waiters at once via core.wake_hook)
 _time_ns = time.time_ns
+_meeting_position = _sync.meeting_position
+_advance_position = _sync.advance_position
 _C_REACTIONS = 0   # per-process counter slots in the control block
 _C_STATE = 1
+_C_BREAKDOWN = 2   # slots 2..6: the time breakdown (see Breakdown)
+_perf_ns = time.perf_counter_ns
 _INTERNAL = frozenset({"_ctx", "bank_index", "_bank_member", "_connections", "_banks", "_placement", "_name",
                        "_core", "_assembled"})
+
+
+class Breakdown:
+    """Where each worker process's time goes, read while the run is in progress (``snapshot``).
+
+    Why: a round of a fine-grained workload costs a few hundred microseconds, and the parts that are
+    not the roles' own work (waiting for a partner, copying values into slots, the executor's
+    Python) decide whether the processes beat a for-loop. Pass ``run(..., executor="processes",
+    breakdown=Breakdown())`` (or ``breakdown=True`` and read ``stats.breakdown``). Each process
+    keeps ``perf_counter_ns`` accumulators (two clock reads per level, two per meeting and per tag
+    advance) and stores them into its counters in the control block once per tag, so any process
+    can read every process's totals at any time; after the run the last totals stay readable.
+
+    Per process: ``work`` (reaction bodies, e.g. a scenario's step/gather), ``transport`` (writing
+    values into slots, reading and delivering them), ``wait`` (meetings and tag-advance reductions:
+    waiting for other processes, plus a publish), ``other`` (everything else of the tag loop: the
+    core's queues, the executor's per-level Python, dispatch), ``total`` and ``tags``; all ns.
+    """
+
+    FIELDS = ("work", "transport", "wait", "total", "tags")
+
+    def __init__(self) -> None:
+        self._barrier: _sync.Barrier | None = None
+        self._final: list[dict[str, int]] | None = None
+        self.workers = 0
+
+    def snapshot(self) -> list[dict[str, int]]:
+        """Per process (by rank): cumulative ``work``, ``transport``, ``wait``, ``other``, ``total``
+        (ns since that process entered the tag loop) and ``tags``. Empty before the run starts."""
+        if self._final is not None:
+            return [dict(d) for d in self._final]
+        b = self._barrier
+        if b is None:
+            return []
+        out = []
+        for rank in range(self.workers):
+            vals = {k: int(b.counter(rank, _C_BREAKDOWN + i)) for i, k in enumerate(self.FIELDS)}
+            vals["other"] = max(0, vals["total"] - vals["work"] - vals["transport"] - vals["wait"])
+            out.append(vals)
+        return out
+
+    def _freeze(self) -> None:
+        self._final = self.snapshot()
+        self._barrier = None
 
 
 class Plan:
@@ -192,9 +246,11 @@ class ProcessExecutor(Executor):
 
     name = "processes"
 
-    def __init__(self, workers: int = 2, *, copy_arrays: bool = True, grace: float = 1.0) -> None:
+    def __init__(self, workers: int = 2, *, copy_arrays: bool = True, grace: float = 1.0,
+                 breakdown: "Breakdown | bool" = False) -> None:
         """``copy_arrays``: readers get private copies (True) or read-only views over the slot
-        (False; see the module docstring). ``grace``: seconds workers get to stop before SIGKILL."""
+        (False; see the module docstring). ``grace``: seconds workers get to stop before SIGKILL.
+        ``breakdown``: a ``Breakdown`` to fill (or True: a new one, in ``stats.breakdown``)."""
         super().__init__(workers)
         if self.workers < 1:
             raise ValueError("workers must be >= 1")
@@ -210,6 +266,15 @@ class ProcessExecutor(Executor):
         self._red_count = 0
         self._fast_advance = False
         self.advance = self._advance
+        if breakdown is True:
+            breakdown = Breakdown()
+        self.breakdown: Breakdown | None = breakdown or None
+        if self.breakdown is not None:
+            self.breakdown.workers = self.workers
+            self.run_level = self._run_level_timed
+            self.advance = self._advance_timed
+        self._acc = [0, 0, 0]  # work, transport, wait (ns): the breakdown's accumulators
+        self._t_loop = 0
 
     # ---- set-up ---------------------------------------------------------------------------
     def attach(self, core: Core, program: Any) -> None:
@@ -245,6 +310,17 @@ class ProcessExecutor(Executor):
         self._meet = {b: (tuple(flush.get(b, ())), publish, wait, tuple(imports.get(b, ())))
                       for b, (publish, wait) in plan.meetings(rank).items()}
 
+    def _restore_program(self) -> None:
+        """Undo ``_localize`` in the caller's program: the program stays a plan that any executor
+        can run again (the per-run state lives here and in the core)."""
+        delayed = getattr(self, "_delayed", None)
+        if delayed is None:
+            return
+        for rx in self.program.reactions:
+            rx.local = True
+        for p in self.program.ports:
+            p.delayed = delayed[p.id]
+
     def begin(self, start_time: int) -> None:
         assert self.group is not None
         self.start_time = start_time
@@ -261,6 +337,8 @@ class ProcessExecutor(Executor):
             core = self.core
             core.executor = self
             core.wake_hook = barrier.signal
+            self._acc = [0, 0, 0]
+            self._t_loop = _perf_ns()
             core.run(start_time)
             barrier.add_counter(_C_REACTIONS, int(core.reactions_run))
             self._send_state(rank, barrier)
@@ -272,6 +350,9 @@ class ProcessExecutor(Executor):
             self._sigterm = signal.signal(signal.SIGTERM, _raise_terminated)
         self.barrier = self.group.start(child)
         self.core.wake_hook = self.barrier.signal
+        if self.breakdown is not None:
+            self.breakdown._barrier = self.barrier
+        self._t_loop = _perf_ns()
 
     # ---- per level / per tag ----------------------------------------------------------------
     def run_level(self, level: int, reactions: list[Reaction]) -> None:
@@ -287,13 +368,55 @@ class ProcessExecutor(Executor):
                     if root.is_present:
                         writer.write(root.value, epoch)
                 if publish or wait:
-                    self.barrier.sync((epoch << 32) | (level + 1), publish, wait)
+                    self.barrier.sync(_meeting_position(epoch, level), publish, wait)
                 for root, reader in imports:
                     if reader.round() == epoch:
                         root._set(reader.read())
         execute = self.core.execute
         for r in reactions:
             execute(r)
+
+    def _run_level_timed(self, level: int, reactions: list[Reaction]) -> None:
+        """``run_level`` with the breakdown's clock reads (the same steps, timed by part)."""
+        acc = self._acc
+        meet = self._meet.get(level)
+        if meet is not None:
+            epoch = self.core.epoch
+            if self._done_epoch != epoch or self._done_level != level:
+                self._done_epoch = epoch
+                self._done_level = level
+                flush, publish, wait, imports = meet
+                t0 = _perf_ns()
+                for root, writer in flush:
+                    if root.is_present:
+                        writer.write(root.value, epoch)
+                t1 = _perf_ns()
+                if publish or wait:
+                    self.barrier.sync(_meeting_position(epoch, level), publish, wait)
+                t2 = _perf_ns()
+                for root, reader in imports:
+                    if reader.round() == epoch:
+                        root._set(reader.read())
+                t3 = _perf_ns()
+                acc[1] += (t1 - t0) + (t3 - t2)
+                acc[2] += t2 - t1
+        if reactions:
+            execute = self.core.execute
+            t0 = _perf_ns()
+            for r in reactions:
+                execute(r)
+            acc[0] += _perf_ns() - t0
+
+    def _advance_timed(self, local_next: Tag | None, stop: Tag | None) -> tuple[Tag | None, Tag | None]:
+        """``advance`` timed as waiting; then this process's totals go to its counters."""
+        t0 = _perf_ns()
+        agreed = self._advance(local_next, stop)
+        t1 = _perf_ns()
+        acc = self._acc
+        acc[2] += t1 - t0
+        self.barrier.store_counters(_C_BREAKDOWN, (acc[0], acc[1], acc[2], t1 - self._t_loop,
+                                                   int(self.core.tags)))
+        return agreed
 
     def _reduce(self, local_next: tuple | None, stop: tuple | None, flags: int = 0):
         """One reduction over the progress words: agreed (next tag, stop tag, OR of flags); tags
@@ -304,7 +427,7 @@ class ProcessExecutor(Executor):
         epoch = self.core.epoch
         if epoch != self._red_epoch:
             self._red_epoch, self._red_count = epoch, 0
-        position = (epoch << 32) | _END | self._red_count
+        position = _advance_position(epoch, self._red_count)
         self._red_count += 1
         t, m, st, sm, fl = self.barrier.reduce_at(position, t, m, st, sm, flags)
         return (None if t == NEVER else (t, m)), (None if st == NEVER else (st, sm)), fl
@@ -347,15 +470,8 @@ class ProcessExecutor(Executor):
         keepalive = core.keepalive
         if nxt is None and st is None and not keepalive:
             return _NO_WAIT  # starvation: the core shuts down at the next microstep
-        final = None
-        if st is not None:
-            final = st
-            if core.timeout >= 0 and core.start_time + core.timeout < st[0]:
-                final = Tag(core.start_time + core.timeout, 0)
-        elif core.timeout >= 0:
-            final = Tag(core.start_time + core.timeout, 0)
-        goal = nxt if (nxt is not None and (final is None or nxt < final)) else final
-        if goal is None:
+        kind, goal = core.decide_next(nxt, st)  # the core's own decision: the same tag it will process
+        if kind == "wait":
             return None
         if not core.fast or (keepalive and nxt is None and st is None):
             return goal[0]
@@ -401,6 +517,8 @@ class ProcessExecutor(Executor):
 
     def _receive_state(self) -> None:
         b = self.barrier
+        if self.breakdown is not None:
+            self.breakdown._freeze()  # the control block goes away at teardown
         self.reactions_total = int(self.core.reactions_run)
         for rank in range(1, self.workers):
             self.reactions_total += b.counter(rank, _C_REACTIONS)
@@ -426,6 +544,9 @@ class ProcessExecutor(Executor):
             except WorkerError as werr:
                 raise _as_reaction_error(werr) from werr.original
         finally:
+            self._restore_program()
+            if self.breakdown is not None and self.breakdown._final is None:
+                self.breakdown._barrier = None
             if getattr(self, "_sigterm", None) is not None:
                 signal.signal(signal.SIGTERM, self._sigterm)
                 self._sigterm = None
@@ -441,6 +562,8 @@ class ProcessExecutor(Executor):
 
     def collect(self, stats: Any) -> Any:
         stats.reactions = getattr(self, "reactions_total", stats.reactions)
+        if self.breakdown is not None:
+            stats.breakdown = self.breakdown.snapshot()
         return stats
 
 

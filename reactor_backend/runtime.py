@@ -46,6 +46,8 @@ class RunStats:
     elapsed: int              # final_tag.time - start_time (logical ns)
     executor: str
     workers: int
+    #: processes executor with ``breakdown=``: per process, where the time went (see processes.Breakdown)
+    breakdown: list | None = None
 
     def __getitem__(self, key: str) -> Any:
         return getattr(self, key)
@@ -66,9 +68,6 @@ def run(main: Reactor | Program, *, timeout: int | None = None, fast: bool = Tru
     processes. Raises ``AssemblyError`` before anything runs, ``ReactionError`` from reactions.
     """
     program = main if isinstance(main, Program) else assemble(main)
-    if program.main.__dict__.get("_ran"):
-        raise AssemblyError(f"{program.main.name}: this program already ran; build a new main reactor")
-    program.main.__dict__["_ran"] = True
     if timeout is not None:
         timeout = int(timeout)
         if timeout < 0:

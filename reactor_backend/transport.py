@@ -165,6 +165,8 @@ class SlotWriter:
         self._rec_struct: struct.Struct | None = None
         self._rec_scalars: tuple[int, ...] = ()
         self._rec_scalar_off = 0
+        self._rec_sig: Any = None
+        self._rec_match: Any = None
 
     def _ensure(self, nbytes: int) -> None:
         if nbytes <= self.capacity and self.mm is not None:
@@ -193,6 +195,12 @@ class SlotWriter:
                 self._write_array(value, key, round_)
                 return
         elif t is tuple or t is list:
+            if self._cur is not None and self._cur is self._rec_sig and self.gen == self._cur_gen \
+                    and self._rec_match(value):
+                # same record layout as last time (checked field by field, no signature built)
+                if self._record_data(value):
+                    _ROUND.pack_into(self.table.mm, self.off, round_)
+                    return
             sig = _record_signature(value)
             if sig is not None:
                 if sig != self._cur or self.gen != self._cur_gen:
@@ -260,6 +268,7 @@ class SlotWriter:
         self._rec_scalar_off = base
         self._header(round_, KIND_RECORD, 0, base + pos, b"", ())
         self._cur, self._cur_gen = sig, self.gen
+        self._rec_sig, self._rec_match = sig, _record_matcher(sig)
 
     def _record_data(self, value: tuple | list) -> bool:
         """Write a record's data into its laid-out places; False if a scalar does not fit (an int
@@ -271,7 +280,7 @@ class SlotWriter:
                 return False
         for i, dst in self._rec_arrays:
             if dst.size:
-                np.copyto(dst, value[i], casting="no")
+                dst[...] = value[i]  # same dtype and shape (the layout says so): a plain copy
         return True
 
     def _write_pickle(self, value: Any, round_: int) -> None:
@@ -418,6 +427,30 @@ def _array_over(view: memoryview | None, dtype: np.dtype, shape: tuple, offset: 
         arr.flags.writeable = False
         return arr
     return np.frombuffer(view, dtype=dtype, count=size, offset=offset).reshape(shape)
+
+
+def _record_matcher(sig: tuple) -> Any:
+    """A quick test that a value has the record layout ``sig`` (what ``_record_signature`` would
+    return, without building it): the writer's hot path for a repeated env step."""
+    rtype, fields = sig[0], sig[1:]
+    n = len(fields)
+    arrays = tuple((i, f[0], f[1]) for i, f in enumerate(fields) if type(f) is tuple)
+    scalars = tuple((i, f) for i, f in enumerate(fields) if type(f) is not tuple)
+    ndarray = np.ndarray
+
+    def match(value: Any) -> bool:
+        if type(value) is not rtype or len(value) != n:
+            return False
+        for i, dt, shape in arrays:
+            x = value[i]
+            if type(x) is not ndarray or x.shape != shape or x.dtype != dt:
+                return False
+        for i, typ in scalars:
+            if type(value[i]) is not typ:
+                return False
+        return True
+
+    return match
 
 
 def _record_signature(value: tuple | list) -> tuple | None:

@@ -104,6 +104,9 @@ class Scenario(abc.ABC):
     #: zero-copy transport must then hand out private copies. False lets it pass read-only views that are
     #: valid until the sender's next value, as Ray's object store does for numpy arrays.
     inputs_retained: bool = True
+    #: True when throwaway roles may be built and stepped a few rounds to measure their cost (the reactor
+    #: backend's placement does, at start-up); False for roles with side effects (fault injection)
+    costs_measurable: bool = True
 
     def __init__(self, config: Any, seed: int):
         self.config = config
@@ -165,12 +168,34 @@ class RunningChecksum:
 
     Arrays are folded through CRC-32 of their bytes (about 30 us per Atari frame) plus dtype and shape, and
     every piece feeds a BLAKE2b state, so the digest is cheap per round yet covers every byte.
+
+    Why the encoder below looks the way it does: the server's checksum runs on the critical path of every
+    round in the process that also gathers, and a generic ``isinstance`` chain per value cost more than a
+    CartPole step. ``update`` therefore encodes a value into byte pieces with one dictionary lookup per
+    exact type (arrays reuse their cached ``dtype``/``shape`` header) and feeds BLAKE2b once per call;
+    BLAKE2b is a stream, so the digest is byte-for-byte the one of the original per-piece updates
+    (``_update_reference``, kept for the test that proves it). Subclasses (numpy scalars, ``np.bool_``)
+    take the original ordered checks.
     """
 
     def __init__(self) -> None:
         self._h = hashlib.blake2b(digest_size=16)
 
     def update(self, value: Any) -> None:
+        out: list[bytes] = []
+        _encode(value, out)
+        self._h.update(b"".join(out))
+
+    def update_many(self, values: Sequence[Any]) -> None:
+        """``update`` each of ``values`` in order (one BLAKE2b call for all of them)."""
+        out: list[bytes] = []
+        enc = _encode
+        for v in values:
+            enc(v, out)
+        self._h.update(b"".join(out))
+
+    def _update_reference(self, value: Any) -> None:
+        """The original encoder, one BLAKE2b update per piece (the definition of the digest)."""
         h = self._h
         if isinstance(value, np.ndarray):
             arr = np.ascontiguousarray(value)
@@ -185,12 +210,12 @@ class RunningChecksum:
         elif isinstance(value, (tuple, list)):
             h.update(b"(%d" % len(value))
             for item in value:
-                self.update(item)
+                self._update_reference(item)
         elif isinstance(value, dict):
             h.update(b"{%d" % len(value))
             for key in sorted(value):
-                self.update(str(key))
-                self.update(value[key])
+                self._update_reference(str(key))
+                self._update_reference(value[key])
         elif isinstance(value, (str, bytes)):
             data = value.encode() if isinstance(value, str) else value
             h.update(b"s%d:" % len(data) + data)
@@ -201,3 +226,94 @@ class RunningChecksum:
 
     def hexdigest(self) -> str:
         return self._h.hexdigest()
+
+
+_crc32 = zlib.crc32
+_pack_d = struct.Struct("<d").pack
+_pack_I = struct.Struct("<I").pack
+_ARRAY_HEADERS: dict[tuple, bytes] = {}
+
+
+def _enc_array(value: np.ndarray, out: list) -> None:
+    arr = value if value.flags.c_contiguous and value.ndim else np.ascontiguousarray(value)
+    key = (arr.dtype, arr.shape)
+    head = _ARRAY_HEADERS.get(key)
+    if head is None:
+        if len(_ARRAY_HEADERS) > 4096:
+            _ARRAY_HEADERS.clear()
+        head = _ARRAY_HEADERS[key] = f"{arr.dtype.str}{arr.shape}".encode()
+    out.append(head)
+    out.append(_pack_I(_crc32(arr.data if arr.size else b"")))
+
+
+def _enc_bool(value: bool, out: list) -> None:
+    out.append(b"?1" if value else b"?0")
+
+
+def _enc_int(value: int, out: list) -> None:
+    out.append(b"i" + int(value).to_bytes(16, "little", signed=True))
+
+
+def _enc_float(value: float, out: list) -> None:
+    out.append(b"f" + _pack_d(value))
+
+
+def _enc_seq(value: tuple | list, out: list) -> None:
+    out.append(b"(%d" % len(value))
+    get = _ENCODERS.get
+    for item in value:
+        f = get(type(item))
+        if f is None:
+            _encode(item, out)
+        else:
+            f(item, out)
+
+
+def _enc_none(value: None, out: list) -> None:
+    out.append(b"N")
+
+
+def _enc_str(value: str, out: list) -> None:
+    data = value.encode()
+    out.append(b"s%d:" % len(data) + data)
+
+
+def _enc_bytes(value: bytes, out: list) -> None:
+    out.append(b"s%d:" % len(value) + value)
+
+
+def _enc_dict(value: dict, out: list) -> None:
+    out.append(b"{%d" % len(value))
+    for key in sorted(value):
+        _encode(str(key), out)
+        _encode(value[key], out)
+
+
+_ENCODERS = {np.ndarray: _enc_array, bool: _enc_bool, int: _enc_int, float: _enc_float, tuple: _enc_seq,
+             list: _enc_seq, type(None): _enc_none, str: _enc_str, bytes: _enc_bytes, dict: _enc_dict}
+
+
+def _encode(value: Any, out: list) -> None:
+    """Append the checksum's byte pieces for ``value`` (the same bytes as ``_update_reference``)."""
+    f = _ENCODERS.get(type(value))
+    if f is not None:
+        f(value, out)
+    elif isinstance(value, np.ndarray):
+        _enc_array(value, out)
+    elif isinstance(value, (bool, np.bool_)):
+        _enc_bool(value, out)
+    elif isinstance(value, (int, np.integer)):
+        _enc_int(value, out)
+    elif isinstance(value, (float, np.floating)):
+        out.append(b"f" + _pack_d(float(value)))
+    elif isinstance(value, (tuple, list)):
+        _enc_seq(value, out)
+    elif isinstance(value, dict):
+        _enc_dict(value, out)
+    elif isinstance(value, str):
+        _enc_str(value, out)
+    elif isinstance(value, bytes):
+        _enc_bytes(value, out)
+    else:
+        raise TypeError(f"cannot checksum a {type(value).__name__}")
+

@@ -53,6 +53,7 @@ class CountingServer(Server):
 class FaultScenario(Scenario):
     name = "fault"
     unit = "rounds"
+    costs_measurable = False  # a throwaway worker would crash (or exit) the measuring process
 
     @property
     def num_workers(self) -> int:

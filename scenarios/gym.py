@@ -69,11 +69,8 @@ class EnvServer(Server):
         return Broadcast(None)
 
     def gather(self, results: Sequence[tuple[Any, float, bool]]) -> None:
-        update = self._sum.update
-        for obs, reward, done in results:
-            update(obs)
-            update(reward)
-            update(done)
+        # the same bytes as update(obs), update(reward), update(done) per result, in one call
+        self._sum.update_many([x for result in results for x in result])
 
     def checksum(self) -> str:
         return self._sum.hexdigest()

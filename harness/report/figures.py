@@ -372,6 +372,47 @@ def dqn_plots(rows: pd.DataFrame, latencies: pd.DataFrame) -> list[Plot]:
     return plots
 
 
+#: the reactor processes executor's round breakdown (rows' extra ``bd_w<rank>_<part>_us``), stacked in this order
+BREAKDOWN_PARTS = ("work", "transport", "wait", "other")
+BREAKDOWN_COLORS = ("#55a868", "#dd8452", "#c44e52", "#8172b2")
+
+
+def round_breakdown_plots(rows: pd.DataFrame) -> list[Plot]:
+    """Where a round's time goes in each worker process of the reactor processes executor: one
+    panel per configuration, one stacked bar per process (role work, transport, waiting, other),
+    with the serial round time of the same configuration as a dashed line."""
+    ok = rows[(rows["status"] == "ok")]
+    has = np.array([any(str(k).startswith("bd_w") for k in e) for e in ok["extra_dict"]], dtype=bool)
+    bd = ok[has & (ok["backend"] == "reactor").to_numpy()]
+    if not len(bd):
+        return []
+    configs = sorted(set(bd["config"]))[:MAX_PANELS]
+    vary = varying_params(rows)
+    meta = _config_meta(rows)
+    fig, axes = _figure(len(configs))
+    for ax, c in zip(axes, configs):
+        g = bd[bd["config"] == c]
+        ranks = sorted({int(k[4:].split("_")[0]) for e in g["extra_dict"] for k in e if str(k).startswith("bd_w")})
+        labels = [f"w{r}" for r in ranks]
+        bottom = np.zeros(len(ranks))
+        for part, col in zip(BREAKDOWN_PARTS, BREAKDOWN_COLORS):
+            vals = np.nan_to_num(np.array([np.nanmedian([float(e.get(f"bd_w{r}_{part}_us", np.nan))
+                                                         for e in g["extra_dict"]]) for r in ranks]))
+            ax.bar(labels, vals, bottom=bottom, label=part, color=col)
+            bottom += vals
+        serial = ok[(ok["config"] == c) & (ok["label"] == SERIAL)]["latency_mean_ms"].astype(float)
+        if len(serial) and np.isfinite(serial).any():
+            ax.axhline(float(np.nanmedian(serial)) * 1e3, color="k", ls="--", lw=1, label="serial round")
+        ax.set_ylabel("us per round (median)")
+        ax.set_title(config_title(meta.loc[c], vary), fontsize=9)
+        ax.legend(fontsize=7)
+    return [Plot("round_breakdown", "Reactor (processes): where a round's time goes, per worker process", fig,
+                 "Median over repetitions of each process's microseconds per round in role work (reaction "
+                 "bodies: step, gather with its checksum), transport (slot writes and reads), waiting (meetings "
+                 "and tag advances) and other (scheduler and executor); w0 also runs the server. Dashed: the "
+                 "serial backend's mean round time in the same configuration.")]
+
+
 def all_plots(summary: pd.DataFrame, speedups: pd.DataFrame, rows: pd.DataFrame,
               latencies: pd.DataFrame) -> tuple[list[Plot], list[str]]:
     """Every figure the data allows, in report order, and a note for each figure it does not allow."""
@@ -386,6 +427,8 @@ def all_plots(summary: pd.DataFrame, speedups: pd.DataFrame, rows: pd.DataFrame,
          "overhead against payload / number of actors: no actors or object_size rows with round_work_ms at two "
          "or more payload sizes or client counts"),
         (lambda: dqn_plots(rows, latencies), "DQN time breakdown and wall time: no ok dqn rows"),
+        (lambda: round_breakdown_plots(rows),
+         "round breakdown: no reactor rows with a per-process breakdown (backend.breakdown=true)"),
     ):
         made = make()
         plots += made

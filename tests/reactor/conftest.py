@@ -25,6 +25,9 @@ if os.environ.get("REACTOR_EXECUTORS"):
     EXECUTOR_PARAMS = [(n, int(w)) for n, w in (item.split(":") for item in
                                                 os.environ["REACTOR_EXECUTORS"].split(","))]
 
+# REACTOR_BREAKDOWN=1 runs the processes executor with its time breakdown on (its timed run_level/advance)
+BREAKDOWN = os.environ.get("REACTOR_BREAKDOWN") == "1"
+
 
 @dataclass(frozen=True)
 class ExecutorSpec:
@@ -34,6 +37,8 @@ class ExecutorSpec:
     workers: int
 
     def run(self, main: Any, **kwargs: Any) -> Any:
+        if self.name == "processes" and BREAKDOWN:
+            kwargs.setdefault("breakdown", True)
         return run(main, executor=self.name, workers=self.workers, **kwargs)
 
 

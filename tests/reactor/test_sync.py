@@ -290,6 +290,9 @@ def test_records_keep_types_values_and_follow_layout_changes(table):
     w, r, rc = table.writer(2), table.reader(2), table.reader(2, copy=True)
     obs = np.arange(4, dtype=np.float32)
     seq = [(obs, 1.0, False), (obs * 2, 0.5, True), (obs * 3, -2.0, False),       # same layout: fast path
+           # one field differs from the cached layout: the writer's quick match must notice each
+           (obs, 1, False), (obs.astype(np.float64), 1.0, False), [obs, 1.0, False], (obs[:2], 1.0, False),
+           (obs, 1.0, 1), (obs, 1.0, False, None), (obs, 1.0, False), (obs[::2].copy(), 1.0, None),
            (np.zeros((2, 3), np.uint8), 1, None),                                # new layout
            [np.ones(3), 2.5, 7, True, None, np.zeros(0, np.int16)],              # list, empty array
            (1 << 70, 1.0),                                                       # int beyond int64: pickled

@@ -1,0 +1,85 @@
+"""The processes executor's time breakdown and the progress-position layout."""
+import time
+
+import pytest
+
+from reactor_backend import Input, LogicalAction, Output, Reactor, reaction, run, startup
+from reactor_backend import _sync
+from reactor_backend.processes import Breakdown
+
+
+class Busy(Reactor):
+    inp = Input()
+    out = Output()
+
+    @reaction(inp, effects=[out])
+    def step(self):
+        t = time.perf_counter() + 0.002   # 2 ms of role work per round, spun (not slept)
+        while time.perf_counter() < t:
+            pass
+        self.out.set(self.bank_index)
+
+
+class Srv(Reactor):
+    res = Input(width=2)
+    go = Output()
+    again = LogicalAction()
+
+    def __init__(self, rounds):
+        super().__init__()
+        self.rounds, self.done, self.seen = rounds, 0, []
+
+    @reaction(startup, again, effects=[go])
+    def send(self):
+        self.go.set(self.done)
+
+    @reaction(res, effects=[again])
+    def gather(self):
+        self.seen.append([p.value for p in self.res])
+        self.done += 1
+        if self.done < self.rounds:
+            self.again.schedule(0)
+
+
+class Main(Reactor):
+    def __init__(self, rounds=10):
+        super().__init__()
+        self.srv = Srv(rounds)
+        self.workers = self.bank(Busy, 2)
+        self.connect(self.srv.go, self.workers.inp, broadcast=True)
+        self.connect(self.workers.out, self.srv.res)
+
+
+def test_breakdown_accounts_for_every_process_and_the_role_work():
+    bd = Breakdown()
+    assert bd.snapshot() == []
+    main = Main(10)
+    stats = run(main, executor="processes", workers=2, breakdown=bd)
+    snap = bd.snapshot()
+    assert stats.breakdown == snap and len(snap) == 2
+    assert main.srv.seen == [[0, 1]] * 10
+    for rank, part in enumerate(snap):
+        assert part["other"] >= 0 and part["tags"] >= 10
+        # the timed parts are disjoint intervals inside the tag loop: they never exceed its total
+        assert part["work"] + part["transport"] + part["wait"] + part["other"] == part["total"]
+        # each process runs one member: 10 rounds x 2 ms of work at least
+        assert part["work"] >= 10 * 2_000_000, (rank, part)
+        assert part["work"] <= part["total"]
+    # the server's process waits for the other member's result every round
+    assert snap[0]["wait"] > 0
+
+
+def test_breakdown_true_gives_stats_and_off_gives_none():
+    assert run(Main(3), executor="processes", workers=2, breakdown=True).breakdown[1]["work"] > 0
+    assert run(Main(3), executor="processes", workers=2).breakdown is None
+
+
+def test_positions_order_levels_before_the_advance_and_tags_after_each_other():
+    m, a = _sync.meeting_position, _sync.advance_position
+    assert m(5, -1) < m(5, 0) < m(5, 7) < a(5, 0) < a(5, 1) < m(6, -1)
+    assert _sync.split_position(m(5, 7)) == (5, "level", 7)
+    assert _sync.split_position(a(9, 2)) == (9, "advance", 2)
+    with pytest.raises(OverflowError):
+        m(_sync.MAX_EPOCH + 1, 0)
+    with pytest.raises(OverflowError):
+        a(1, -1)
