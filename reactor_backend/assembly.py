@@ -190,13 +190,48 @@ def _flatten(obj: Any, where: str) -> list[Any]:
 # ---------------------------------------------------------------------------------------------
 
 def assemble(main: Reactor) -> Program:
-    """Validate and flatten ``main`` into a ``Program`` (raises ``AssemblyError``/``CausalityError``)."""
+    """Validate and flatten ``main`` into a ``Program`` (raises ``AssemblyError``/``CausalityError``).
+
+    The phases, in order (each a function below): hierarchy and names, the triggers each reactor
+    owns, reactions, one writer per port, connections flattened to channels, fan-out tables, the
+    precedence graph with its levels, then the global order and the tables the core reads.
+    """
     if not isinstance(main, Reactor):
         raise AssemblyError(f"run() needs a Reactor instance, got {main!r}")
     if main.__dict__.get("_assembled"):
         raise AssemblyError(f"{main.name}: this reactor instance was already assembled (build a new one)")
+    reactors, parent = _name_hierarchy(main)
+    banks = [(r, attr, b) for r in reactors for attr, b in _bank_attrs(r)]
+    ports, actions, timers = _collect_triggers(reactors)
+    start_t = SpecialTrigger(main, "startup")
+    shut_t = SpecialTrigger(main, "shutdown")
 
-    # 1. hierarchy and names (preorder)
+    def is_child(owner: Reactor, of: Reactor) -> bool:
+        return parent.get(owner) is of
+
+    reactions, by_reactor = _build_reactions(reactors, is_child, start_t, shut_t)
+    writers = _bind_writers(reactions)
+    conns = _flatten_connections(reactors, writers, is_child)
+    closure = _fanout_tables(ports, conns)
+    succ, levels_of = _precedence(reactions, by_reactor, closure)
+    preorder = {r: i for i, r in enumerate(reactors)}
+    sorted_rx, levels, edges = _global_order(reactions, succ, levels_of, preorder)
+    readers = _trigger_tables(ports, actions, timers, (start_t, shut_t), sorted_rx, closure)
+
+    main.__dict__["_assembled"] = True
+    writer_table = tuple(tuple(sorted(writers[p.id], key=lambda x: x.index)) if p.id in writers else None
+                         for p in ports)
+    return Program(
+        main=main, reactors=tuple(reactors), parent=parent, ports=tuple(ports), actions=tuple(actions),
+        timers=tuple(timers), connections=tuple(conns), reactions=sorted_rx, levels=levels, edges=edges,
+        startup=start_t, shutdown=shut_t,
+        triggers=tuple(ports) + tuple(actions) + tuple(timers) + (start_t, shut_t),
+        writers=writer_table, banks=tuple(banks),
+        has_physical_actions=any(a.physical for a in actions), _readers=readers)
+
+
+def _name_hierarchy(main: Reactor) -> tuple[list[Reactor], dict[Reactor, Reactor | None]]:
+    """Phase 1: every reactor in preorder, named hierarchically, with its container."""
     reactors: list[Reactor] = []
     parent: dict[Reactor, Reactor | None] = {}
     main.__dict__["_name"] = "main"
@@ -213,14 +248,11 @@ def assemble(main: Reactor) -> Program:
             child.__dict__["_name"] = f"{r.name}.{attr}"
             kids.append(child)
         stack.extend(reversed(kids))
-    preorder = {r: i for i, r in enumerate(reactors)}
+    return reactors, parent
 
-    banks: list[tuple[Reactor, str, Bank]] = []
-    for r in reactors:
-        for attr, b in _bank_attrs(r):
-            banks.append((r, attr, b))
 
-    # 2. triggers owned by each reactor
+def _collect_triggers(reactors: list[Reactor]) -> tuple[list[Port], list[Action], list[Timer]]:
+    """Phase 2: the port channels, actions and timers each reactor owns (ids assigned)."""
     ports: list[Port] = []
     actions: list[Action] = []
     timers: list[Timer] = []
@@ -240,13 +272,12 @@ def assemble(main: Reactor) -> Program:
         p.id = i
     for i, a in enumerate(actions):
         a.id = i
-    start_t = SpecialTrigger(main, "startup")
-    shut_t = SpecialTrigger(main, "shutdown")
+    return ports, actions, timers
 
-    def is_child(owner: Reactor, of: Reactor) -> bool:
-        return parent.get(owner) is of
 
-    # 3. reactions
+def _build_reactions(reactors: list[Reactor], is_child, start_t: SpecialTrigger, shut_t: SpecialTrigger
+                     ) -> tuple[list[Reaction], dict[Reactor, list[Reaction]]]:
+    """Phase 3: one ``Reaction`` per declared reaction, its triggers/sources/effects resolved."""
     reactions: list[Reaction] = []
     by_reactor: dict[Reactor, list[Reaction]] = {}
     for r in reactors:
@@ -279,8 +310,11 @@ def assemble(main: Reactor) -> Program:
             mine.append(rx)
             reactions.append(rx)
         by_reactor[r] = mine
+    return reactions, by_reactor
 
-    # 4. effects: one writing reactor per port
+
+def _bind_writers(reactions: list[Reaction]) -> dict[int, list[Reaction]]:
+    """Phase 4: one writing reactor per port and action; effect masks for the run-time checks."""
     writers: dict[int, list[Reaction]] = {}
     for rx in reactions:
         for e in rx.effects:
@@ -296,8 +330,12 @@ def assemble(main: Reactor) -> Program:
                     raise AssemblyError(f"{e.full_name}: only reactions of its own reactor may schedule it")
                 e.wctx = rx.ctx
                 e.allowed_mask |= (1 << rx.local_index)
+    return writers
 
-    # 5. connections, flattened to channels
+
+def _flatten_connections(reactors: list[Reactor], writers: dict[int, list[Reaction]], is_child
+                         ) -> list[Connection]:
+    """Phase 5: every ``connect`` flattened to channel-level connections, directions and widths checked."""
     conns: list[Connection] = []
     dst_seen: dict[int, Connection] = {}
     for r in reactors:
@@ -336,8 +374,11 @@ def assemble(main: Reactor) -> Program:
                 c = Connection(p, q, after, physical, r)
                 dst_seen[q.id] = c
                 conns.append(c)
+    return conns
 
-    # 6. fan-out tables
+
+def _fanout_tables(ports: list[Port], conns: list[Connection]) -> dict[int, list[Port]]:
+    """Phase 6: per port, its zero-delay fan-out (transitive) and the delayed edges leaving it."""
     direct: dict[int, list[Port]] = {}
     delayed_edges: dict[int, list[tuple[Port, int, bool]]] = {}
     for c in conns:
@@ -363,8 +404,11 @@ def assemble(main: Reactor) -> Program:
         for q in [p] + out:
             dl.extend(delayed_edges.get(q.id, []))
         p.delayed = tuple(dl)
+    return closure
 
-    # 7. precedence graph: declaration order + port dependencies
+
+def _port_readers(reactions: list[Reaction]) -> tuple[dict[int, list[Reaction]], dict[int, list[Reaction]]]:
+    """Per port id: the reactions it triggers, and those that trigger on or read it."""
     triggered_by: dict[int, list[Reaction]] = {}
     read_by: dict[int, list[Reaction]] = {}
     for rx in reactions:
@@ -374,6 +418,13 @@ def assemble(main: Reactor) -> Program:
         for t in rx.triggers + rx.sources:
             if isinstance(t, Port):
                 read_by.setdefault(t.id, []).append(rx)
+    return triggered_by, read_by
+
+
+def _precedence(reactions: list[Reaction], by_reactor: dict[Reactor, list[Reaction]],
+                closure: dict[int, list[Port]]) -> tuple[list[set[int]], list[int]]:
+    """Phase 7: the precedence graph (declaration order + port dependencies) and its levels."""
+    _, read_by = _port_readers(reactions)
     n = len(reactions)
     pos = {id(rx): i for i, rx in enumerate(reactions)}
     succ: list[set[int]] = [set() for _ in range(n)]
@@ -387,9 +438,14 @@ def assemble(main: Reactor) -> Program:
                 for q in [e] + closure[e.id]:
                     for rd in read_by.get(q.id, ()):
                         succ[i].add(pos[id(rd)])
-    levels_of = _levels(reactions, succ)
+    return succ, _levels(reactions, succ)
 
-    # 8. global order and tables
+
+def _global_order(reactions: list[Reaction], succ: list[set[int]], levels_of: list[int],
+                  preorder: dict[Reactor, int]
+                  ) -> tuple[tuple[Reaction, ...], tuple[tuple[Reaction, ...], ...], tuple[tuple[int, int], ...]]:
+    """Phase 8a: the global order (level, reactor preorder, declaration order), levels and edges."""
+    n = len(reactions)
     order = sorted(range(n), key=lambda i: (levels_of[i], preorder[reactions[i].reactor],
                                             reactions[i].local_index))
     for new_i, old_i in enumerate(order):
@@ -401,8 +457,14 @@ def assemble(main: Reactor) -> Program:
     by_level: list[list[Reaction]] = [[] for _ in range(n_levels)]
     for rx in sorted_rx:
         by_level[rx.level].append(rx)
-    levels = tuple(tuple(lv) for lv in by_level)
+    return sorted_rx, tuple(tuple(lv) for lv in by_level), edges
 
+
+def _trigger_tables(ports: list[Port], actions: list[Action], timers: list[Timer], specials: tuple,
+                    sorted_rx: tuple[Reaction, ...], closure: dict[int, list[Port]]
+                    ) -> dict[int, tuple[Reaction, ...]]:
+    """Phase 8b: what each trigger makes ready (``.reactions``, in global order); readers per port."""
+    triggered_by, read_by = _port_readers(list(sorted_rx))
     readers: dict[int, tuple[Reaction, ...]] = {}
     for p in ports:
         trig: dict[int, Reaction] = {}
@@ -419,20 +481,10 @@ def assemble(main: Reactor) -> Program:
         for t in rx.triggers:
             if not isinstance(t, Port):
                 other_trig.setdefault(id(t), {})[rx.index] = rx
-    for obj in list(actions) + list(timers) + [start_t, shut_t]:
+    for obj in list(actions) + list(timers) + list(specials):
         trig = other_trig.get(id(obj), {})
         obj.reactions = tuple(trig[i] for i in sorted(trig))
-
-    main.__dict__["_assembled"] = True
-    writer_table = tuple(tuple(sorted(writers[p.id], key=lambda x: x.index)) if p.id in writers else None
-                         for p in ports)
-    return Program(
-        main=main, reactors=tuple(reactors), parent=parent, ports=tuple(ports), actions=tuple(actions),
-        timers=tuple(timers), connections=tuple(conns), reactions=sorted_rx, levels=levels, edges=edges,
-        startup=start_t, shutdown=shut_t,
-        triggers=tuple(ports) + tuple(actions) + tuple(timers) + (start_t, shut_t),
-        writers=writer_table, banks=tuple(banks),
-        has_physical_actions=any(a.physical for a in actions), _readers=readers)
+    return readers
 
 
 def _describe(obj: Any) -> str:
