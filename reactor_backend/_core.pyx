@@ -9,8 +9,10 @@ Data structures (all owned by `Core`):
 - event queue: a binary heap of C structs ``(time, microstep, seq, Event*)``; ``seq`` keeps insertion
   order among events of one tag, so firing order is deterministic.
 - ready queue: a binary heap of borrowed ``Reaction*`` keyed by ``Reaction.index`` (the global
-  topological order: level first, then declaration order), so reactions come out level by level in a
-  deterministic order whatever thread triggered them.
+  topological order: level first, then inherited deadline, then declaration order), so reactions come
+  out level by level in a deterministic order whatever thread triggered them; under the inline
+  executor keyed by ``Reaction.priority`` (earliest inherited deadline first, then level: LF's
+  single-threaded order, also topological because a deadline is inherited upstream).
 - presence list: a C array of the triggers (ports, actions, timers) made present in this tag; only
   those are reset at the end of the tag.
 
@@ -27,13 +29,52 @@ from cpython.ref cimport PyObject, Py_INCREF, Py_DECREF
 from cpython.pythread cimport (PyThread_type_lock, PyThread_allocate_lock, PyThread_free_lock,
                                PyThread_acquire_lock, PyThread_release_lock, WAIT_LOCK)
 
+cimport numpy as cnp
+
+import copy as _copy_mod
 import threading
 import time as _pytime
+
+import numpy as _np
 
 from reactor_backend.errors import ReactionError
 from reactor_backend.timeutil import Tag
 
 cdef object _time_ns = _pytime.time_ns
+cdef object _ndarray = _np.ndarray
+cdef object _deepcopy = _copy_mod.deepcopy
+cnp.import_array()
+
+
+cdef inline object _ro_array(object value):
+    cdef object v
+    if type(value) is _ndarray and cnp.PyArray_ISWRITEABLE(<cnp.ndarray> value):
+        v = (<cnp.ndarray> value).view()
+        cnp.PyArray_CLEARFLAGS(<cnp.ndarray> v, cnp.NPY_ARRAY_WRITEABLE)
+        return v
+    return value
+
+
+cdef inline object _readonly(object value):
+    """What readers of a port see: a writable numpy array (also one directly inside a tuple) becomes
+    a read-only view, so a reaction cannot modify in place what another reader sees."""
+    cdef object v
+    if type(value) is _ndarray:
+        return _ro_array(value)
+    if type(value) is tuple:
+        for v in <tuple> value:
+            if type(v) is _ndarray and cnp.PyArray_ISWRITEABLE(<cnp.ndarray> v):
+                return tuple([_ro_array(x) for x in <tuple> value])
+    return value
+
+
+cdef object _private_copy(object value):
+    """What a mutable input receives: its own copy (numpy arrays: a writable copy of the data)."""
+    if value is None or type(value) in (int, float, bool, str, bytes):
+        return value
+    if type(value) is _ndarray:
+        return (<cnp.ndarray> value).copy()
+    return _deepcopy(value)
 
 # Event kinds
 cdef enum:
@@ -49,10 +90,12 @@ cdef class ReactorCtx:
     """Per-reactor runtime context: which of its reactions is running (for effect checks)."""
     cdef public int current
     cdef public object reactor
+    cdef public tuple reactions      # the reactor's Reactions by local index (set by the assembly)
 
     def __init__(self, reactor=None):
         self.current = -1
         self.reactor = reactor
+        self.reactions = ()
 
 
 @cython.final
@@ -64,7 +107,10 @@ cdef class Reaction:
     cdef public str name
     cdef public str full_name
     cdef public int level
-    cdef public int index            # global order: sorted by (level, reactor preorder, local index)
+    cdef public int index            # global order: (level, inherited deadline, reactor preorder, local index)
+    cdef public int priority         # LF's single-threaded order: (inherited deadline, level, preorder, local)
+    cdef public int64_t inherited_deadline  # min of its own and every downstream reaction's deadline, or -1
+    cdef int key                     # the ready queue's key: index, or priority under the inline executor
     cdef public int local_index      # position among its reactor's reactions (declaration order)
     cdef public int64_t deadline     # ns, or -1
     cdef public ReactorCtx ctx
@@ -85,6 +131,9 @@ cdef class Reaction:
         self.ctx = ctx
         self.level = 0
         self.index = 0
+        self.priority = 0
+        self.inherited_deadline = -1
+        self.key = 0
         self.local = True
         self.triggers = ()
         self.sources = ()
@@ -127,8 +176,10 @@ cdef class SpecialTrigger(Trigger):
 cdef class Port(Trigger):
     """A port channel: a value plus presence at the current tag.
 
-    ``set`` propagates at once (no copy) to every port downstream through zero-delay connections and
-    triggers their reactions; delayed and physical connections become events.
+    ``set`` propagates at once to every port downstream through zero-delay connections and triggers
+    their reactions; delayed and physical connections become events. Readers share one value, so it
+    is handed out read-only where that can be enforced (numpy arrays, also directly inside a tuple,
+    become read-only views); a ``mutable`` input holds its own copy instead.
     """
     cdef public str kind             # "input" | "output"
     cdef public int channel          # index within its multiport, or -1
@@ -138,13 +189,16 @@ cdef class Port(Trigger):
     cdef public ReactorCtx wctx      # context of the reactor whose reactions may set() this port
     cdef public uint64_t allowed_mask  # bit i: reaction with local index i of wctx may set()
     cdef public bint exported        # record set() in core.exported (processes executor)
+    cdef public bint mutable         # an input declared Input(mutable=True): holds a private copy
     cdef public int id               # position in Program.ports
     cdef list _pending               # delayed events created by this port at the current tag
     cdef uint64_t _pending_epoch
 
-    def __init__(self, owner=None, str name="", str kind="input", int channel=-1, multiport=None):
+    def __init__(self, owner=None, str name="", str kind="input", int channel=-1, multiport=None,
+                 bint mutable=False):
         Trigger.__init__(self, owner, name)
         self.kind = kind
+        self.mutable = mutable
         self.channel = channel
         self.multiport = multiport
         self.fanout = ()
@@ -178,25 +232,26 @@ cdef class Port(Trigger):
         cdef Port p
         cdef Event ev
         cdef tuple d
+        cdef object shared = _readonly(value)
         if not self.is_present:
             self.is_present = True
             core._mark(self)
             for p in self.fanout:
                 p.is_present = True
                 core._mark(p)
-                p.value = value
+                p.value = _private_copy(value) if p.mutable else shared
             core._trigger_all(self.reactions)
             if self.delayed:
-                self._schedule_delayed(value)
+                self._schedule_delayed(shared)
             if self.exported:
                 core.exported.append(self)
         else:
             for p in self.fanout:
-                p.value = value
+                p.value = _private_copy(value) if p.mutable else shared
             if self.delayed and self._pending_epoch == core.epoch and self._pending is not None:
                 for ev in self._pending:
-                    ev.value = value
-        self.value = value
+                    ev.value = shared
+        self.value = _private_copy(value) if self.mutable else shared
 
     cdef _schedule_delayed(self, object value):
         cdef Core core = self.core
@@ -290,8 +345,6 @@ cdef class Action(Trigger):
     cdef _schedule_logical(self, int64_t delay, object value):
         cdef Core core = self.core
         cdef int64_t t, m, extra = self.min_delay + delay
-        cdef int64_t earliest
-        cdef Event ev
         if delay < 0:
             raise ValueError("negative delay")
         if extra == 0:
@@ -300,6 +353,13 @@ cdef class Action(Trigger):
         else:
             t = core.time + extra
             m = 0
+        self._place(t, m, value)
+
+    cdef _place(self, int64_t t, int64_t m, object value):
+        """Queue an event at (t, m) after applying ``min_spacing`` with the action's policy."""
+        cdef Core core = self.core
+        cdef int64_t earliest
+        cdef Event ev
         if self.min_spacing >= 0 and self._has_last:
             earliest = self._last_t + self.min_spacing
             if t < earliest or (self.min_spacing == 0 and t == self._last_t and m <= self._last_m):
@@ -444,6 +504,7 @@ cdef class Core:
         free(self._pl)
 
     def __init__(self, program, executor, *, bint fast=True, bint keepalive=False, timeout=None):
+        cdef Reaction rx
         self.program = program
         self.executor = executor
         self.fast = fast
@@ -471,6 +532,10 @@ cdef class Core:
         self._running = False
         for trig in program.triggers:
             (<Trigger> trig).core = self
+        for rx in program.reactions:
+            # inline: LF's single-threaded order (earliest inherited deadline first, a topological
+            # order too); level by level otherwise, earliest deadline first within a level
+            rx.key = rx.priority if self._inline else rx.index
 
     # ---- queues ---------------------------------------------------------------------------
     cdef int _mark(self, Trigger t) except -1:
@@ -517,7 +582,7 @@ cdef class Core:
         self._rh[i] = <PyObject*> r
         while i > 0:
             parent = (i - 1) >> 1
-            if (<Reaction> self._rh[parent]).index <= r.index:
+            if (<Reaction> self._rh[parent]).key <= r.key:
                 break
             self._rh[i] = self._rh[parent]
             i = parent
@@ -542,9 +607,9 @@ cdef class Core:
                 child = 2 * i + 1
                 if child >= n:
                     break
-                if child + 1 < n and (<Reaction> self._rh[child + 1]).index < (<Reaction> self._rh[child]).index:
+                if child + 1 < n and (<Reaction> self._rh[child + 1]).key < (<Reaction> self._rh[child]).key:
                     child += 1
-                if (<Reaction> last).index <= (<Reaction> self._rh[child]).index:
+                if (<Reaction> last).key <= (<Reaction> self._rh[child]).key:
                     break
                 self._rh[i] = self._rh[child]
                 i = child
@@ -671,7 +736,10 @@ cdef class Core:
                 m = self.mstep + 1
             else:
                 m = 0
-            a._push_at(t, m, item[2])
+            if a.min_spacing >= 0:
+                a._place(t, m, item[2])
+            else:
+                a._push_at(t, m, item[2])
         return 0
 
     def drain_inbox(self) -> None:

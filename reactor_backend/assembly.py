@@ -21,9 +21,13 @@ The ``Program`` object (what an executor consumes)
 - ``connections``: flattened channel-level ``Connection(src, dst, delay, physical)``; ``delay`` is
   ``None`` for a plain connection, an int (ns) for ``after=``.
 - ``reactions``: every ``_core.Reaction`` in global order (``reaction.index`` = position): sorted
-  by level, then reactor preorder, then declaration order. Each has ``reactor``, ``name``,
-  ``full_name`` (``main.count.emit``), ``level``, ``triggers``, ``sources``, ``effects`` (flattened
-  objects), ``deadline`` (ns or -1) and ``local`` (False: not run in this process).
+  by level, then inherited deadline (earliest first; none last), then reactor preorder, then
+  declaration order. Each has ``reactor``, ``name``, ``full_name`` (``main.count.emit``), ``level``,
+  ``triggers``, ``sources``, ``effects`` (flattened objects), ``deadline`` (ns or -1, this
+  instance's), ``inherited_deadline`` (the earliest deadline of it and every reaction downstream,
+  or -1), ``priority`` (rank in LF's single-threaded order: inherited deadline, then level, then
+  as above; the inline executor runs reactions in this order) and ``local`` (False: not run in
+  this process).
 - ``levels``: ``levels[k]`` is the tuple of reactions at level k; reactions of one level never depend
   on each other and may run in parallel.
 - ``edges``: precedence edges ``(upstream.index, downstream.index)``.
@@ -50,7 +54,10 @@ from typing import Any, Iterable
 from reactor_backend._core import Action, Port, Reaction, SpecialTrigger, Timer, Trigger
 from reactor_backend.errors import AssemblyError, CausalityError
 from reactor_backend.model import (Bank, BankPortView, MultiPort, ReactionDecl, Reactor, _Special,
-                                   class_declarations, shutdown, startup)
+                                   class_declarations, interleaved, resolve_param, shutdown,
+                                   startup)
+
+_NO_DEADLINE = 1 << 62  # sorts after every real deadline
 
 
 @dataclass(frozen=True)
@@ -177,7 +184,7 @@ def _flatten(obj: Any, where: str) -> list[Any]:
     """Ports / multiports / bank views / lists of them -> list of channels (or actions/timers)."""
     if isinstance(obj, (Port, Action, Timer)):
         return [obj]
-    if isinstance(obj, (MultiPort, BankPortView)):
+    if isinstance(obj, (MultiPort, BankPortView, interleaved)):
         return list(obj.channels)
     if isinstance(obj, (list, tuple)):
         out: list[Any] = []
@@ -252,7 +259,8 @@ def _name_hierarchy(main: Reactor) -> tuple[list[Reactor], dict[Reactor, Reactor
 
 
 def _collect_triggers(reactors: list[Reactor]) -> tuple[list[Port], list[Action], list[Timer]]:
-    """Phase 2: the port channels, actions and timers each reactor owns (ids assigned)."""
+    """Phase 2: the port channels, actions and timers each reactor owns (ids assigned), with their
+    per-instance parameters (timer offset/period, action min_delay/min_spacing) resolved."""
     ports: list[Port] = []
     actions: list[Action] = []
     timers: list[Timer] = []
@@ -265,8 +273,10 @@ def _collect_triggers(reactors: list[Reactor]) -> tuple[list[Port], list[Action]
             elif isinstance(obj, Port):
                 ports.append(obj)
             elif isinstance(obj, Action):
+                decl._resolve(r, obj)
                 actions.append(obj)
             elif isinstance(obj, Timer):
+                decl._resolve(r, obj)
                 timers.append(obj)
     for i, p in enumerate(ports):
         p.id = i
@@ -291,7 +301,8 @@ def _build_reactions(reactors: list[Reactor], is_child, start_t: SpecialTrigger,
                 raise AssemblyError(f"{where}: a deadline needs a handler (@{rd.name}.deadline_handler)")
             fn = types.MethodType(rd.fn, r)
             handler = types.MethodType(rd.handler, r) if rd.handler is not None else None
-            rx = Reaction(fn, handler, r, rd.name, li, -1 if rd.deadline is None else rd.deadline, r._ctx)
+            deadline = -1 if rd.deadline is None else resolve_param(r, rd.deadline, f"{rd.name}.deadline")
+            rx = Reaction(fn, handler, r, rd.name, li, deadline, r._ctx)
             rx.full_name = where
             trig = []
             for spec in rd.triggers:
@@ -310,6 +321,7 @@ def _build_reactions(reactors: list[Reactor], is_child, start_t: SpecialTrigger,
             mine.append(rx)
             reactions.append(rx)
         by_reactor[r] = mine
+        r._ctx.reactions = tuple(mine)
     return reactions, by_reactor
 
 
@@ -444,13 +456,20 @@ def _precedence(reactions: list[Reaction], by_reactor: dict[Reactor, list[Reacti
 def _global_order(reactions: list[Reaction], succ: list[set[int]], levels_of: list[int],
                   preorder: dict[Reactor, int]
                   ) -> tuple[tuple[Reaction, ...], tuple[tuple[Reaction, ...], ...], tuple[tuple[int, int], ...]]:
-    """Phase 8a: the global order (level, reactor preorder, declaration order), levels and edges."""
+    """Phase 8a: the global order (level, inherited deadline, reactor preorder, declaration order),
+    LF's single-threaded order (``priority``: inherited deadline first), levels and edges."""
     n = len(reactions)
-    order = sorted(range(n), key=lambda i: (levels_of[i], preorder[reactions[i].reactor],
+    inherited = _inherited_deadlines(reactions, succ, levels_of)
+    order = sorted(range(n), key=lambda i: (levels_of[i], inherited[i], preorder[reactions[i].reactor],
                                             reactions[i].local_index))
     for new_i, old_i in enumerate(order):
         reactions[old_i].level = levels_of[old_i]
         reactions[old_i].index = new_i
+        reactions[old_i].inherited_deadline = -1 if inherited[old_i] == _NO_DEADLINE else inherited[old_i]
+    by_priority = sorted(range(n), key=lambda i: (inherited[i], levels_of[i], preorder[reactions[i].reactor],
+                                                  reactions[i].local_index))
+    for rank, i in enumerate(by_priority):
+        reactions[i].priority = rank
     sorted_rx = tuple(reactions[i] for i in order)
     edges = tuple(sorted((reactions[i].index, reactions[j].index) for i in range(n) for j in succ[i]))
     n_levels = (max(levels_of) + 1) if n else 0
@@ -458,6 +477,17 @@ def _global_order(reactions: list[Reaction], succ: list[set[int]], levels_of: li
     for rx in sorted_rx:
         by_level[rx.level].append(rx)
     return sorted_rx, tuple(tuple(lv) for lv in by_level), edges
+
+
+def _inherited_deadlines(reactions: list[Reaction], succ: list[set[int]], levels_of: list[int]) -> list[int]:
+    """Each reaction's deadline for ordering: the earliest of its own and every reaction downstream
+    of it (LF's inferred deadline: work that feeds a deadline is urgent too); none: ``_NO_DEADLINE``."""
+    inherited = [rx.deadline if rx.deadline >= 0 else _NO_DEADLINE for rx in reactions]
+    for i in sorted(range(len(reactions)), key=lambda k: -levels_of[k]):  # successors first
+        for j in succ[i]:
+            if inherited[j] < inherited[i]:
+                inherited[i] = inherited[j]
+    return inherited
 
 
 def _trigger_tables(ports: list[Port], actions: list[Action], timers: list[Timer], specials: tuple,
