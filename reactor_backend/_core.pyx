@@ -46,10 +46,14 @@ cdef object _deepcopy = _copy_mod.deepcopy
 cnp.import_array()
 
 
+cdef extern from "numpy/arrayobject.h":
+    object _PyArray_View "PyArray_View" (cnp.ndarray arr, void* dtype, void* ptype)
+
+
 cdef inline object _ro_array(object value):
     cdef object v
     if type(value) is _ndarray and cnp.PyArray_ISWRITEABLE(<cnp.ndarray> value):
-        v = (<cnp.ndarray> value).view()
+        v = _PyArray_View(<cnp.ndarray> value, NULL, NULL)
         cnp.PyArray_CLEARFLAGS(<cnp.ndarray> v, cnp.NPY_ARRAY_WRITEABLE)
         return v
     return value
@@ -193,6 +197,8 @@ cdef class Port(Trigger):
     cdef public int id               # position in Program.ports
     cdef list _pending               # delayed events created by this port at the current tag
     cdef uint64_t _pending_epoch
+    cdef object _ro_src              # the last writable value set here, and its read-only form
+    cdef object _ro_view             # (a writer that sends the same array each tag: no new view)
 
     def __init__(self, owner=None, str name="", str kind="input", int channel=-1, multiport=None,
                  bint mutable=False):
@@ -209,6 +215,8 @@ cdef class Port(Trigger):
         self.id = -1
         self._pending = None
         self._pending_epoch = 0
+        self._ro_src = None
+        self._ro_view = None
 
     def set(self, value) -> None:
         """Set the value at the current tag (last write in a tag wins; triggers downstream once)."""
@@ -232,7 +240,14 @@ cdef class Port(Trigger):
         cdef Port p
         cdef Event ev
         cdef tuple d
-        cdef object shared = _readonly(value)
+        cdef object shared
+        if value is self._ro_src:
+            shared = self._ro_view
+        else:
+            shared = _readonly(value)
+            if shared is not value:
+                self._ro_src = value
+                self._ro_view = shared
         if not self.is_present:
             self.is_present = True
             core._mark(self)
