@@ -41,6 +41,15 @@ from reactor_backend.errors import ReactionError
 from reactor_backend.timeutil import Tag
 
 cdef object _time_ns = _pytime.time_ns
+cdef object _modes_apply = None
+
+
+cdef _apply_mode_changes(core, int64_t t, int64_t m):
+    global _modes_apply
+    if _modes_apply is None:
+        from reactor_backend.modes import apply_mode_changes
+        _modes_apply = apply_mode_changes
+    _modes_apply(core, t, m)
 cdef object _ndarray = _np.ndarray
 cdef object _deepcopy = _copy_mod.deepcopy
 cnp.import_array()
@@ -85,6 +94,7 @@ cdef enum:
     EV_TIMER = 0
     EV_ACTION = 1
     EV_PORT = 2
+    EV_CANCELLED = 3
 
 cdef int64_t NEVER_LEVEL = 1 << 62
 
@@ -100,6 +110,38 @@ cdef class ReactorCtx:
         self.current = -1
         self.reactor = reactor
         self.reactions = ()
+
+
+@cython.final
+cdef class ModeState:
+    """One mode of one modal reactor instance (the logic of transitions is in ``modes.py``)."""
+    cdef public bint active          # its reactions may be triggered; its timers run
+    cdef public bint entered         # entered at least once (its shutdown reactions run)
+    cdef public object reactor
+    cdef public str name
+    cdef public bint initial
+    cdef public object startup_timer  # private triggers of its startup / reset reactions
+    cdef public object reset_timer
+    cdef public tuple timers         # mode-local timers and logical actions
+    cdef public tuple actions
+    cdef public int64_t left_at      # logical time it was left (history re-entry shifts by the pause)
+    cdef public list suspended       # (trigger, time, microstep, value) of events it had queued
+
+    def __init__(self, reactor, str name, bint initial):
+        self.reactor = reactor
+        self.name = name
+        self.initial = initial
+        self.active = initial
+        self.entered = initial
+        self.startup_timer = None
+        self.reset_timer = None
+        self.timers = ()
+        self.actions = ()
+        self.left_at = 0
+        self.suspended = []
+
+    def __repr__(self):
+        return f"<Mode {getattr(self.reactor, 'name', '?')}.{self.name}{' active' if self.active else ''}>"
 
 
 @cython.final
@@ -122,6 +164,8 @@ cdef class Reaction:
     cdef public tuple triggers       # flattened trigger objects (Port/Action/Timer/SpecialTrigger)
     cdef public tuple sources        # flattened source ports
     cdef public tuple effects        # flattened effect ports / actions
+    cdef public ModeState mode       # the mode it belongs to (None: always active)
+    cdef public dict transitions     # target ModeState -> "reset" | "history" (declared effects)
     cdef uint64_t epoch
 
     def __init__(self, fn, handler, reactor, str name, int local_index, int64_t deadline, ReactorCtx ctx):
@@ -142,6 +186,8 @@ cdef class Reaction:
         self.triggers = ()
         self.sources = ()
         self.effects = ()
+        self.mode = None
+        self.transitions = None
         self.epoch = 0
 
     def __repr__(self):
@@ -301,11 +347,17 @@ cdef class Port(Trigger):
 cdef class Timer(Trigger):
     cdef public int64_t offset
     cdef public int64_t period
+    cdef public ModeState mode       # mode-local timer: runs only while its mode is active
+    cdef public object event         # its queued Event (modes cancel and requeue it)
+    cdef public int64_t next_time    # the time of that event
 
     def __init__(self, owner=None, str name="", int64_t offset=0, int64_t period=0):
         Trigger.__init__(self, owner, name)
         self.offset = offset
         self.period = period
+        self.mode = None
+        self.event = None
+        self.next_time = 0
 
 
 @cython.final
@@ -404,6 +456,17 @@ cdef class Action(Trigger):
     cdef _fired(self, int64_t t, int64_t m):
         self._pending_events.pop((t, m), None)
 
+    def _suspend(self):
+        """Modes: cancel every queued event of this action; return them as ``(time, microstep, value)``."""
+        cdef Event ev
+        out = []
+        for (t, m), ev in sorted(self._pending_events.items()):
+            ev.kind = EV_CANCELLED
+            out.append((t, m, ev.value))
+        self._pending_events.clear()
+        self._has_last = False
+        return out
+
     def _push_at(self, int64_t t, int64_t m, value):
         """Queue an event for this action at exactly (t, m) (physical actions, imported events)."""
         cdef Event ev = Event(EV_ACTION, self, value)
@@ -462,6 +525,8 @@ cdef class Core:
     cdef public SpecialTrigger startup_trigger
     cdef public SpecialTrigger shutdown_trigger
     cdef public tuple timers
+    cdef public list mode_changes      # reactors whose reactions called set_mode() in this tag
+    cdef bint _in_shutdown
     cdef public object barrier_levels  # sorted tuple of levels, or None
     cdef public object wake_hook       # executors: called (any thread) after an inbox append, or None
     cdef bint _inline
@@ -541,6 +606,8 @@ cdef class Core:
         self._has_advance = getattr(executor, "advance", None) is not None
         self.barrier_levels = getattr(executor, "barrier_levels", None)
         self.wake_hook = None
+        self.mode_changes = []
+        self._in_shutdown = False
         self._inbox_lock = threading.Lock()
         self._inbox = []
         self._wake = threading.Event()
@@ -585,6 +652,8 @@ cdef class Core:
         cdef Py_ssize_t i, parent
         cdef PyObject* tmp
         if r.epoch == self.epoch or not r.local:
+            return 0
+        if r.mode is not None and not r.mode.active and not (self._in_shutdown and r.mode.entered):
             return 0
         r.epoch = self.epoch
         if self._rn == self._rcap:
@@ -688,6 +757,13 @@ cdef class Core:
         ev = <object> top.ev
         Py_DECREF(ev)  # the heap's reference; `ev` holds its own
         return ev
+
+    def push_timer_event(self, Timer tm, int64_t t, int64_t m) -> None:
+        """Modes: (re)start a timer at (t, m); its previous queued event must have been cancelled."""
+        cdef Event ev = Event(EV_TIMER, tm, None)
+        tm.event = ev
+        tm.next_time = t
+        self._push_event(t, m, ev)
 
     def push_event_at(self, int64_t t, int64_t m, int kind, target, value) -> None:
         """Queue an event (kind 0 timer, 1 action, 2 port) at tag (t, m); for executors."""
@@ -858,6 +934,8 @@ cdef class Core:
         cdef int64_t nt
         while self._en > 0 and self._eh[0].time == t and self._eh[0].mstep == m:
             ev = <Event> self._pop_event()
+            if ev.kind == EV_CANCELLED:
+                continue
             if ev.kind == EV_PORT:
                 (<Port> ev.target)._set(ev.value)
             elif ev.kind == EV_ACTION:
@@ -877,6 +955,7 @@ cdef class Core:
                 if tm.period > 0:
                     # queued even past the timeout: a pending event means "not starved" (as in LF)
                     self._push_event(t + tm.period, 0, ev)
+                    tm.next_time = t + tm.period
         return 0
 
     cdef int _reset_presence(self) except -1:
@@ -913,7 +992,11 @@ cdef class Core:
         self.mstep = 0
         self._running = True
         for tm in self.timers:
-            self._push_event(start_time + tm.offset, 0, Event(EV_TIMER, tm, None))
+            if tm.mode is not None and not tm.mode.active:
+                continue  # a timer of a mode that is not initial starts when the mode is entered
+            tm.event = Event(EV_TIMER, tm, None)
+            tm.next_time = start_time + tm.offset
+            self._push_event(start_time + tm.offset, 0, <Event> tm.event)
         final = self.timeout == 0
         try:
             while True:
@@ -927,9 +1010,13 @@ cdef class Core:
                     self._trigger_all(self.startup_trigger.reactions)
                 self._fire_events_at(t, m)
                 if final:
+                    self._in_shutdown = True
                     self._trigger_all(self.shutdown_trigger.reactions)
+                    self._in_shutdown = False
                 if self._rn > 0 or self.barrier_levels is not None:
                     self._run_levels()
+                if self.mode_changes:
+                    _apply_mode_changes(self, t, m)
                 self._reset_presence()
                 if final:
                     break

@@ -51,11 +51,11 @@ import types
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from reactor_backend._core import Action, Port, Reaction, SpecialTrigger, Timer, Trigger
+from reactor_backend._core import Action, ModeState, Port, Reaction, SpecialTrigger, Timer, Trigger
 from reactor_backend.errors import AssemblyError, CausalityError
-from reactor_backend.model import (Bank, BankPortView, MultiPort, ReactionDecl, Reactor, _Special,
-                                   class_declarations, interleaved, resolve_param, shutdown,
-                                   startup)
+from reactor_backend.model import (Bank, BankPortView, Mode, MultiPort, ReactionDecl, Reactor, _Special,
+                                   _Transition, class_declarations, interleaved, reset, resolve_param,
+                                   shutdown, startup)
 
 _NO_DEADLINE = 1 << 62  # sorts after every real deadline
 
@@ -266,6 +266,7 @@ def _collect_triggers(reactors: list[Reactor]) -> tuple[list[Port], list[Action]
     timers: list[Timer] = []
     for r in reactors:
         decls, _ = class_declarations(type(r))
+        _bind_modes(r, decls)
         for decl in decls:
             obj = r.__dict__[decl.name]
             if isinstance(obj, MultiPort):
@@ -283,6 +284,44 @@ def _collect_triggers(reactors: list[Reactor]) -> tuple[list[Port], list[Action]
     for i, a in enumerate(actions):
         a.id = i
     return ports, actions, timers
+
+
+def _mode_of(r: Reactor, decl: Mode | None, where: str) -> ModeState | None:
+    """The instance's state of a class-level ``Mode`` declaration (checked to be this class's)."""
+    if decl is None:
+        return None
+    mine = isinstance(decl, Mode) and any(d is decl for d in class_declarations(type(r))[0])
+    state = r.__dict__.get(decl.name) if mine else None
+    if not isinstance(state, ModeState):
+        raise AssemblyError(f"{where}: {decl!r} is not a mode of {type(r).__name__}")
+    return state
+
+
+def _bind_modes(r: Reactor, decls: list) -> None:
+    """Modes of one reactor: exactly one initial; mode-local timers and actions attached to theirs."""
+    modes = [d for d in decls if isinstance(d, Mode)]
+    if not modes:
+        return
+    initial = [d for d in modes if d.initial]
+    if len(initial) != 1:
+        raise AssemblyError(f"{r.name}: a modal reactor needs exactly one Mode(initial=True), "
+                            f"got {len(initial)}")
+    r.__dict__["_current_mode"] = r.__dict__[initial[0].name]
+    local: dict[int, tuple[list, list]] = {id(r.__dict__[d.name]): ([], []) for d in modes}
+    for decl in decls:
+        mode_decl = getattr(decl, "mode", None)
+        if mode_decl is None or isinstance(decl, Mode):
+            continue
+        state = _mode_of(r, mode_decl, f"{r.name}.{decl.name}")
+        obj = r.__dict__[decl.name]
+        if isinstance(obj, Timer):
+            obj.mode = state
+            local[id(state)][0].append(obj)
+        else:
+            local[id(state)][1].append(obj)
+    for d in modes:
+        state = r.__dict__[d.name]
+        state.timers, state.actions = (tuple(x) for x in local[id(state)])
 
 
 def _build_reactions(reactors: list[Reactor], is_child, start_t: SpecialTrigger, shut_t: SpecialTrigger
@@ -304,15 +343,27 @@ def _build_reactions(reactors: list[Reactor], is_child, start_t: SpecialTrigger,
             deadline = -1 if rd.deadline is None else resolve_param(r, rd.deadline, f"{rd.name}.deadline")
             rx = Reaction(fn, handler, r, rd.name, li, deadline, r._ctx)
             rx.full_name = where
+            rx.mode = _mode_of(r, rd.mode, where)
             trig = []
             for spec in rd.triggers:
+                if spec is reset:
+                    if rx.mode is None:
+                        raise AssemblyError(f"{where}: the reset trigger needs a mode-local reaction (mode=)")
+                    trig.append(rx.mode.reset_timer)
+                    continue
                 trig.extend(_resolve_spec(r, spec, where, "trigger", is_child, start_t, shut_t))
             srcs = []
             for spec in rd.sources:
                 srcs.extend(_resolve_spec(r, spec, where, "source", is_child, start_t, shut_t))
             effs = []
+            transitions = {}
             for spec in rd.effects:
+                if isinstance(spec, (Mode, _Transition)):
+                    target = spec.mode if isinstance(spec, _Transition) else spec
+                    transitions[_mode_of(r, target, where)] = getattr(spec, "kind", "reset")
+                    continue
                 effs.extend(_resolve_spec(r, spec, where, "effect", is_child, start_t, shut_t))
+            rx.transitions = transitions or None
             if not trig:
                 raise AssemblyError(f"{where}: a reaction needs at least one trigger")
             rx.triggers = tuple(trig)
@@ -514,6 +565,12 @@ def _trigger_tables(ports: list[Port], actions: list[Action], timers: list[Timer
     for obj in list(actions) + list(timers) + list(specials):
         trig = other_trig.get(id(obj), {})
         obj.reactions = tuple(trig[i] for i in sorted(trig))
+    modes = {id(rx.mode): rx.mode for rx in sorted_rx if rx.mode is not None}
+    for mode in modes.values():
+        # what entering the mode triggers: its startup reactions (first entry) and reset reactions
+        mode.startup_timer.reactions = tuple(rx for rx in specials[0].reactions if rx.mode is mode)
+        trig = other_trig.get(id(mode.reset_timer), {})
+        mode.reset_timer.reactions = tuple(trig[i] for i in sorted(trig))
     return readers
 
 

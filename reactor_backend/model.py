@@ -21,6 +21,7 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from reactor_backend._core import Action as _Action
 from reactor_backend._core import Port as _Port
+from reactor_backend._core import ModeState as _ModeState
 from reactor_backend._core import ReactorCtx as _ReactorCtx
 from reactor_backend._core import Timer as _Timer
 from reactor_backend.timeutil import Tag
@@ -113,10 +114,12 @@ class Timer(_Decl):
     ``Param``: an int, the name of an instance attribute, or ``f(self)`` (LF: ``timer t(offset, period)``
     with parameters)."""
 
-    def __init__(self, offset: Param = 0, period: Param = 0) -> None:
+    def __init__(self, offset: Param = 0, period: Param = 0, *, mode: "Mode | None" = None) -> None:
+        """``mode``: a mode-local timer (runs only while that mode is active; see ``Mode``)."""
         super().__init__()
         self.offset = offset if _const(offset) is None else int(offset)
         self.period = period if _const(period) is None else int(period)
+        self.mode = mode
 
     def _instantiate(self, reactor: "Reactor") -> Any:
         return _Timer(reactor, self.name, _const(self.offset) or 0, _const(self.period) or 0)
@@ -130,10 +133,14 @@ class Timer(_Decl):
 class _ActionDecl(_Decl):
     physical = False
 
-    def __init__(self, min_delay: Param = 0, min_spacing: Param | None = None, policy: str = "defer") -> None:
+    def __init__(self, min_delay: Param = 0, min_spacing: Param | None = None, policy: str = "defer", *,
+                 mode: "Mode | None" = None) -> None:
         super().__init__()
         if policy not in ("defer", "drop", "replace"):
             raise ValueError(f"policy must be 'defer', 'drop' or 'replace', not {policy!r}")
+        if mode is not None and self.physical:
+            raise TypeError("a physical action cannot be mode-local")
+        self.mode = mode
         self.min_delay = min_delay if _const(min_delay) is None else int(min_delay)
         self.min_spacing = min_spacing if min_spacing is None or _const(min_spacing) is None else int(min_spacing)
         self.policy = policy
@@ -173,16 +180,62 @@ class _Special:
         return self.name
 
 
+class Mode(_Decl):
+    """A mode of a modal reactor (LF's ``mode``); exactly one per class is ``initial``. Reactions,
+    timers and logical actions declared with ``mode=`` are active only while it is (see ``modes.py``)."""
+
+    def __init__(self, initial: bool = False) -> None:
+        super().__init__()
+        self.initial = bool(initial)
+
+    def _instantiate(self, reactor: "Reactor") -> Any:
+        state = _ModeState(reactor, self.name, self.initial)
+        state.startup_timer = _Timer(reactor, f"{self.name}.startup", 0, 0)
+        state.reset_timer = _Timer(reactor, f"{self.name}.reset", 0, 0)
+        return state
+
+    def __repr__(self) -> str:
+        return f"Mode({self.name!r})"
+
+
+class _Transition:
+    """``reset(mode)`` / ``history(mode)`` in a reaction's effects: it may switch to that mode."""
+
+    def __init__(self, mode: Mode, kind: str) -> None:
+        if not isinstance(mode, Mode):
+            raise TypeError(f"{kind}() takes a Mode declaration, not {mode!r}")
+        self.mode = mode
+        self.kind = kind
+
+    def __repr__(self) -> str:
+        return f"{self.kind}({self.mode.name})"
+
+
+class _ResetSpecial(_Special):
+    """``reset``: as a trigger, the mode was entered by a reset transition (LF's ``reaction(reset)``);
+    ``reset(mode)`` in effects: a reset transition to ``mode``."""
+
+    def __call__(self, mode: Mode) -> _Transition:
+        return _Transition(mode, "reset")
+
+
+def history(mode: Mode) -> _Transition:
+    """In a reaction's effects: a transition to ``mode`` that resumes it where it was left."""
+    return _Transition(mode, "history")
+
+
 startup = _Special("startup")
 shutdown = _Special("shutdown")
+reset = _ResetSpecial("reset")
 
 
 class ReactionDecl:
     """A method decorated with ``@reaction``: its triggers, sources, effects, deadline and handler."""
 
     def __init__(self, fn: Callable, triggers: tuple, sources: tuple, effects: tuple,
-                 deadline: Param | None) -> None:
+                 deadline: Param | None, mode: Mode | None = None) -> None:
         self.fn = fn
+        self.mode = mode
         self.name = fn.__name__
         self.triggers = triggers
         self.sources = sources
@@ -207,11 +260,12 @@ class ReactionDecl:
 
 
 def reaction(*triggers: Any, sources: Iterable = (), effects: Iterable = (),
-             deadline: Param | None = None) -> Callable[[Callable], ReactionDecl]:
+             deadline: Param | None = None, mode: Mode | None = None) -> Callable[[Callable], ReactionDecl]:
     """Declare a reaction: runs at most once per tag at which any trigger is present.
-    ``deadline`` (ns) may be a ``Param`` (an instance attribute's name or ``f(self)``)."""
+    ``deadline`` (ns) may be a ``Param`` (an instance attribute's name or ``f(self)``); ``mode``: a
+    mode-local reaction (see ``Mode``)."""
     def wrap(fn: Callable) -> ReactionDecl:
-        return ReactionDecl(fn, tuple(triggers), tuple(sources), tuple(effects), deadline)
+        return ReactionDecl(fn, tuple(triggers), tuple(sources), tuple(effects), deadline, mode)
     return wrap
 
 
@@ -422,6 +476,8 @@ class Reactor:
         d["_placement"] = None
         d["_name"] = None
         d["_core"] = None
+        d["_current_mode"] = None
+        d["_mode_request"] = None
         decls, _ = class_declarations(cls)
         for decl in decls:
             d[decl.name] = decl._instantiate(self)
@@ -487,6 +543,27 @@ class Reactor:
     @property
     def start_time(self) -> int:
         return self._core.start_time
+
+    @property
+    def current_mode(self) -> Any:
+        """The active mode (a ``ModeState`` with ``.name``), or None for a reactor without modes."""
+        return self._current_mode
+
+    def set_mode(self, mode: Any) -> None:
+        """Inside a reaction that declares ``reset(mode)`` or ``history(mode)``: switch to ``mode`` at
+        the end of this tag (LF's ``lf_set_mode``)."""
+        from reactor_backend.errors import ReactionError
+        ctx = self._ctx
+        if self._core is None or ctx.current < 0:
+            raise ReactionError(f"{self.name}: set_mode() outside a reaction")
+        target = self.__dict__.get(mode.name) if isinstance(mode, Mode) else mode
+        rx = ctx.reactions[ctx.current]
+        kind = (rx.transitions or {}).get(target)
+        if kind is None:
+            raise ReactionError(f"{rx.full_name}: set_mode({getattr(target, 'name', mode)!r}) needs "
+                                f"reset(...) or history(...) of that mode in effects=")
+        self.__dict__["_mode_request"] = (target, kind)
+        self._core.mode_changes.append(self)
 
     def check_deadline(self, invoke_handler: bool = False) -> bool:
         """Inside a reaction: True when its deadline is already violated now (physical time past
