@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from reactor_backend import (AssemblyError, Input, Mode, ReactionError, Reactor, Timer, assemble, history,
+from reactor_backend import (AssemblyError, Input, LogicalAction, Mode, ReactionError, Reactor, Timer, assemble, history,
                              msec, reaction, reset, run, sec, shutdown, startup)
 
 
@@ -266,3 +266,50 @@ def test_mode_declaration_errors():
 
     with pytest.raises(AssemblyError, match="is not a mode of ForeignMode"):
         assemble(ForeignMode())
+
+
+class ModalAction(Reactor):
+    """A mode-local logical action queued before its mode is left: resumed (history) or dropped (reset)."""
+
+    next = Input()
+    one = Mode(initial=True)
+    two = Mode()
+    later = LogicalAction(mode=one)
+
+    def __init__(self, log):
+        super().__init__()
+        self.log = log
+
+    @reaction(startup, effects=[later], mode=one)
+    def arm(self):
+        self.later.schedule(msec(300), "v")
+
+    @reaction(later, mode=one)
+    def fired(self):
+        self.log.append((self.elapsed, self.microstep, self.later.value))
+
+    @reaction(next, effects=[two], mode=one)
+    def away(self):
+        self.set_mode(self.two)
+
+    @reaction(next, effects=[history(one)], mode=two)
+    def home(self):
+        self.log.append((self.elapsed, self.microstep, "home"))
+        self.set_mode(self.one)
+
+
+class ModalActionReset(ModalAction):
+    @reaction(ModalAction.next, effects=[reset(ModalAction.one)], mode=ModalAction.two)
+    def home(self):
+        self.log.append((self.elapsed, self.microstep, "home"))
+        self.set_mode(self.one)
+
+
+@pytest.mark.parametrize("cls", [ModalAction, ModalActionReset])
+def test_mode_local_action_history_and_reset(executor, cls):
+    main = Stepper(cls, executor.workers, offset=msec(100), period=msec(400))
+    executor.run(main, timeout=msec(1000))
+    if cls is ModalAction:   # queued for 300 ms, 200 ms of it left when suspended at 100 ms: 500 + 200
+        assert main.log == [(msec(500), 0, "home"), (msec(700), 0, "v")]
+    else:                    # reset: dropped
+        assert main.log == [(msec(500), 0, "home")]
