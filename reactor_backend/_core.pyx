@@ -25,7 +25,7 @@ present, trigger a reaction, queue an event) then take a lock; pops happen only 
 cimport cython
 from libc.stdlib cimport malloc, realloc, free
 from libc.stdint cimport int64_t, uint64_t
-from cpython.ref cimport PyObject, Py_INCREF, Py_DECREF
+from cpython.ref cimport PyObject, Py_INCREF, Py_DECREF, Py_REFCNT
 from cpython.pythread cimport (PyThread_type_lock, PyThread_allocate_lock, PyThread_free_lock,
                                PyThread_acquire_lock, PyThread_release_lock, WAIT_LOCK)
 
@@ -79,6 +79,23 @@ cdef inline object _readonly(object value):
             if type(v) is _ndarray and cnp.PyArray_ISWRITEABLE(<cnp.ndarray> v):
                 return tuple([_ro_array(x) for x in <tuple> value])
     return value
+
+
+def _refs_seen(x):
+    return Py_REFCNT(x)
+
+
+# ``port.set(np.array(...))``: an array that only the call itself references (a temporary) reaches
+# ``set`` with this reference count; nobody else can see it, so it is made read-only in place instead
+# of through a view. Calibrated with Python code calling a compiled function, as a reaction calls
+# ``set``; off (-1) where a variable's value looks the same (an interpreter passing borrowed references).
+_probe = {"seen": _refs_seen}
+exec("def temp():\n    return seen(object())\n"
+     "def local():\n    o = object()\n    return seen(o)\n", _probe)
+cdef Py_ssize_t _TEMP_REFS = _probe["temp"]()
+if _TEMP_REFS >= _probe["local"]():
+    _TEMP_REFS = -1
+del _probe
 
 
 cdef object _private_copy(object value):
@@ -269,6 +286,8 @@ cdef class Port(Trigger):
         cdef ReactorCtx c = self.wctx
         if c is None or c.current < 0 or not ((self.allowed_mask >> c.current) & 1):
             self._refuse()
+        if type(value) is _ndarray and Py_REFCNT(value) == _TEMP_REFS:
+            cnp.PyArray_CLEARFLAGS(<cnp.ndarray> value, cnp.NPY_ARRAY_WRITEABLE)
         self._set(value)
 
     def _refuse(self):

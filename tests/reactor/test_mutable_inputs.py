@@ -207,3 +207,32 @@ def test_mutable_multiport_channels_are_private():
     m = M()
     run(m)
     assert m.sink.got == [[1, 9], [1]]
+
+
+class Keeper(Reactor):
+    """A writer that sends arrays it keeps (an attribute, a local) and one it gives away."""
+
+    out = Output()
+
+    def __init__(self):
+        super().__init__()
+        self.buf = np.zeros(3)
+        self.sent = None
+
+    @reaction(startup, effects=[out])
+    def send(self):
+        self.out.set(self.buf)
+        self.buf[0] = 1                      # the writer's own arrays stay writable
+        local = np.ones(2)
+        self.out.set(local)
+        local[0] = 2
+        self.out.set(np.arange(4))           # a temporary: made read-only in place, no view
+        self.sent = self.out.value
+
+
+def test_writer_keeps_its_arrays_writable():
+    from reactor_backend import run
+    k = Keeper()
+    run(k)
+    assert k.buf.flags.writeable and k.buf[0] == 1
+    assert not k.sent.flags.writeable and k.sent.tolist() == [0, 1, 2, 3]
