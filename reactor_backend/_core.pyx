@@ -9,8 +9,10 @@ Data structures (all owned by `Core`):
 - event queue: a binary heap of C structs ``(time, microstep, seq, Event*)``; ``seq`` keeps insertion
   order among events of one tag, so firing order is deterministic.
 - ready queue: a binary heap of borrowed ``Reaction*`` keyed by ``Reaction.index`` (the global
-  topological order: level first, then declaration order), so reactions come out level by level in a
-  deterministic order whatever thread triggered them.
+  topological order: level first, then inherited deadline, then declaration order), so reactions come
+  out level by level in a deterministic order whatever thread triggered them; under the inline
+  executor keyed by ``Reaction.priority`` (earliest inherited deadline first, then level: LF's
+  single-threaded order, also topological because a deadline is inherited upstream).
 - presence list: a C array of the triggers (ports, actions, timers) made present in this tag; only
   those are reset at the end of the tag.
 
@@ -23,23 +25,93 @@ present, trigger a reaction, queue an event) then take a lock; pops happen only 
 cimport cython
 from libc.stdlib cimport malloc, realloc, free
 from libc.stdint cimport int64_t, uint64_t
-from cpython.ref cimport PyObject, Py_INCREF, Py_DECREF
+from cpython.ref cimport PyObject, Py_INCREF, Py_DECREF, Py_REFCNT
 from cpython.pythread cimport (PyThread_type_lock, PyThread_allocate_lock, PyThread_free_lock,
                                PyThread_acquire_lock, PyThread_release_lock, WAIT_LOCK)
 
+cimport numpy as cnp
+
+import copy as _copy_mod
 import threading
 import time as _pytime
+
+import numpy as _np
 
 from reactor_backend.errors import ReactionError
 from reactor_backend.timeutil import Tag
 
 cdef object _time_ns = _pytime.time_ns
+cdef object _modes_apply = None
+
+
+cdef _apply_mode_changes(core, int64_t t, int64_t m):
+    global _modes_apply
+    if _modes_apply is None:
+        from reactor_backend.modes import apply_mode_changes
+        _modes_apply = apply_mode_changes
+    _modes_apply(core, t, m)
+cdef object _ndarray = _np.ndarray
+cdef object _deepcopy = _copy_mod.deepcopy
+cnp.import_array()
+
+
+cdef extern from "numpy/arrayobject.h":
+    object _PyArray_View "PyArray_View" (cnp.ndarray arr, void* dtype, void* ptype)
+
+
+cdef inline object _ro_array(object value):
+    cdef object v
+    if type(value) is _ndarray and cnp.PyArray_ISWRITEABLE(<cnp.ndarray> value):
+        v = _PyArray_View(<cnp.ndarray> value, NULL, NULL)
+        cnp.PyArray_CLEARFLAGS(<cnp.ndarray> v, cnp.NPY_ARRAY_WRITEABLE)
+        return v
+    return value
+
+
+cdef inline object _readonly(object value):
+    """What readers of a port see: a writable numpy array (also one directly inside a tuple) becomes
+    a read-only view, so a reaction cannot modify in place what another reader sees."""
+    cdef object v
+    if type(value) is _ndarray:
+        return _ro_array(value)
+    if type(value) is tuple:
+        for v in <tuple> value:
+            if type(v) is _ndarray and cnp.PyArray_ISWRITEABLE(<cnp.ndarray> v):
+                return tuple([_ro_array(x) for x in <tuple> value])
+    return value
+
+
+def _refs_seen(x):
+    return Py_REFCNT(x)
+
+
+# ``port.set(np.array(...))``: an array that only the call itself references (a temporary) reaches
+# ``set`` with this reference count; nobody else can see it, so it is made read-only in place instead
+# of through a view. Calibrated with Python code calling a compiled function, as a reaction calls
+# ``set``; off (-1) where a variable's value looks the same (an interpreter passing borrowed references).
+_probe = {"seen": _refs_seen}
+exec("def temp():\n    return seen(object())\n"
+     "def local():\n    o = object()\n    return seen(o)\n", _probe)
+cdef Py_ssize_t _TEMP_REFS = _probe["temp"]()
+if _TEMP_REFS >= _probe["local"]():
+    _TEMP_REFS = -1
+del _probe
+
+
+cdef object _private_copy(object value):
+    """What a mutable input receives: its own copy (numpy arrays: a writable copy of the data)."""
+    if value is None or type(value) in (int, float, bool, str, bytes):
+        return value
+    if type(value) is _ndarray:
+        return (<cnp.ndarray> value).copy()
+    return _deepcopy(value)
 
 # Event kinds
 cdef enum:
     EV_TIMER = 0
     EV_ACTION = 1
     EV_PORT = 2
+    EV_CANCELLED = 3
 
 cdef int64_t NEVER_LEVEL = 1 << 62
 
@@ -55,10 +127,44 @@ cdef class ReactorCtx:
     """Per-reactor runtime context: which of its reactions is running (for effect checks)."""
     cdef public int current
     cdef public object reactor
+    cdef public tuple reactions      # the reactor's Reactions by local index (set by the assembly)
 
     def __init__(self, reactor=None):
         self.current = -1
         self.reactor = reactor
+        self.reactions = ()
+
+
+@cython.final
+cdef class ModeState:
+    """One mode of one modal reactor instance (the logic of transitions is in ``modes.py``)."""
+    cdef public bint active          # its reactions may be triggered; its timers run
+    cdef public bint entered         # entered at least once (its shutdown reactions run)
+    cdef public object reactor
+    cdef public str name
+    cdef public bint initial
+    cdef public object startup_timer  # private triggers of its startup / reset reactions
+    cdef public object reset_timer
+    cdef public tuple timers         # mode-local timers and logical actions
+    cdef public tuple actions
+    cdef public int64_t left_at      # logical time it was left (history re-entry shifts by the pause)
+    cdef public list suspended       # (trigger, time, microstep, value) of events it had queued
+
+    def __init__(self, reactor, str name, bint initial):
+        self.reactor = reactor
+        self.name = name
+        self.initial = initial
+        self.active = initial
+        self.entered = initial
+        self.startup_timer = None
+        self.reset_timer = None
+        self.timers = ()
+        self.actions = ()
+        self.left_at = 0
+        self.suspended = []
+
+    def __repr__(self):
+        return f"<Mode {getattr(self.reactor, 'name', '?')}.{self.name}{' active' if self.active else ''}>"
 
 
 @cython.final
@@ -70,7 +176,10 @@ cdef class Reaction:
     cdef public str name
     cdef public str full_name
     cdef public int level
-    cdef public int index            # global order: sorted by (level, reactor preorder, local index)
+    cdef public int index            # global order: (level, inherited deadline, reactor preorder, local index)
+    cdef public int priority         # LF's single-threaded order: (inherited deadline, level, preorder, local)
+    cdef public int64_t inherited_deadline  # min of its own and every downstream reaction's deadline, or -1
+    cdef int key                     # the ready queue's key: index, or priority under the inline executor
     cdef public int local_index      # position among its reactor's reactions (declaration order)
     cdef public int64_t deadline     # ns, or -1
     cdef public ReactorCtx ctx
@@ -78,6 +187,8 @@ cdef class Reaction:
     cdef public tuple triggers       # flattened trigger objects (Port/Action/Timer/SpecialTrigger)
     cdef public tuple sources        # flattened source ports
     cdef public tuple effects        # flattened effect ports / actions
+    cdef public ModeState mode       # the mode it belongs to (None: always active)
+    cdef public dict transitions     # target ModeState -> "reset" | "history" (declared effects)
     cdef uint64_t epoch
 
     def __init__(self, fn, handler, reactor, str name, int local_index, int64_t deadline, ReactorCtx ctx):
@@ -91,10 +202,15 @@ cdef class Reaction:
         self.ctx = ctx
         self.level = 0
         self.index = 0
+        self.priority = 0
+        self.inherited_deadline = -1
+        self.key = 0
         self.local = True
         self.triggers = ()
         self.sources = ()
         self.effects = ()
+        self.mode = None
+        self.transitions = None
         self.epoch = 0
 
     def __repr__(self):
@@ -133,8 +249,10 @@ cdef class SpecialTrigger(Trigger):
 cdef class Port(Trigger):
     """A port channel: a value plus presence at the current tag.
 
-    ``set`` propagates at once (no copy) to every port downstream through zero-delay connections and
-    triggers their reactions; delayed and physical connections become events.
+    ``set`` propagates at once to every port downstream through zero-delay connections and triggers
+    their reactions; delayed and physical connections become events. Readers share one value, so it
+    is handed out read-only where that can be enforced (numpy arrays, also directly inside a tuple,
+    become read-only views); a ``mutable`` input holds its own copy instead.
     """
     cdef public str kind             # "input" | "output"
     cdef public int channel          # index within its multiport, or -1
@@ -143,13 +261,18 @@ cdef class Port(Trigger):
     cdef public tuple delayed        # ((dest Port, delay ns, physical bool), ...)
     cdef public ReactorCtx wctx      # context of the reactor whose reactions may set() this port
     cdef public uint64_t allowed_mask  # bit i: reaction with local index i of wctx may set()
+    cdef public bint mutable         # an input declared Input(mutable=True): holds a private copy
     cdef public int id               # position in Program.ports
     cdef list _pending               # delayed events created by this port at the current tag
     cdef uint64_t _pending_epoch
+    cdef object _ro_src              # the last writable value set here, and its read-only form
+    cdef object _ro_view             # (a writer that sends the same array each tag: no new view)
 
-    def __init__(self, owner=None, str name="", str kind="input", int channel=-1, multiport=None):
+    def __init__(self, owner=None, str name="", str kind="input", int channel=-1, multiport=None,
+                 bint mutable=False):
         Trigger.__init__(self, owner, name)
         self.kind = kind
+        self.mutable = mutable
         self.channel = channel
         self.multiport = multiport
         self.fanout = ()
@@ -159,12 +282,16 @@ cdef class Port(Trigger):
         self.id = -1
         self._pending = None
         self._pending_epoch = 0
+        self._ro_src = None
+        self._ro_view = None
 
     def set(self, value) -> None:
         """Set the value at the current tag (last write in a tag wins; triggers downstream once)."""
         cdef ReactorCtx c = self.wctx
         if c is None or c.current < 0 or not ((self.allowed_mask >> c.current) & 1):
             self._refuse()
+        if type(value) is _ndarray and Py_REFCNT(value) == _TEMP_REFS:
+            cnp.PyArray_CLEARFLAGS(<cnp.ndarray> value, cnp.NPY_ARRAY_WRITEABLE)
         self._set(value)
 
     def _refuse(self):
@@ -182,23 +309,31 @@ cdef class Port(Trigger):
         cdef Port p
         cdef Event ev
         cdef tuple d
+        cdef object shared
+        if value is self._ro_src:
+            shared = self._ro_view
+        else:
+            shared = _readonly(value)
+            if shared is not value:
+                self._ro_src = value
+                self._ro_view = shared
         if not self.is_present:
             self.is_present = True
             core._mark(self)
             for p in self.fanout:
                 p.is_present = True
                 core._mark(p)
-                p.value = value
+                p.value = _private_copy(value) if p.mutable else shared
             core._trigger_all(self.reactions)
             if self.delayed:
-                self._schedule_delayed(value)
+                self._schedule_delayed(shared)
         else:
             for p in self.fanout:
-                p.value = value
+                p.value = _private_copy(value) if p.mutable else shared
             if self.delayed and self._pending_epoch == core.epoch and self._pending is not None:
                 for ev in self._pending:
-                    ev.value = value
-        self.value = value
+                    ev.value = shared
+        self.value = _private_copy(value) if self.mutable else shared
 
     cdef _schedule_delayed(self, object value):
         cdef Core core = self.core
@@ -233,11 +368,17 @@ cdef class Port(Trigger):
 cdef class Timer(Trigger):
     cdef public int64_t offset
     cdef public int64_t period
+    cdef public ModeState mode       # mode-local timer: runs only while its mode is active
+    cdef public object event         # its queued Event (modes cancel and requeue it)
+    cdef public int64_t next_time    # the time of that event
 
     def __init__(self, owner=None, str name="", int64_t offset=0, int64_t period=0):
         Trigger.__init__(self, owner, name)
         self.offset = offset
         self.period = period
+        self.mode = None
+        self.event = None
+        self.next_time = 0
 
 
 @cython.final
@@ -292,8 +433,6 @@ cdef class Action(Trigger):
     cdef _schedule_logical(self, int64_t delay, object value):
         cdef Core core = self.core
         cdef int64_t t, m, extra = self.min_delay + delay
-        cdef int64_t earliest
-        cdef Event ev
         if delay < 0:
             raise ValueError("negative delay")
         if extra == 0:
@@ -302,6 +441,13 @@ cdef class Action(Trigger):
         else:
             t = core.time + extra
             m = 0
+        self._place(t, m, value)
+
+    cdef _place(self, int64_t t, int64_t m, object value):
+        """Queue an event at (t, m) after applying ``min_spacing`` with the action's policy."""
+        cdef Core core = self.core
+        cdef int64_t earliest
+        cdef Event ev
         if self.min_spacing >= 0 and self._has_last:
             earliest = self._last_t + self.min_spacing
             if t < earliest or (self.min_spacing == 0 and t == self._last_t and m <= self._last_m):
@@ -330,6 +476,17 @@ cdef class Action(Trigger):
 
     cdef _fired(self, int64_t t, int64_t m):
         self._pending_events.pop((t, m), None)
+
+    def _suspend(self):
+        """Modes: cancel every queued event of this action; return them as ``(time, microstep, value)``."""
+        cdef Event ev
+        out = []
+        for (t, m), ev in sorted(self._pending_events.items()):
+            ev.kind = EV_CANCELLED
+            out.append((t, m, ev.value))
+        self._pending_events.clear()
+        self._has_last = False
+        return out
 
     def _push_at(self, int64_t t, int64_t m, value):
         """Queue an event for this action at exactly (t, m) (physical actions, imported events)."""
@@ -388,6 +545,8 @@ cdef class Core:
     cdef public SpecialTrigger startup_trigger
     cdef public SpecialTrigger shutdown_trigger
     cdef public tuple timers
+    cdef public list mode_changes      # reactors whose reactions called set_mode() in this tag
+    cdef bint _in_shutdown
     cdef public object barrier_levels  # sorted tuple of levels, or None
     cdef public object wake_hook       # executors: called (any thread) after an inbox append, or None
     cdef bint _inline
@@ -445,6 +604,7 @@ cdef class Core:
         free(self._pl)
 
     def __init__(self, program, executor, *, bint fast=True, bint keepalive=False, timeout=None):
+        cdef Reaction rx
         self.program = program
         self.executor = executor
         self.fast = fast
@@ -465,6 +625,8 @@ cdef class Core:
         self._has_advance = getattr(executor, "advance", None) is not None
         self.barrier_levels = getattr(executor, "barrier_levels", None)
         self.wake_hook = None
+        self.mode_changes = []
+        self._in_shutdown = False
         self._inbox_lock = threading.Lock()
         self._inbox = []
         self._wake = threading.Event()
@@ -495,6 +657,9 @@ cdef class Core:
         for r in program.reactions:
             r.epoch = 0
             r.ctx.current = -1
+            # inline: LF's single-threaded order (earliest inherited deadline first, a topological
+            # order too); level by level otherwise, earliest deadline first within a level
+            r.key = r.priority if self._inline else r.index
 
     # ---- queues ---------------------------------------------------------------------------
     cdef int _mark(self, Trigger t) except -1:
@@ -530,6 +695,8 @@ cdef class Core:
         cdef PyObject* tmp
         if r.epoch == self.epoch or not r.local:
             return 0
+        if r.mode is not None and not r.mode.active and not (self._in_shutdown and r.mode.entered):
+            return 0
         r.epoch = self.epoch
         if self._rn == self._rcap:
             self._rcap *= 2
@@ -541,7 +708,7 @@ cdef class Core:
         self._rh[i] = <PyObject*> r
         while i > 0:
             parent = (i - 1) >> 1
-            if (<Reaction> self._rh[parent]).index <= r.index:
+            if (<Reaction> self._rh[parent]).key <= r.key:
                 break
             self._rh[i] = self._rh[parent]
             i = parent
@@ -566,9 +733,9 @@ cdef class Core:
                 child = 2 * i + 1
                 if child >= n:
                     break
-                if child + 1 < n and (<Reaction> self._rh[child + 1]).index < (<Reaction> self._rh[child]).index:
+                if child + 1 < n and (<Reaction> self._rh[child + 1]).key < (<Reaction> self._rh[child]).key:
                     child += 1
-                if (<Reaction> last).index <= (<Reaction> self._rh[child]).index:
+                if (<Reaction> last).key <= (<Reaction> self._rh[child]).key:
                     break
                 self._rh[i] = self._rh[child]
                 i = child
@@ -633,6 +800,13 @@ cdef class Core:
         Py_DECREF(ev)  # the heap's reference; `ev` holds its own
         return ev
 
+    def push_timer_event(self, Timer tm, int64_t t, int64_t m) -> None:
+        """Modes: (re)start a timer at (t, m); its previous queued event must have been cancelled."""
+        cdef Event ev = Event(EV_TIMER, tm, None)
+        tm.event = ev
+        tm.next_time = t
+        self._push_event(t, m, ev)
+
     def next_event_tag(self):
         """Tag of the earliest queued event, or None."""
         if self._en == 0:
@@ -688,7 +862,10 @@ cdef class Core:
                 m = self.mstep + 1
             else:
                 m = 0
-            a._push_at(t, m, item[2])
+            if a.min_spacing >= 0:
+                a._place(t, m, item[2])
+            else:
+                a._push_at(t, m, item[2])
         return 0
 
     def drain_inbox(self) -> None:
@@ -792,6 +969,8 @@ cdef class Core:
         cdef int64_t nt
         while self._en > 0 and self._eh[0].time == t and self._eh[0].mstep == m:
             ev = <Event> self._pop_event()
+            if ev.kind == EV_CANCELLED:
+                continue
             if ev.kind == EV_PORT:
                 (<Port> ev.target)._set(ev.value)
             elif ev.kind == EV_ACTION:
@@ -811,6 +990,7 @@ cdef class Core:
                 if tm.period > 0:
                     # queued even past the timeout: a pending event means "not starved" (as in LF)
                     self._push_event(t + tm.period, 0, ev)
+                    tm.next_time = t + tm.period
         return 0
 
     cdef int _reset_presence(self) except -1:
@@ -887,7 +1067,11 @@ cdef class Core:
         self.mstep = 0
         self._running = True
         for tm in self.timers:
-            self._push_event(start_time + tm.offset, 0, Event(EV_TIMER, tm, None))
+            if tm.mode is not None and not tm.mode.active:
+                continue  # a timer of a mode that is not initial starts when the mode is entered
+            tm.event = Event(EV_TIMER, tm, None)
+            tm.next_time = start_time + tm.offset
+            self._push_event(start_time + tm.offset, 0, <Event> tm.event)
         final = self.timeout == 0
         try:
             while True:
@@ -901,9 +1085,13 @@ cdef class Core:
                     self._trigger_all(self.startup_trigger.reactions)
                 self._fire_events_at(t, m)
                 if final:
+                    self._in_shutdown = True
                     self._trigger_all(self.shutdown_trigger.reactions)
+                    self._in_shutdown = False
                 if self._rn > 0 or self.barrier_levels is not None:
                     self._run_levels()
+                if self.mode_changes:
+                    _apply_mode_changes(self, t, m)
                 self._reset_presence()
                 if final:
                     break

@@ -21,9 +21,13 @@ The ``Program`` object (what an executor consumes)
 - ``connections``: flattened channel-level ``Connection(src, dst, delay, physical)``; ``delay`` is
   ``None`` for a plain connection, an int (ns) for ``after=``.
 - ``reactions``: every ``_core.Reaction`` in global order (``reaction.index`` = position): sorted
-  by level, then reactor preorder, then declaration order. Each has ``reactor``, ``name``,
-  ``full_name`` (``main.count.emit``), ``level``, ``triggers``, ``sources``, ``effects`` (flattened
-  objects), ``deadline`` (ns or -1) and ``local`` (False: not run in this process).
+  by level, then inherited deadline (earliest first; none last), then reactor preorder, then
+  declaration order. Each has ``reactor``, ``name``, ``full_name`` (``main.count.emit``), ``level``,
+  ``triggers``, ``sources``, ``effects`` (flattened objects), ``deadline`` (ns or -1, this
+  instance's), ``inherited_deadline`` (the earliest deadline of it and every reaction downstream,
+  or -1), ``priority`` (rank in LF's single-threaded order: inherited deadline, then level, then
+  as above; the inline executor runs reactions in this order) and ``local`` (False: not run in
+  this process).
 - ``levels``: ``levels[k]`` is the tuple of reactions at level k; reactions of one level never depend
   on each other and may run in parallel.
 - ``edges``: precedence edges ``(upstream.index, downstream.index)``.
@@ -47,10 +51,13 @@ import types
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from reactor_backend._core import Action, Port, Reaction, SpecialTrigger, Timer, Trigger
+from reactor_backend._core import Action, ModeState, Port, Reaction, SpecialTrigger, Timer, Trigger
 from reactor_backend.errors import AssemblyError, CausalityError
-from reactor_backend.model import (Bank, BankPortView, MultiPort, ReactionDecl, Reactor, _Special,
-                                   class_declarations, shutdown, startup)
+from reactor_backend.model import (Bank, BankPortView, Mode, MultiPort, ReactionDecl, Reactor, _Special,
+                                   _Transition, class_declarations, interleaved, reset, resolve_param,
+                                   shutdown, startup)
+
+_NO_DEADLINE = 1 << 62  # sorts after every real deadline
 
 
 @dataclass(frozen=True)
@@ -177,7 +184,7 @@ def _flatten(obj: Any, where: str) -> list[Any]:
     """Ports / multiports / bank views / lists of them -> list of channels (or actions/timers)."""
     if isinstance(obj, (Port, Action, Timer)):
         return [obj]
-    if isinstance(obj, (MultiPort, BankPortView)):
+    if isinstance(obj, (MultiPort, BankPortView, interleaved)):
         return list(obj.channels)
     if isinstance(obj, (list, tuple)):
         out: list[Any] = []
@@ -190,13 +197,48 @@ def _flatten(obj: Any, where: str) -> list[Any]:
 # ---------------------------------------------------------------------------------------------
 
 def assemble(main: Reactor) -> Program:
-    """Validate and flatten ``main`` into a ``Program`` (raises ``AssemblyError``/``CausalityError``)."""
+    """Validate and flatten ``main`` into a ``Program`` (raises ``AssemblyError``/``CausalityError``).
+
+    The phases, in order (each a function below): hierarchy and names, the triggers each reactor
+    owns, reactions, one writer per port, connections flattened to channels, fan-out tables, the
+    precedence graph with its levels, then the global order and the tables the core reads.
+    """
     if not isinstance(main, Reactor):
         raise AssemblyError(f"run() needs a Reactor instance, got {main!r}")
     if main.__dict__.get("_assembled"):
         raise AssemblyError(f"{main.name}: this reactor instance was already assembled (build a new one)")
+    reactors, parent = _name_hierarchy(main)
+    banks = [(r, attr, b) for r in reactors for attr, b in _bank_attrs(r)]
+    ports, actions, timers = _collect_triggers(reactors)
+    start_t = SpecialTrigger(main, "startup")
+    shut_t = SpecialTrigger(main, "shutdown")
 
-    # 1. hierarchy and names (preorder)
+    def is_child(owner: Reactor, of: Reactor) -> bool:
+        return parent.get(owner) is of
+
+    reactions, by_reactor = _build_reactions(reactors, is_child, start_t, shut_t)
+    writers = _bind_writers(reactions)
+    conns = _flatten_connections(reactors, writers, is_child)
+    closure = _fanout_tables(ports, conns)
+    succ, levels_of = _precedence(reactions, by_reactor, closure)
+    preorder = {r: i for i, r in enumerate(reactors)}
+    sorted_rx, levels, edges = _global_order(reactions, succ, levels_of, preorder)
+    readers = _trigger_tables(ports, actions, timers, (start_t, shut_t), sorted_rx, closure)
+
+    main.__dict__["_assembled"] = True
+    writer_table = tuple(tuple(sorted(writers[p.id], key=lambda x: x.index)) if p.id in writers else None
+                         for p in ports)
+    return Program(
+        main=main, reactors=tuple(reactors), parent=parent, ports=tuple(ports), actions=tuple(actions),
+        timers=tuple(timers), connections=tuple(conns), reactions=sorted_rx, levels=levels, edges=edges,
+        startup=start_t, shutdown=shut_t,
+        triggers=tuple(ports) + tuple(actions) + tuple(timers) + (start_t, shut_t),
+        writers=writer_table, banks=tuple(banks),
+        has_physical_actions=any(a.physical for a in actions), _readers=readers)
+
+
+def _name_hierarchy(main: Reactor) -> tuple[list[Reactor], dict[Reactor, Reactor | None]]:
+    """Phase 1: every reactor in preorder, named hierarchically, with its container."""
     reactors: list[Reactor] = []
     parent: dict[Reactor, Reactor | None] = {}
     main.__dict__["_name"] = "main"
@@ -213,19 +255,18 @@ def assemble(main: Reactor) -> Program:
             child.__dict__["_name"] = f"{r.name}.{attr}"
             kids.append(child)
         stack.extend(reversed(kids))
-    preorder = {r: i for i, r in enumerate(reactors)}
+    return reactors, parent
 
-    banks: list[tuple[Reactor, str, Bank]] = []
-    for r in reactors:
-        for attr, b in _bank_attrs(r):
-            banks.append((r, attr, b))
 
-    # 2. triggers owned by each reactor
+def _collect_triggers(reactors: list[Reactor]) -> tuple[list[Port], list[Action], list[Timer]]:
+    """Phase 2: the port channels, actions and timers each reactor owns (ids assigned), with their
+    per-instance parameters (timer offset/period, action min_delay/min_spacing) resolved."""
     ports: list[Port] = []
     actions: list[Action] = []
     timers: list[Timer] = []
     for r in reactors:
         decls, _ = class_declarations(type(r))
+        _bind_modes(r, decls)
         for decl in decls:
             obj = r.__dict__[decl.name]
             if isinstance(obj, MultiPort):
@@ -233,20 +274,59 @@ def assemble(main: Reactor) -> Program:
             elif isinstance(obj, Port):
                 ports.append(obj)
             elif isinstance(obj, Action):
+                decl._resolve(r, obj)
                 actions.append(obj)
             elif isinstance(obj, Timer):
+                decl._resolve(r, obj)
                 timers.append(obj)
     for i, p in enumerate(ports):
         p.id = i
     for i, a in enumerate(actions):
         a.id = i
-    start_t = SpecialTrigger(main, "startup")
-    shut_t = SpecialTrigger(main, "shutdown")
+    return ports, actions, timers
 
-    def is_child(owner: Reactor, of: Reactor) -> bool:
-        return parent.get(owner) is of
 
-    # 3. reactions
+def _mode_of(r: Reactor, decl: Mode | None, where: str) -> ModeState | None:
+    """The instance's state of a class-level ``Mode`` declaration (checked to be this class's)."""
+    if decl is None:
+        return None
+    mine = isinstance(decl, Mode) and any(d is decl for d in class_declarations(type(r))[0])
+    state = r.__dict__.get(decl.name) if mine else None
+    if not isinstance(state, ModeState):
+        raise AssemblyError(f"{where}: {decl!r} is not a mode of {type(r).__name__}")
+    return state
+
+
+def _bind_modes(r: Reactor, decls: list) -> None:
+    """Modes of one reactor: exactly one initial; mode-local timers and actions attached to theirs."""
+    modes = [d for d in decls if isinstance(d, Mode)]
+    if not modes:
+        return
+    initial = [d for d in modes if d.initial]
+    if len(initial) != 1:
+        raise AssemblyError(f"{r.name}: a modal reactor needs exactly one Mode(initial=True), "
+                            f"got {len(initial)}")
+    r.__dict__["_current_mode"] = r.__dict__[initial[0].name]
+    local: dict[int, tuple[list, list]] = {id(r.__dict__[d.name]): ([], []) for d in modes}
+    for decl in decls:
+        mode_decl = getattr(decl, "mode", None)
+        if mode_decl is None or isinstance(decl, Mode):
+            continue
+        state = _mode_of(r, mode_decl, f"{r.name}.{decl.name}")
+        obj = r.__dict__[decl.name]
+        if isinstance(obj, Timer):
+            obj.mode = state
+            local[id(state)][0].append(obj)
+        else:
+            local[id(state)][1].append(obj)
+    for d in modes:
+        state = r.__dict__[d.name]
+        state.timers, state.actions = (tuple(x) for x in local[id(state)])
+
+
+def _build_reactions(reactors: list[Reactor], is_child, start_t: SpecialTrigger, shut_t: SpecialTrigger
+                     ) -> tuple[list[Reaction], dict[Reactor, list[Reaction]]]:
+    """Phase 3: one ``Reaction`` per declared reaction, its triggers/sources/effects resolved."""
     reactions: list[Reaction] = []
     by_reactor: dict[Reactor, list[Reaction]] = {}
     for r in reactors:
@@ -260,17 +340,30 @@ def assemble(main: Reactor) -> Program:
                 raise AssemblyError(f"{where}: a deadline needs a handler (@{rd.name}.deadline_handler)")
             fn = types.MethodType(rd.fn, r)
             handler = types.MethodType(rd.handler, r) if rd.handler is not None else None
-            rx = Reaction(fn, handler, r, rd.name, li, -1 if rd.deadline is None else rd.deadline, r._ctx)
+            deadline = -1 if rd.deadline is None else resolve_param(r, rd.deadline, f"{rd.name}.deadline")
+            rx = Reaction(fn, handler, r, rd.name, li, deadline, r._ctx)
             rx.full_name = where
+            rx.mode = _mode_of(r, rd.mode, where)
             trig = []
             for spec in rd.triggers:
+                if spec is reset:
+                    if rx.mode is None:
+                        raise AssemblyError(f"{where}: the reset trigger needs a mode-local reaction (mode=)")
+                    trig.append(rx.mode.reset_timer)
+                    continue
                 trig.extend(_resolve_spec(r, spec, where, "trigger", is_child, start_t, shut_t))
             srcs = []
             for spec in rd.sources:
                 srcs.extend(_resolve_spec(r, spec, where, "source", is_child, start_t, shut_t))
             effs = []
+            transitions = {}
             for spec in rd.effects:
+                if isinstance(spec, (Mode, _Transition)):
+                    target = spec.mode if isinstance(spec, _Transition) else spec
+                    transitions[_mode_of(r, target, where)] = getattr(spec, "kind", "reset")
+                    continue
                 effs.extend(_resolve_spec(r, spec, where, "effect", is_child, start_t, shut_t))
+            rx.transitions = transitions or None
             if not trig:
                 raise AssemblyError(f"{where}: a reaction needs at least one trigger")
             rx.triggers = tuple(trig)
@@ -279,8 +372,12 @@ def assemble(main: Reactor) -> Program:
             mine.append(rx)
             reactions.append(rx)
         by_reactor[r] = mine
+        r._ctx.reactions = tuple(mine)
+    return reactions, by_reactor
 
-    # 4. effects: one writing reactor per port
+
+def _bind_writers(reactions: list[Reaction]) -> dict[int, list[Reaction]]:
+    """Phase 4: one writing reactor per port and action; effect masks for the run-time checks."""
     writers: dict[int, list[Reaction]] = {}
     for rx in reactions:
         for e in rx.effects:
@@ -296,8 +393,12 @@ def assemble(main: Reactor) -> Program:
                     raise AssemblyError(f"{e.full_name}: only reactions of its own reactor may schedule it")
                 e.wctx = rx.ctx
                 e.allowed_mask |= (1 << rx.local_index)
+    return writers
 
-    # 5. connections, flattened to channels
+
+def _flatten_connections(reactors: list[Reactor], writers: dict[int, list[Reaction]], is_child
+                         ) -> list[Connection]:
+    """Phase 5: every ``connect`` flattened to channel-level connections, directions and widths checked."""
     conns: list[Connection] = []
     dst_seen: dict[int, Connection] = {}
     for r in reactors:
@@ -336,8 +437,11 @@ def assemble(main: Reactor) -> Program:
                 c = Connection(p, q, after, physical, r)
                 dst_seen[q.id] = c
                 conns.append(c)
+    return conns
 
-    # 6. fan-out tables
+
+def _fanout_tables(ports: list[Port], conns: list[Connection]) -> dict[int, list[Port]]:
+    """Phase 6: per port, its zero-delay fan-out (transitive) and the delayed edges leaving it."""
     direct: dict[int, list[Port]] = {}
     delayed_edges: dict[int, list[tuple[Port, int, bool]]] = {}
     for c in conns:
@@ -363,8 +467,11 @@ def assemble(main: Reactor) -> Program:
         for q in [p] + out:
             dl.extend(delayed_edges.get(q.id, []))
         p.delayed = tuple(dl)
+    return closure
 
-    # 7. precedence graph: declaration order + port dependencies
+
+def _port_readers(reactions: list[Reaction]) -> tuple[dict[int, list[Reaction]], dict[int, list[Reaction]]]:
+    """Per port id: the reactions it triggers, and those that trigger on or read it."""
     triggered_by: dict[int, list[Reaction]] = {}
     read_by: dict[int, list[Reaction]] = {}
     for rx in reactions:
@@ -374,6 +481,13 @@ def assemble(main: Reactor) -> Program:
         for t in rx.triggers + rx.sources:
             if isinstance(t, Port):
                 read_by.setdefault(t.id, []).append(rx)
+    return triggered_by, read_by
+
+
+def _precedence(reactions: list[Reaction], by_reactor: dict[Reactor, list[Reaction]],
+                closure: dict[int, list[Port]]) -> tuple[list[set[int]], list[int]]:
+    """Phase 7: the precedence graph (declaration order + port dependencies) and its levels."""
+    _, read_by = _port_readers(reactions)
     n = len(reactions)
     pos = {id(rx): i for i, rx in enumerate(reactions)}
     succ: list[set[int]] = [set() for _ in range(n)]
@@ -387,22 +501,51 @@ def assemble(main: Reactor) -> Program:
                 for q in [e] + closure[e.id]:
                     for rd in read_by.get(q.id, ()):
                         succ[i].add(pos[id(rd)])
-    levels_of = _levels(reactions, succ)
+    return succ, _levels(reactions, succ)
 
-    # 8. global order and tables
-    order = sorted(range(n), key=lambda i: (levels_of[i], preorder[reactions[i].reactor],
+
+def _global_order(reactions: list[Reaction], succ: list[set[int]], levels_of: list[int],
+                  preorder: dict[Reactor, int]
+                  ) -> tuple[tuple[Reaction, ...], tuple[tuple[Reaction, ...], ...], tuple[tuple[int, int], ...]]:
+    """Phase 8a: the global order (level, inherited deadline, reactor preorder, declaration order),
+    LF's single-threaded order (``priority``: inherited deadline first), levels and edges."""
+    n = len(reactions)
+    inherited = _inherited_deadlines(reactions, succ, levels_of)
+    order = sorted(range(n), key=lambda i: (levels_of[i], inherited[i], preorder[reactions[i].reactor],
                                             reactions[i].local_index))
     for new_i, old_i in enumerate(order):
         reactions[old_i].level = levels_of[old_i]
         reactions[old_i].index = new_i
+        reactions[old_i].inherited_deadline = -1 if inherited[old_i] == _NO_DEADLINE else inherited[old_i]
+    by_priority = sorted(range(n), key=lambda i: (inherited[i], levels_of[i], preorder[reactions[i].reactor],
+                                                  reactions[i].local_index))
+    for rank, i in enumerate(by_priority):
+        reactions[i].priority = rank
     sorted_rx = tuple(reactions[i] for i in order)
     edges = tuple(sorted((reactions[i].index, reactions[j].index) for i in range(n) for j in succ[i]))
     n_levels = (max(levels_of) + 1) if n else 0
     by_level: list[list[Reaction]] = [[] for _ in range(n_levels)]
     for rx in sorted_rx:
         by_level[rx.level].append(rx)
-    levels = tuple(tuple(lv) for lv in by_level)
+    return sorted_rx, tuple(tuple(lv) for lv in by_level), edges
 
+
+def _inherited_deadlines(reactions: list[Reaction], succ: list[set[int]], levels_of: list[int]) -> list[int]:
+    """Each reaction's deadline for ordering: the earliest of its own and every reaction downstream
+    of it (LF's inferred deadline: work that feeds a deadline is urgent too); none: ``_NO_DEADLINE``."""
+    inherited = [rx.deadline if rx.deadline >= 0 else _NO_DEADLINE for rx in reactions]
+    for i in sorted(range(len(reactions)), key=lambda k: -levels_of[k]):  # successors first
+        for j in succ[i]:
+            if inherited[j] < inherited[i]:
+                inherited[i] = inherited[j]
+    return inherited
+
+
+def _trigger_tables(ports: list[Port], actions: list[Action], timers: list[Timer], specials: tuple,
+                    sorted_rx: tuple[Reaction, ...], closure: dict[int, list[Port]]
+                    ) -> dict[int, tuple[Reaction, ...]]:
+    """Phase 8b: what each trigger makes ready (``.reactions``, in global order); readers per port."""
+    triggered_by, read_by = _port_readers(list(sorted_rx))
     readers: dict[int, tuple[Reaction, ...]] = {}
     for p in ports:
         trig: dict[int, Reaction] = {}
@@ -419,20 +562,16 @@ def assemble(main: Reactor) -> Program:
         for t in rx.triggers:
             if not isinstance(t, Port):
                 other_trig.setdefault(id(t), {})[rx.index] = rx
-    for obj in list(actions) + list(timers) + [start_t, shut_t]:
+    for obj in list(actions) + list(timers) + list(specials):
         trig = other_trig.get(id(obj), {})
         obj.reactions = tuple(trig[i] for i in sorted(trig))
-
-    main.__dict__["_assembled"] = True
-    writer_table = tuple(tuple(sorted(writers[p.id], key=lambda x: x.index)) if p.id in writers else None
-                         for p in ports)
-    return Program(
-        main=main, reactors=tuple(reactors), parent=parent, ports=tuple(ports), actions=tuple(actions),
-        timers=tuple(timers), connections=tuple(conns), reactions=sorted_rx, levels=levels, edges=edges,
-        startup=start_t, shutdown=shut_t,
-        triggers=tuple(ports) + tuple(actions) + tuple(timers) + (start_t, shut_t),
-        writers=writer_table, banks=tuple(banks),
-        has_physical_actions=any(a.physical for a in actions), _readers=readers)
+    modes = {id(rx.mode): rx.mode for rx in sorted_rx if rx.mode is not None}
+    for mode in modes.values():
+        # what entering the mode triggers: its startup reactions (first entry) and reset reactions
+        mode.startup_timer.reactions = tuple(rx for rx in specials[0].reactions if rx.mode is mode)
+        trig = other_trig.get(id(mode.reset_timer), {})
+        mode.reset_timer.reactions = tuple(trig[i] for i in sorted(trig))
+    return readers
 
 
 def _describe(obj: Any) -> str:

@@ -139,7 +139,7 @@ def diagram(main: Any, *, collapse: bool = True) -> Diagram:
             if id(t) in special:
                 used_special.add(special[id(t)])
                 dep_edges[(special[id(t)], me)] = None
-            else:
+            elif id(t) in obj_node:  # (a mode's reset trigger has no node)
                 dep_edges[(obj_node[id(t)], me)] = None
         for e in rx.effects:
             eff_edges[(me, obj_node[id(e)])] = None

@@ -1,8 +1,9 @@
 """Executors: how one level's ready reactions are run. A small plug-in interface.
 
 The compiled core (``_core.Core``) owns the schedule: it pops events at each tag, triggers reactions
-and hands them out *level by level* in a deterministic order (level, then reactor preorder, then
-declaration order). Reactions of one level never depend on each other (same observable effects in
+and hands them out *level by level* in a deterministic order (level, then inherited deadline, then
+reactor preorder, then declaration order; ``inline`` runs LF's single-threaded order instead:
+inherited deadline first, then level). Reactions of one level never depend on each other (same observable effects in
 any order), so an executor may run them in any order or in parallel; determinism is preserved
 because every level is complete before the next one starts.
 

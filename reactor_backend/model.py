@@ -21,11 +21,41 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from reactor_backend._core import Action as _Action
 from reactor_backend._core import Port as _Port
+from reactor_backend._core import ModeState as _ModeState
 from reactor_backend._core import ReactorCtx as _ReactorCtx
 from reactor_backend._core import Timer as _Timer
 from reactor_backend.timeutil import Tag
 
 _decl_counter = itertools.count()
+
+#: A time or width that may come from the instance: a constant, the name of an instance attribute
+#: (read after ``__init__`` ran), or a callable ``f(self)``.
+Param = Any
+
+
+def resolve_param(reactor: "Reactor", spec: Param, what: str) -> int:
+    """The integer value of ``spec`` for ``reactor`` (see ``Param``); raises ``AssemblyError``."""
+    from reactor_backend.errors import AssemblyError
+    try:
+        if isinstance(spec, str):
+            val = getattr(reactor, spec)
+        elif callable(spec):
+            val = spec(reactor)
+        else:
+            val = spec
+        out = int(val)
+    except (AttributeError, TypeError, ValueError) as exc:
+        raise AssemblyError(f"{reactor.name}: {what}={spec!r} does not give an integer ({exc})") from None
+    if out < 0:
+        raise AssemblyError(f"{reactor.name}: {what} must be >= 0, got {out}")
+    return out
+
+
+def _const(spec: Param) -> int | None:
+    """``spec`` as an int when it is a constant, else None (resolved per instance at assembly)."""
+    if isinstance(spec, str) or callable(spec):
+        return None
+    return int(spec)
 
 
 class _Decl:
@@ -46,23 +76,29 @@ class _Decl:
 class _PortDecl(_Decl):
     kind = "input"
 
-    def __init__(self, width: int | str | Callable[["Reactor"], int] | None = None) -> None:
+    def __init__(self, width: int | str | Callable[["Reactor"], int] | None = None, *,
+                 mutable: bool = False) -> None:
         """``width=None``: a single port; an int, the name of an instance attribute, or a callable
-        ``f(self) -> int``: a multiport (the last two are resolved after ``__init__`` ran)."""
+        ``f(self) -> int``: a multiport (the last two are resolved after ``__init__`` ran).
+        ``mutable=True`` (inputs only): the reactions get their own copy of each value (LF's
+        ``mutable input``); other inputs hand out values that must not be modified in place."""
         super().__init__()
+        if mutable and self.kind != "input":
+            raise TypeError("only an Input can be mutable")
         self.width = width
+        self.mutable = bool(mutable)
 
     def _instantiate(self, reactor: "Reactor") -> Any:
         if self.width is None:
-            return _Port(reactor, self.name, self.kind)
-        return MultiPort(reactor, self.name, self.kind, self.width)
+            return _Port(reactor, self.name, self.kind, -1, None, self.mutable)
+        return MultiPort(reactor, self.name, self.kind, self.width, self.mutable)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r})"
 
 
 class Input(_PortDecl):
-    """An input port (``width=n`` makes a multiport of n channels)."""
+    """An input port (``width=n`` makes a multiport of n channels; ``mutable=True``: a private copy)."""
 
     kind = "input"
 
@@ -74,42 +110,64 @@ class Output(_PortDecl):
 
 
 class Timer(_Decl):
-    """Fires at ``offset`` after start, then every ``period`` (``period=0``: once)."""
+    """Fires at ``offset`` after start, then every ``period`` (``period=0``: once). Either may be a
+    ``Param``: an int, the name of an instance attribute, or ``f(self)`` (LF: ``timer t(offset, period)``
+    with parameters)."""
 
-    def __init__(self, offset: int = 0, period: int = 0) -> None:
+    def __init__(self, offset: Param = 0, period: Param = 0, *, mode: "Mode | None" = None) -> None:
+        """``mode``: a mode-local timer (runs only while that mode is active; see ``Mode``)."""
         super().__init__()
-        self.offset = int(offset)
-        self.period = int(period)
+        self.offset = offset if _const(offset) is None else int(offset)
+        self.period = period if _const(period) is None else int(period)
+        self.mode = mode
 
     def _instantiate(self, reactor: "Reactor") -> Any:
-        return _Timer(reactor, self.name, self.offset, self.period)
+        return _Timer(reactor, self.name, _const(self.offset) or 0, _const(self.period) or 0)
+
+    def _resolve(self, reactor: "Reactor", timer: Any) -> None:
+        """Assembly: per-instance values of the parameters."""
+        timer.offset = resolve_param(reactor, self.offset, f"{self.name}.offset")
+        timer.period = resolve_param(reactor, self.period, f"{self.name}.period")
 
 
-class LogicalAction(_Decl):
-    """An action scheduled from reactions at ``now + min_delay + delay`` (LF's logical action)."""
+class _ActionDecl(_Decl):
+    physical = False
 
-    def __init__(self, min_delay: int = 0, min_spacing: int | None = None, policy: str = "defer") -> None:
+    def __init__(self, min_delay: Param = 0, min_spacing: Param | None = None, policy: str = "defer", *,
+                 mode: "Mode | None" = None) -> None:
         super().__init__()
         if policy not in ("defer", "drop", "replace"):
             raise ValueError(f"policy must be 'defer', 'drop' or 'replace', not {policy!r}")
-        self.min_delay = int(min_delay)
-        self.min_spacing = None if min_spacing is None else int(min_spacing)
+        if mode is not None and self.physical:
+            raise TypeError("a physical action cannot be mode-local")
+        self.mode = mode
+        self.min_delay = min_delay if _const(min_delay) is None else int(min_delay)
+        self.min_spacing = min_spacing if min_spacing is None or _const(min_spacing) is None else int(min_spacing)
         self.policy = policy
 
     def _instantiate(self, reactor: "Reactor") -> Any:
-        return _Action(reactor, self.name, False, self.min_delay,
-                       -1 if self.min_spacing is None else self.min_spacing, self.policy)
+        spacing = -1 if self.min_spacing is None else (_const(self.min_spacing) or 0)
+        return _Action(reactor, self.name, self.physical, _const(self.min_delay) or 0, spacing, self.policy)
+
+    def _resolve(self, reactor: "Reactor", action: Any) -> None:
+        """Assembly: per-instance values of the parameters."""
+        action.min_delay = resolve_param(reactor, self.min_delay, f"{self.name}.min_delay")
+        if self.min_spacing is not None:
+            action.min_spacing = resolve_param(reactor, self.min_spacing, f"{self.name}.min_spacing")
 
 
-class PhysicalAction(_Decl):
-    """An action scheduled from any thread at physical time ``now + min_delay + delay``."""
+class LogicalAction(_ActionDecl):
+    """An action scheduled from reactions at ``now + min_delay + delay`` (LF's logical action).
+    With ``min_spacing``, events closer than that to the previous one are deferred, dropped or
+    replace it (``policy``). ``min_delay`` and ``min_spacing`` may be a ``Param``."""
 
-    def __init__(self, min_delay: int = 0) -> None:
-        super().__init__()
-        self.min_delay = int(min_delay)
 
-    def _instantiate(self, reactor: "Reactor") -> Any:
-        return _Action(reactor, self.name, True, self.min_delay, -1, "defer")
+class PhysicalAction(_ActionDecl):
+    """An action scheduled from any thread at physical time ``now + min_delay + delay``; with
+    ``min_spacing`` and ``policy`` as ``LogicalAction`` (LF: ``physical action a(min_delay,
+    min_spacing, policy)``)."""
+
+    physical = True
 
 
 class _Special:
@@ -122,21 +180,67 @@ class _Special:
         return self.name
 
 
+class Mode(_Decl):
+    """A mode of a modal reactor (LF's ``mode``); exactly one per class is ``initial``. Reactions,
+    timers and logical actions declared with ``mode=`` are active only while it is (see ``modes.py``)."""
+
+    def __init__(self, initial: bool = False) -> None:
+        super().__init__()
+        self.initial = bool(initial)
+
+    def _instantiate(self, reactor: "Reactor") -> Any:
+        state = _ModeState(reactor, self.name, self.initial)
+        state.startup_timer = _Timer(reactor, f"{self.name}.startup", 0, 0)
+        state.reset_timer = _Timer(reactor, f"{self.name}.reset", 0, 0)
+        return state
+
+    def __repr__(self) -> str:
+        return f"Mode({self.name!r})"
+
+
+class _Transition:
+    """``reset(mode)`` / ``history(mode)`` in a reaction's effects: it may switch to that mode."""
+
+    def __init__(self, mode: Mode, kind: str) -> None:
+        if not isinstance(mode, Mode):
+            raise TypeError(f"{kind}() takes a Mode declaration, not {mode!r}")
+        self.mode = mode
+        self.kind = kind
+
+    def __repr__(self) -> str:
+        return f"{self.kind}({self.mode.name})"
+
+
+class _ResetSpecial(_Special):
+    """``reset``: as a trigger, the mode was entered by a reset transition (LF's ``reaction(reset)``);
+    ``reset(mode)`` in effects: a reset transition to ``mode``."""
+
+    def __call__(self, mode: Mode) -> _Transition:
+        return _Transition(mode, "reset")
+
+
+def history(mode: Mode) -> _Transition:
+    """In a reaction's effects: a transition to ``mode`` that resumes it where it was left."""
+    return _Transition(mode, "history")
+
+
 startup = _Special("startup")
 shutdown = _Special("shutdown")
+reset = _ResetSpecial("reset")
 
 
 class ReactionDecl:
     """A method decorated with ``@reaction``: its triggers, sources, effects, deadline and handler."""
 
     def __init__(self, fn: Callable, triggers: tuple, sources: tuple, effects: tuple,
-                 deadline: int | None) -> None:
+                 deadline: Param | None, mode: Mode | None = None) -> None:
         self.fn = fn
+        self.mode = mode
         self.name = fn.__name__
         self.triggers = triggers
         self.sources = sources
         self.effects = effects
-        self.deadline = None if deadline is None else int(deadline)
+        self.deadline = deadline if deadline is None or _const(deadline) is None else int(deadline)
         self.handler: Callable | None = None
         self._order = next(_decl_counter)
 
@@ -156,10 +260,12 @@ class ReactionDecl:
 
 
 def reaction(*triggers: Any, sources: Iterable = (), effects: Iterable = (),
-             deadline: int | None = None) -> Callable[[Callable], ReactionDecl]:
-    """Declare a reaction: runs at most once per tag at which any trigger is present."""
+             deadline: Param | None = None, mode: Mode | None = None) -> Callable[[Callable], ReactionDecl]:
+    """Declare a reaction: runs at most once per tag at which any trigger is present.
+    ``deadline`` (ns) may be a ``Param`` (an instance attribute's name or ``f(self)``); ``mode``: a
+    mode-local reaction (see ``Mode``)."""
     def wrap(fn: Callable) -> ReactionDecl:
-        return ReactionDecl(fn, tuple(triggers), tuple(sources), tuple(effects), deadline)
+        return ReactionDecl(fn, tuple(triggers), tuple(sources), tuple(effects), deadline, mode)
     return wrap
 
 
@@ -188,10 +294,11 @@ def class_declarations(cls: type) -> tuple[list[_Decl], list[ReactionDecl]]:
 class MultiPort:
     """A multiport: indexable, iterable channels with ``len()``."""
 
-    def __init__(self, owner: "Reactor", name: str, kind: str, width: Any) -> None:
+    def __init__(self, owner: "Reactor", name: str, kind: str, width: Any, mutable: bool = False) -> None:
         self.owner = owner
         self.name = name
         self.kind = kind
+        self.mutable = mutable
         self._width_spec = width
         self._channels: list[_Port] | None = None
         if isinstance(width, int):
@@ -200,7 +307,7 @@ class MultiPort:
     def _make(self, width: int) -> None:
         if width < 0:
             raise ValueError(f"negative width for {self.name}")
-        self._channels = [_Port(self.owner, f"{self.name}[{i}]", self.kind, i, self) for i in range(width)]
+        self._channels = [_Port(self.owner, f"{self.name}[{i}]", self.kind, i, self, self.mutable) for i in range(width)]
 
     @property
     def channels(self) -> list[_Port]:
@@ -270,6 +377,33 @@ class BankPortView:
         return f"<BankPortView {self.name} of {len(self.bank)} members>"
 
 
+class interleaved:
+    """``interleaved(bank.port)``: the channels of a bank of multiports in channel-major order
+    (member 0 channel 0, member 1 channel 0, ..., member 0 channel 1, ...), LF's
+    ``interleaved(b.out)``; usable on either side of ``connect``."""
+
+    def __init__(self, view: "BankPortView") -> None:
+        if not isinstance(view, BankPortView):
+            raise TypeError(f"interleaved() takes a bank's port (bank.port), not {view!r}")
+        self.view = view
+
+    @property
+    def channels(self) -> list[_Port]:
+        per_member = []
+        for member in self.view.bank.members:
+            p = getattr(member, self.view.name)
+            per_member.append(p.channels if isinstance(p, MultiPort) else [p])
+        width = max((len(c) for c in per_member), default=0)
+        return [chans[k] for k in range(width) for chans in per_member if k < len(chans)]
+
+    def __len__(self) -> int:
+        return len(self.channels)
+
+    @property
+    def full_name(self) -> str:
+        return f"interleaved({self.view.name})"
+
+
 class Bank:
     """A bank of reactors of one class (indexable, iterable, ``len()``); ``bank.port`` is a view."""
 
@@ -311,6 +445,17 @@ class Bank:
 _construct = threading.local()
 
 
+class per_member:
+    """A bank argument that differs per member: ``per_member(lambda i: table[i])`` or
+    ``per_member(table)`` gives member ``i`` its own value (LF: ``new[4] A(v = table[bank_index])``)."""
+
+    def __init__(self, values: Callable[[int], Any] | Sequence[Any]) -> None:
+        self.values = values
+
+    def at(self, i: int) -> Any:
+        return self.values(i) if callable(self.values) else self.values[i]
+
+
 class Reactor:
     """Base class of reactors. Subclasses declare ports, timers, actions and ``@reaction`` methods.
 
@@ -331,6 +476,8 @@ class Reactor:
         d["_placement"] = None
         d["_name"] = None
         d["_core"] = None
+        d["_current_mode"] = None
+        d["_mode_request"] = None
         decls, _ = class_declarations(cls)
         for decl in decls:
             d[decl.name] = decl._instantiate(self)
@@ -341,12 +488,14 @@ class Reactor:
 
     # ---- composition ------------------------------------------------------------------------
     def bank(self, cls: type["Reactor"], n: int, **params: Any) -> Bank:
-        """Create ``n`` reactors of ``cls`` (each sees ``self.bank_index`` in its ``__init__``)."""
+        """Create ``n`` reactors of ``cls`` (each sees ``self.bank_index`` in its ``__init__``); a
+        ``per_member(...)`` argument gives each member its own value."""
         members = []
         for i in range(int(n)):
+            kwargs = {k: (v.at(i) if isinstance(v, per_member) else v) for k, v in params.items()}
             _construct.bank_index = i
             try:
-                members.append(cls(**params))
+                members.append(cls(**kwargs))
             finally:
                 _construct.bank_index = None
         b = Bank(members)
@@ -394,6 +543,43 @@ class Reactor:
     @property
     def start_time(self) -> int:
         return self._core.start_time
+
+    @property
+    def current_mode(self) -> Any:
+        """The active mode (a ``ModeState`` with ``.name``), or None for a reactor without modes."""
+        return self._current_mode
+
+    def set_mode(self, mode: Any) -> None:
+        """Inside a reaction that declares ``reset(mode)`` or ``history(mode)``: switch to ``mode`` at
+        the end of this tag (LF's ``lf_set_mode``)."""
+        from reactor_backend.errors import ReactionError
+        ctx = self._ctx
+        if self._core is None or ctx.current < 0:
+            raise ReactionError(f"{self.name}: set_mode() outside a reaction")
+        target = self.__dict__.get(mode.name) if isinstance(mode, Mode) else mode
+        rx = ctx.reactions[ctx.current]
+        kind = (rx.transitions or {}).get(target)
+        if kind is None:
+            raise ReactionError(f"{rx.full_name}: set_mode({getattr(target, 'name', mode)!r}) needs "
+                                f"reset(...) or history(...) of that mode in effects=")
+        self.__dict__["_mode_request"] = (target, kind)
+        self._core.mode_changes.append(self)
+
+    def check_deadline(self, invoke_handler: bool = False) -> bool:
+        """Inside a reaction: True when its deadline is already violated now (physical time past
+        the tag's logical time + deadline); with ``invoke_handler``, the deadline handler runs too
+        (once per call) and the body continues (LF's ``lf_check_deadline``). False without a deadline."""
+        ctx = self._ctx
+        core = self._core
+        if core is None or ctx.current < 0:
+            from reactor_backend.errors import ReactionError
+            raise ReactionError(f"{self.name}: check_deadline() outside a reaction")
+        rx = ctx.reactions[ctx.current]
+        if rx.deadline < 0 or _time_ns() <= core.time + rx.deadline:
+            return False
+        if invoke_handler and rx.handler is not None:
+            rx.handler()
+        return True
 
     def request_stop(self) -> None:
         """Stop at the microstep after the current tag (from a reaction) or at the next tag (other threads)."""

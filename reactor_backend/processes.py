@@ -77,8 +77,8 @@ Values
     values are pickled into it (protocol 5, numpy arrays inside them as out-of-band buffers, also
     copied once). The reading
     process makes one private copy (``copy_arrays=True``, the default), shared by reference by all
-    its readers, so a reaction may keep or modify what it received exactly as under ``inline``
-    (a replay buffer that stores observations stays correct). ``copy_arrays=False`` skips that
+    its readers (read-only, and copied again for ``mutable`` inputs, as under ``inline``), so a
+    reaction may keep what it received (a replay buffer that stores observations stays correct). ``copy_arrays=False`` skips that
     copy: readers get read-only views over the slot that stay valid only until the writer sends
     the next value on that port (one tag later at the earliest); use it when received arrays are
     consumed within the tag (the round-trip benchmarks do). Inside one process values pass by
