@@ -73,8 +73,10 @@ class RayConfig(BackendConfig):
 
     name: str = "ray"
     mode: RayMode = RayMode.actors
-    #: roles packed into one actor (1 = the paper's one actor per env)
-    envs_per_actor: int = 1
+    #: roles packed into one actor: 1 = the paper's one actor per role; ``auto`` = ceil(roles / workers),
+    #: one actor per worker; any integer >= 1 (a string so that ``auto`` fits; checked by
+    #: `ray_backend.actors.parse_envs_per_actor` before the job starts)
+    envs_per_actor: str = "1"
     #: None starts a local instance for the job; ``auto`` or ``host:port`` joins an existing cluster
     address: Optional[str] = None
     #: seconds a compiled graph waits for a result before it reports a timeout

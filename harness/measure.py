@@ -64,6 +64,7 @@ def measure(spec: dict[str, Any], send: Callable[[dict[str, Any]], None]) -> Non
     def on_repetition(rep: Repetition) -> None:
         extra = dict(server.metrics())
         extra.update(backend.startup_breakdown)  # e.g. Ray: init, actors, compile
+        extra.update(getattr(backend, "row_extra", {}))  # e.g. Ray: envs_per_actor, actors
         if rep.index == clock.repetitions - 1:
             extra.update(server.final_metrics())
         send({

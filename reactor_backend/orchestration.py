@@ -137,12 +137,18 @@ class ReactorBackend(Backend):
         return RoundProgram(self.scenario, self.server, clock, rounds)
 
     def run(self, rounds: int, clock: Clock) -> None:
-        from reactor_backend import run
+        from reactor_backend import assemble, assign_workers, run
 
         options = {}
+        top = self.program(rounds, clock)
+        program = assemble(top)
         if self.executor == "processes":  # zero-copy views where no role keeps received arrays
             options["copy_arrays"] = bool(getattr(self.scenario, "inputs_retained", True))
-        self.stats = run(self.program(rounds, clock), executor=self.executor, workers=self.workers, **options)
+            where = assign_workers(program, self.workers)  # the placement the executor will use
+            self.server.placement([where[w] for w in top.workers])
+        else:  # inline and threads: every role in this process
+            self.server.placement([0] * self.scenario.num_workers)
+        self.stats = run(program, executor=self.executor, workers=self.workers, **options)
 
     def stop(self) -> None:
         """`run` itself joins its worker processes and unlinks its segments, also on errors."""

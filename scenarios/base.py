@@ -65,6 +65,11 @@ class Server(abc.ABC):
     def checksum(self) -> str:
         """Stable hash of everything received so far; equal across backends for equal config and seed."""
 
+    def placement(self, process_of_worker: Sequence[int]) -> None:
+        """Told by the backend before the first round: ``process_of_worker[i]`` is the index of the OS
+        process that runs worker ``i`` (0 = the server's own process). Lets a server attribute time by
+        critical path (`scenarios.dqn`) without guessing the backend's layout. Optional to use."""
+
     def metrics(self) -> dict[str, float]:
         """Extra per-repetition numbers for the results row (for example a time breakdown). Optional."""
         return {}
@@ -216,6 +221,8 @@ class Backend(abc.ABC):
         self.workers = int(workers)
         #: seconds of start-up by part (e.g. Ray: ray_init_s, actor_creation_s, compile_s), kept in rows
         self.startup_breakdown: dict[str, float] = {}
+        #: facts about the layout for the results row's ``extra`` (e.g. Ray: envs_per_actor, actors)
+        self.row_extra: dict[str, Any] = {}
 
     @abc.abstractmethod
     def start(self, scenario: Scenario, server: Server) -> None:

@@ -17,6 +17,7 @@ class SerialBackend(Backend):
         self.workers_ = []
         for i in range(scenario.num_workers):
             self.workers_.append(scenario.make_worker(i))
+        server.placement([0] * scenario.num_workers)  # every role in the server's process
 
     def run(self, rounds: int, clock: Clock) -> None:
         server, workers = self.server, self.workers_

@@ -91,6 +91,7 @@ class VectorBackend(Backend):
         self.samplers = [_ActionSampler(space, scenario.seed, i, None if num_actions is None else int(num_actions))
                          for i in range(self.n)]
         self.envs.reset(seed=[scenario.seed + i for i in range(self.n)])
+        server.placement([i + 1 for i in range(self.n)])  # one subprocess per env
 
     def _split(self, obs: Any) -> list[Any]:
         return [unbatch(self.envs.single_observation_space, obs, i) for i in range(self.n)]
