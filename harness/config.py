@@ -95,11 +95,27 @@ class VectorConfig(BackendConfig):
     name: str = "vector"
 
 
+@dataclass
+class AleVectorConfig(BackendConfig):
+    """ale-py's AtariVectorEnv: the emulators stepped by C++ threads, the env's own settings."""
+
+    name: str = "ale_vector"
+
+
+@dataclass
+class CapacityConfig(BackendConfig):
+    """The machine's ceiling: ``workers`` uncoordinated copies of the serial loop, one process each."""
+
+    name: str = "capacity"
+
+
 BACKEND_SCHEMAS = {
     "serial": SerialConfig,
     "reactor": ReactorConfig,
     "ray": RayConfig,
     "vector": VectorConfig,
+    "ale_vector": AleVectorConfig,
+    "capacity": CapacityConfig,
 }
 
 

@@ -59,7 +59,8 @@ def measure(spec: dict[str, Any], send: Callable[[dict[str, Any]], None]) -> Non
 
     backend = make_backend(backend_cfg, spec["workers"])
     server = scenario.make_server()
-    units = scenario.units_per_round() * int(budget["rounds"])
+    # the capacity backend runs k symmetric copies of each round: it counts k rounds' units
+    units = scenario.units_per_round() * int(budget["rounds"]) * int(getattr(backend, "units_factor", 1))
 
     def on_repetition(rep: Repetition) -> None:
         extra = dict(server.metrics())

@@ -14,6 +14,8 @@ BACKENDS: dict[str, str] = {
     "reactor": "reactor_backend.orchestration:ReactorBackend",
     "ray": "ray_backend.orchestration:RayBackend",
     "vector": "harness.backends.vector:VectorBackend",
+    "ale_vector": "harness.backends.ale_vector:AleVectorBackend",
+    "capacity": "harness.backends.capacity:CapacityBackend",
 }
 
 

@@ -33,8 +33,9 @@ def make_report(paths: Iterable[Path | str], all_runs: bool = False, figures: bo
     if not all_runs:
         results.rows, superseded = latest_runs(results.rows)
     analysis = analyze(results.rows)
-    paper = side_by_side(results.rows, analysis.speedups)
-    plots, notes = (all_plots(analysis.summary, analysis.speedups, results.rows, results.latencies) if figures
+    paper = side_by_side(results.rows, analysis.speedups, summary=analysis.summary)
+    plots, notes = (all_plots(analysis.summary, analysis.speedups, results.rows, results.latencies,
+                              analysis.unequal) if figures
                     else ([], ["figures not drawn (--no-figures)"]))
     return Report(results=results, analysis=analysis, paper=paper, plots=plots, sources=[str(p) for p in paths],
                   superseded_runs=superseded, figure_notes=notes)
