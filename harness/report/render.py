@@ -439,8 +439,9 @@ def readme_section(rep: Report) -> str:
              "do not edit by hand -->", "",
              f"Measured on {machine_line(rows)}, {when}: {_counts(rep)}. Throughput medians in unit/s; each "
              "ratio is a ratio of medians with its 95% bootstrap interval; the best alternative is the fastest "
-             "backend that is neither serial nor the reactor; efficiency is against this machine's measured "
-             "ceiling. A backend is called faster or slower only when the interval excludes 1. "
+             "backend that is neither serial nor the reactor; efficiency is against the ceiling, measured "
+             "(`capacity` rows: k uncoordinated serial copies) or, without them, assumed (serial x min(workers, "
+             "cores)), as the column says. A backend is called faster or slower only when the interval excludes 1. "
              "Definitions: docs/report.md.", ""]
     t = headline_table(rep, compact=True)
     lines.append(t.markdown() if t.rows else "_No configuration with serial or reactor:processes rows._\n")
