@@ -7,7 +7,7 @@ backend measures that bound with the scenario's own roles, in the same sweep as 
 efficiency = throughput / (serial x measured capacity) = throughput / this backend's throughput.
 
 The measuring process runs copy 0 with the real server (its checksum equals serial's: the same work);
-k - 1 spawned processes each build their own server and workers and run the same serial rounds, released
+k - 1 forked processes each build their own server and workers and run the same serial rounds, released
 together with copy 0 and kept running until copy 0 has finished, so every timed round of copy 0 runs under
 k-way load. The copies are symmetric, so the aggregate throughput is k x copy 0's (``units_factor = k``).
 """
@@ -74,7 +74,10 @@ class CapacityBackend(SerialBackend):
 
     def start(self, scenario: Scenario, server: Server) -> None:
         super().start(scenario, server)
-        ctx = mp.get_context("spawn")  # no inherited threads or torch state in the copies
+        # fork, as scripts/parallel_capacity.py: spawn would start multiprocessing's resource tracker, a
+        # process that outlives the backend; the copies build their own roles after the fork (threads are
+        # pinned to 1 per role, so no OpenMP pool exists to be broken by it)
+        ctx = mp.get_context("fork")
         self.ready, self.go, self.halt = ctx.Queue(), ctx.Event(), ctx.Event()
         self.procs = [ctx.Process(target=_load_copy, args=(scenario, self.ready, self.go, self.halt), daemon=True)
                       for _ in range(self.workers - 1)]

@@ -48,6 +48,7 @@ def test_capacity_copies_end_with_the_backend():
         backend.stop()
     assert not [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
     assert os.getpid() not in pids
+    assert psutil.Process().children(recursive=True) == []  # no helper process (resource tracker) left
 
 
 def test_ale_vector_without_sticky_actions_equals_serial(tmp_path):
