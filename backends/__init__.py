@@ -19,6 +19,8 @@ BACKENDS: dict[str, str] = {
     "vector": "backends.vector:VectorBackend",
     "reactor": "backends.reactor:ReactorBackend",
     "ray": "backends.ray:RayBackend",
+    "ale_vector": "backends.ale_vector:AleVectorBackend",
+    "capacity": "backends.capacity:CapacityBackend",
 }
 
 

@@ -57,6 +57,8 @@ class Backend(abc.ABC):
         self.workers = int(workers)
         #: seconds of start-up by part (e.g. Ray: ray_init_s, actor_creation_s, compile_s), kept in rows
         self.startup_breakdown: dict[str, float] = {}
+        #: facts about the layout for the results row's ``extra`` (e.g. Ray: envs_per_actor, actors)
+        self.row_extra: dict[str, Any] = {}
 
     @abc.abstractmethod
     def start(self, scenario: Scenario, server: Server) -> None:

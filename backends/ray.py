@@ -6,7 +6,11 @@ reference, unless it is known to be small (``broadcast_inline_max_bytes``, Ray's
 default): then it is passed inline, because a put plus a reference per call costs more than a tiny copy.
 ``mode=compiled`` runs the same round as a Ray Compiled Graph. In both modes the
 server stays in the driver, the actors hold ``envs_per_actor`` consecutive workers each, and results are
-gathered in worker-index order, so the checksum equals the serial backend's.
+gathered in worker-index order, so the checksum equals the serial backend's. ``envs_per_actor=1`` is the
+paper's layout (variant ``actors`` / ``compiled``); ``auto`` packs ceil(roles / workers) roles per actor, one
+actor per worker, what a Ray user tuning for throughput writes (variant ``actors_packed`` /
+``compiled_packed``; any integer above 1 is labelled packed too). Rows record the resolved
+``envs_per_actor`` and the number of actors in ``extra``.
 
 Start-up (``ray.init``, actor creation, graph compilation) happens before ``clock.begin()`` and is never
 counted in throughput; its parts are kept in ``startup_breakdown``.
@@ -17,7 +21,7 @@ import time
 from typing import Any, Optional
 
 from backends.base import Backend, Clock, split_messages
-from ray_backend.actors import RoleActor, actor_slices, known_small
+from ray_backend.actors import RoleActor, actor_slices, is_packed, known_small, parse_envs_per_actor, resolve_envs_per_actor
 from ray_backend.lifecycle import RayInstance, actor_num_cpus, thread_env
 from ray_backend.relay import start_relay
 from scenarios.base import Broadcast, Scenario, Server
@@ -41,8 +45,10 @@ class RayBackend(Backend):
         self.mode = str(getattr(config.mode, "value", config.mode))
         if self.mode not in ("actors", "compiled"):
             raise ValueError(f"unknown Ray mode {self.mode!r}; use actors or compiled")
-        self.variant = self.mode
-        self.envs_per_actor = int(config.envs_per_actor)
+        #: the paper's layout (one actor per role) is ``actors``/``compiled``; any packing adds ``_packed``
+        self.variant = self.mode + ("_packed" if is_packed(config.envs_per_actor) else "")
+        self.envs_per_actor_setting = parse_envs_per_actor(config.envs_per_actor)
+        self.envs_per_actor = 0  # resolved in start(), when the number of roles is known
         self.timeout_s = float(config.compiled_timeout_s)
         self.broadcast_inline_max_bytes = int(getattr(config, "broadcast_inline_max_bytes", 0))
         self.instance = RayInstance(config.address, self.workers, getattr(config, "object_store_memory", None))
@@ -61,7 +67,9 @@ class RayBackend(Backend):
 
         self.server = server
         self.num_workers = scenario.num_workers
+        self.envs_per_actor = resolve_envs_per_actor(self.envs_per_actor_setting, self.num_workers, self.workers)
         self.slices = actor_slices(self.num_workers, self.envs_per_actor)
+        self.row_extra.update({"envs_per_actor": self.envs_per_actor, "actors": len(self.slices)})
         self.instance.start()
         self.startup_breakdown["ray_init_s"] = self.instance.init_seconds
 
@@ -72,6 +80,8 @@ class RayBackend(Backend):
         self.actors = [remote_cls.remote(scenario, list(s), threads) for s in self.slices]
         self.actor_info = self._get(ray, [a.ready.remote() for a in self.actors], "creating the actors")
         self.relay = start_relay(ray, scenario, threads)
+        # actor j is one process (numbered j + 1; the driver holding the server is 0)
+        server.placement([j + 1 for j, s in enumerate(self.slices) for _ in s])
         self.startup_breakdown["actor_creation_s"] = time.perf_counter() - t0
 
     # ---------------------------------------------------------------- execution

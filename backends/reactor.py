@@ -287,16 +287,22 @@ class ReactorBackend(Backend):
         return RoundProgram(self.scenario, self.server, clock, rounds, placement=self.placement)
 
     def run(self, rounds: int, clock: Clock) -> None:
-        from reactor_backend import run
+        from reactor_backend import assemble, assign_workers, run
 
         options: dict[str, Any] = {}
+        counted = _CountingClock(clock)
+        self._counted = counted
+        top = self.program(rounds, counted)
+        program = assemble(top)
         if self.executor == "processes":  # zero-copy views where no role keeps received arrays
             options["copy_arrays"] = bool(getattr(self.scenario, "inputs_retained", True))
             if self.breakdown is not None:
                 options["breakdown"] = self.breakdown
-        counted = _CountingClock(clock)
-        self._counted = counted
-        self.stats = run(self.program(rounds, counted), executor=self.executor, workers=self.workers, **options)
+            where = assign_workers(program, self.workers)  # the placement the executor will use
+            self.server.placement([where[w] for w in top.workers])
+        else:  # inline and threads: every role in this process
+            self.server.placement([0] * self.scenario.num_workers)
+        self.stats = run(program, executor=self.executor, workers=self.workers, **options)
 
     def metrics(self) -> dict[str, float]:
         """Per round since the last call, per worker process: microseconds of role work, transport,

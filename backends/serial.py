@@ -19,6 +19,7 @@ class SerialBackend(Backend):
         for i in range(scenario.num_workers):
             self.workers_.append(scenario.make_worker(i))
         self.relay = scenario.make_relay() if scenario.has_relay() else None
+        server.placement([0] * scenario.num_workers)  # every role in the server's process
 
     def run(self, rounds: int, clock: Clock) -> None:
         server, workers = self.server, self.workers_

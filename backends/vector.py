@@ -92,6 +92,7 @@ class VectorBackend(Backend):
         space = self.envs.single_action_space
         self.samplers = [_ActionSampler(space, scenario.seed, seed_index(i), num_actions) for i in range(self.n)]
         self.envs.reset(seed=[scenario.seed + seed_index(i) for i in range(self.n)])
+        server.placement([i + 1 for i in range(self.n)])  # one subprocess per env
 
     def _split(self, obs: Any) -> list[Any]:
         return [unbatch(self.envs.single_observation_space, obs, i) for i in range(self.n)]

@@ -87,8 +87,10 @@ class RayConfig(BackendConfig):
 
     name: str = "ray"
     mode: RayMode = RayMode.actors
-    #: roles packed into one actor (1 = the paper's one actor per env)
-    envs_per_actor: int = 1
+    #: roles packed into one actor: 1 = the paper's one actor per role; ``auto`` = ceil(roles / workers),
+    #: one actor per worker; any integer >= 1 (a string so that ``auto`` fits; checked by
+    #: `ray_backend.actors.parse_envs_per_actor` before the job starts)
+    envs_per_actor: str = "1"
     #: None starts a local instance for the job; ``auto`` or ``host:port`` joins an existing cluster
     address: Optional[str] = None
     #: seconds a compiled graph waits for a result before it reports a timeout
@@ -107,11 +109,27 @@ class VectorConfig(BackendConfig):
     name: str = "vector"
 
 
+@dataclass
+class AleVectorConfig(BackendConfig):
+    """ale-py's AtariVectorEnv: the emulators stepped by C++ threads, the env's own settings."""
+
+    name: str = "ale_vector"
+
+
+@dataclass
+class CapacityConfig(BackendConfig):
+    """The machine's ceiling: ``workers`` uncoordinated copies of the serial loop, one process each."""
+
+    name: str = "capacity"
+
+
 BACKEND_SCHEMAS = {
     "serial": SerialConfig,
     "reactor": ReactorConfig,
     "ray": RayConfig,
     "vector": VectorConfig,
+    "ale_vector": AleVectorConfig,
+    "capacity": CapacityConfig,
 }
 
 

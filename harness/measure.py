@@ -53,12 +53,14 @@ def measure(spec: dict[str, Any], send: Callable[[dict[str, Any]], None]) -> Non
 
     backend = make_backend(backend_cfg, spec["workers"])
     server = scenario.make_server()
-    units = scenario.units_per_round() * int(budget["rounds"])
+    # the capacity backend runs k symmetric copies of each round: it counts k rounds' units
+    units = scenario.units_per_round() * int(budget["rounds"]) * int(getattr(backend, "units_factor", 1))
 
     def on_repetition(rep: Repetition) -> None:
         extra = dict(server.metrics())
         extra.update(backend.startup_breakdown)  # e.g. Ray: init, actors, compile
         extra.update(backend.metrics())  # e.g. the reactor's per-round time breakdown
+        extra.update(getattr(backend, "row_extra", {}))  # e.g. Ray: envs_per_actor, actors
         if rep.index == clock.repetitions - 1:
             extra.update(server.final_metrics())
         send({

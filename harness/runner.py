@@ -41,10 +41,17 @@ class JobOutcome:
 
 
 def backend_variant(backend: dict[str, Any]) -> str:
-    """The results row's ``variant``: the reactor executor, the Ray mode, or ``-``."""
-    for key in ("executor", "mode"):
-        if key in backend:
-            return str(backend[key])
+    """The results row's ``variant``: the reactor executor, the Ray mode (``_packed`` when roles are packed
+    into fewer actors than roles, `ray_backend.actors.is_packed`), or ``-``. Raises ValueError on a bad
+    ``envs_per_actor``, so the job fails before it starts."""
+    if "executor" in backend:
+        return str(backend["executor"])
+    if "mode" in backend:
+        if "envs_per_actor" in backend:
+            from ray_backend.actors import is_packed  # imports numpy only, not Ray
+
+            return str(backend["mode"]) + ("_packed" if is_packed(backend["envs_per_actor"]) else "")
+        return str(backend["mode"])
     return "-"
 
 

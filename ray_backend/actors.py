@@ -16,6 +16,39 @@ import numpy as np
 from scenarios.base import Scenario, Worker
 
 
+#: ``envs_per_actor`` value that packs the roles into one actor per worker (Ray CPU)
+AUTO = "auto"
+
+
+def parse_envs_per_actor(value: Any) -> str | int:
+    """``"auto"`` or a positive int from a config value; a clear error naming the key otherwise."""
+    text = str(getattr(value, "value", value)).strip().lower()
+    if text == AUTO:
+        return AUTO
+    try:
+        k = int(text)
+    except ValueError:
+        raise ValueError(f"backend.envs_per_actor must be 'auto' or an integer >= 1, got {value!r}") from None
+    if k < 1:
+        raise ValueError(f"backend.envs_per_actor must be 'auto' or an integer >= 1, got {value!r}")
+    return k
+
+
+def is_packed(value: Any) -> bool:
+    """True unless the layout is the paper's one actor per role (``envs_per_actor=1``)."""
+    return parse_envs_per_actor(value) != 1
+
+
+def resolve_envs_per_actor(value: Any, num_roles: int, workers: int) -> int:
+    """Roles per actor: the integer as given, or for ``auto`` ceil(roles / workers) (one actor per worker)."""
+    k = parse_envs_per_actor(value)
+    if k == AUTO:
+        if workers < 1 or num_roles < 1:
+            raise ValueError(f"envs_per_actor=auto needs roles >= 1 and workers >= 1, got {num_roles}, {workers}")
+        return -(-num_roles // workers)
+    return int(k)
+
+
 def actor_slices(num_workers: int, envs_per_actor: int) -> list[range]:
     """Consecutive worker indices per actor: ``k`` each, the last actor may hold fewer."""
     if num_workers < 1:

@@ -66,6 +66,11 @@ class Server(abc.ABC):
     def checksum(self) -> str:
         """Stable hash of everything received so far; equal across backends for equal config and seed."""
 
+    def placement(self, process_of_worker: Sequence[int]) -> None:
+        """Told by the backend before the first round: ``process_of_worker[i]`` is the index of the OS
+        process that runs worker ``i`` (0 = the server's own process). Lets a server attribute time by
+        critical path (`scenarios.dqn`) without guessing the backend's layout. Optional to use."""
+
     def metrics(self) -> dict[str, float]:
         """Extra per-repetition numbers for the results row (for example a time breakdown). Optional."""
         return {}

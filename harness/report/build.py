@@ -10,6 +10,7 @@ from harness.report.load import latest_runs, load_results
 from harness.report.paper import side_by_side
 from harness.report.render import Report, readme_section, summary_csv, to_html, to_markdown, update_readme
 from harness.report.stats import analyze
+from harness.report.verdict import headline_frame
 
 FIGURE_DIR = "figures"
 
@@ -33,8 +34,9 @@ def make_report(paths: Iterable[Path | str], all_runs: bool = False, figures: bo
     if not all_runs:
         results.rows, superseded = latest_runs(results.rows)
     analysis = analyze(results.rows)
-    paper = side_by_side(results.rows, analysis.speedups)
-    plots, notes = (all_plots(analysis.summary, analysis.speedups, results.rows, results.latencies) if figures
+    paper = side_by_side(results.rows, analysis.speedups, summary=analysis.summary)
+    plots, notes = (all_plots(analysis.summary, analysis.speedups, results.rows, results.latencies,
+                              analysis.unequal) if figures
                     else ([], ["figures not drawn (--no-figures)"]))
     return Report(results=results, analysis=analysis, paper=paper, plots=plots, sources=[str(p) for p in paths],
                   superseded_runs=superseded, figure_notes=notes)
@@ -56,6 +58,7 @@ def build_report(paths: Iterable[Path | str], out: Optional[Path | str] = None, 
     files.html.write_text(to_html(rep))
     files.markdown.write_text(to_markdown(rep, FIGURE_DIR))
     summary_csv(rep).to_csv(files.summary, index=False)
+    headline_frame(rep.analysis.headlines or []).to_csv(out_dir / "headline.csv", index=False)
     if readme is not None:
         update_readme(Path(readme), readme_section(rep))
     return files

@@ -18,12 +18,14 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-from harness.report.stats import HEADLINE_PAIRS, SERIAL
+from harness.report.stats import CEILING, HEADLINE_PAIRS, SERIAL
 
 MAX_PANELS = 9
 KNOWN_COLORS = {
     "serial:-": "#7f7f7f", "reactor:processes": "#d62728", "reactor:threads": "#ff7f0e",
     "reactor:inline": "#bcbd22", "ray:actors": "#1f77b4", "ray:compiled": "#17becf", "vector:-": "#2ca02c",
+    "ray:actors_packed": "#aec7e8", "ray:compiled_packed": "#9edae5", "ale_vector:-": "#98df8a",
+    "capacity:-": "#000000",
 }
 _CYCLE = ["#9467bd", "#8c564b", "#e377c2", "#393b79", "#637939", "#843c39", "#7b4173"]
 
@@ -164,6 +166,52 @@ def _pairs_to_plot(speedups: pd.DataFrame) -> list[tuple[str, str]]:
     if pairs:
         return pairs
     return sorted(p for p in have if p[1] == SERIAL) or sorted(have)[:4]
+
+
+def relative_to_serial(speedups: pd.DataFrame, rows: pd.DataFrame, unequal: set | None = None) -> list[Plot]:
+    """The report's opening picture: per configuration (one panel each), every backend's throughput over
+    serial's with its 95% interval; the measured ceiling (``capacity:-`` over serial) as a dashed line."""
+    if not len(speedups):
+        return []
+    unequal = unequal or set()
+    sel = speedups[speedups["denominator"] == SERIAL]
+    configs = sorted(set(sel["config"]), key=lambda c: c)[:MAX_PANELS * 2]
+    if not configs:
+        return []
+    vary = varying_params(rows)
+    meta = _config_meta(rows)
+    ncols = 2 if len(configs) > 1 else 1
+    nrows = math.ceil(len(configs) / ncols)
+    fig = Figure(figsize=(6.5 * ncols, 0.6 + 2.3 * nrows), layout="constrained")
+    axes = np.atleast_1d(fig.subplots(nrows, ncols)).ravel()
+    for ax, c in zip(axes, configs):
+        g = sel[sel["config"] == c]
+        ceiling = g[g["numerator"] == CEILING]
+        bars = g[g["numerator"] != CEILING].sort_values("ratio")
+        labels = [lab + (" (not the same work)" if (c, lab) in unequal else "") for lab in bars["numerator"]]
+        ys = np.arange(len(bars))
+        r = bars["ratio"].to_numpy(float)
+        err = np.vstack([r - bars["ci_low"].to_numpy(float), bars["ci_high"].to_numpy(float) - r]).clip(min=0)
+        ax.barh(ys, r, xerr=err, color=[color(lab) for lab in bars["numerator"]], edgecolor="black", capsize=3)
+        ax.set_yticks(ys)
+        ax.set_yticklabels(labels, fontsize=7)
+        ax.axvline(1.0, color="#7f7f7f", lw=1.5, label="serial")
+        if len(ceiling):
+            cr = ceiling.iloc[0]
+            ax.axvline(cr["ratio"], color="black", ls="--", lw=1.2, label="measured ceiling")
+            ax.axvspan(cr["ci_low"], cr["ci_high"], color="black", alpha=0.08)
+        log_axis(ax, "x")
+        ax.set_title(config_title(meta.loc[c], vary, 48), fontsize=8)
+        ax.grid(True, axis="x", which="both", alpha=0.3)
+        ax.legend(fontsize=6, loc="lower right")
+    for ax in axes[len(configs):]:
+        ax.set_visible(False)
+    fig.supxlabel("throughput / serial throughput (ratio of medians, 95% bootstrap interval; log scale)", fontsize=8)
+    return [Plot("relative_to_serial", "Every backend against serial", fig,
+                 "Per configuration: each backend's median throughput over serial's with its 95% bootstrap interval. "
+                 "Grey line: serial (1x). Dashed line (shaded: its interval): the measured ceiling, `workers` "
+                 "uncoordinated copies of the serial loop (backend capacity); a bar past it beats what independent "
+                 "processes get from this machine. Invalid configurations (checksums differ) are left out.")]
 
 
 def speedup_bars(speedups: pd.DataFrame, rows: pd.DataFrame) -> list[Plot]:
@@ -414,11 +462,13 @@ def round_breakdown_plots(rows: pd.DataFrame) -> list[Plot]:
 
 
 def all_plots(summary: pd.DataFrame, speedups: pd.DataFrame, rows: pd.DataFrame,
-              latencies: pd.DataFrame) -> tuple[list[Plot], list[str]]:
+              latencies: pd.DataFrame, unequal: set | None = None) -> tuple[list[Plot], list[str]]:
     """Every figure the data allows, in report order, and a note for each figure it does not allow."""
     plots: list[Plot] = []
     notes: list[str] = []
     for make, missing in (
+        (lambda: relative_to_serial(speedups, rows, unequal),
+         "every backend against serial: no configuration with serial and another backend's ok rows"),
         (lambda: throughput_vs_workers(summary, rows),
          "throughput against workers: no configuration measured at two or more worker counts"),
         (lambda: speedup_bars(speedups, rows), "speedups: no configuration with two backends' ok rows"),

@@ -81,7 +81,33 @@ def _config_name(rows: pd.DataFrame, config: str) -> str:
     return text or r["scenario"].iloc[0]
 
 
-def side_by_side(rows: pd.DataFrame, speedups: pd.DataFrame, pair: tuple[str, str] = PAPER_PAIR) -> pd.DataFrame:
+def best_ray(summary: Optional[pd.DataFrame], speedups: pd.DataFrame, configs: list[str],
+             reactor: str = PAPER_PAIR[0]) -> str:
+    """``reactor`` over the fastest Ray layout measured in each configuration (by median throughput, any
+    mode and packing): the geometric mean and each configuration's ratio with its interval."""
+    if summary is None or not configs:
+        return "-"
+    parts, ratios = [], []
+    for c in configs:
+        ray = summary[(summary["config"] == c) & summary["label"].str.startswith("ray:") & (summary["n_ok"] > 0)]
+        if "equal_work" in ray:
+            ray = ray[ray["equal_work"].astype(bool)]
+        if not len(ray):
+            continue
+        best = str(ray.sort_values("median", ascending=False)["label"].iloc[0])
+        sp = speedups[(speedups["config"] == c) & (speedups["numerator"] == reactor) & (speedups["denominator"] == best)]
+        if not len(sp):
+            continue
+        r = sp.iloc[0]
+        ratios.append(float(r["ratio"]))
+        parts.append(f"{r['ratio']:.2f}x [{r['ci_low']:.2f}, {r['ci_high']:.2f}] over {best}")
+    if not ratios:
+        return "-"
+    return f"{_fmt_value('speedup', geometric_mean(ratios))} (geometric mean; " + "; ".join(parts) + ")"
+
+
+def side_by_side(rows: pd.DataFrame, speedups: pd.DataFrame, pair: tuple[str, str] = PAPER_PAIR,
+                 summary: Optional[pd.DataFrame] = None) -> pd.DataFrame:
     """One row per paper result: the paper's value and settings, and what this machine measured, with how.
 
     The measured value is the geometric mean of ``pair``'s speedups over the scenario's valid configurations
@@ -95,7 +121,7 @@ def side_by_side(rows: pd.DataFrame, speedups: pd.DataFrame, pair: tuple[str, st
             srows = srows[np.array([p.get(key) == val for p in srows["params_dict"]], dtype=bool)]
         sel = speedups[(speedups["scenario"] == pr.scenario) & (speedups["numerator"] == pair[0])
                        & (speedups["denominator"] == pair[1]) & speedups["config"].isin(set(srows["config"]))]
-        measured, note, cores, used = math.nan, "", "-", 0
+        measured, note, cores, used, at_best = math.nan, "", "-", 0, "-"
         if not len(srows):
             note = f"no {pr.scenario} rows" + (f" with {dict(pr.match)}" if pr.match else "")
         elif not len(sel):
@@ -113,6 +139,7 @@ def side_by_side(rows: pd.DataFrame, speedups: pd.DataFrame, pair: tuple[str, st
             note = (f"geometric mean of {used} configuration(s) at workers={int(wmax)}, {sig} significant "
                     f"(Mann-Whitney U, p<0.05): {each}")
             srows = srows[srows["config"].isin(set(sel["config"]))]
+            at_best = best_ray(summary, speedups, sorted(set(sel["config"])), pair[0])
         cpu = pd.to_numeric(srows["cpu_count"], errors="coerce").dropna()
         if len(cpu):
             cores = ", ".join(str(int(c)) for c in sorted(set(cpu)))
@@ -123,6 +150,7 @@ def side_by_side(rows: pd.DataFrame, speedups: pd.DataFrame, pair: tuple[str, st
         out.append({"scenario": pr.scenario, "claim": pr.claim, "paper": _fmt_value(pr.kind, pr.value),
                     "paper_value": pr.value, "paper_settings": f"{PAPER_CORES} cores; {pr.settings}",
                     "measured": _fmt_value(pr.kind, measured), "measured_value": measured, "how": note,
+                    "best_ray": at_best,
                     "this_machine": "; ".join(differs), "differences": listed})
     return pd.DataFrame(out)
 

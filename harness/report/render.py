@@ -15,7 +15,8 @@ import pandas as pd
 from harness.report.figures import Plot, describe, varying_params
 from harness.report.load import ResultSet
 from harness.report.paper import PAPER_CITATION
-from harness.report.stats import ALPHA, HEADLINE_PAIRS, Analysis
+from harness.report.stats import ALPHA, HEADLINE_PAIRS, SERIAL, Analysis
+from harness.report.verdict import PAPER_RAY, REACTOR, fmt_ratio
 
 README_START = "<!-- results:start -->"
 README_END = "<!-- results:end -->"
@@ -51,9 +52,11 @@ def ratio_text(r: pd.Series, compact: bool = False) -> str:
     if compact:
         return (f"{num(r['ratio'])}x {interval(r['ci_low'], r['ci_high'])} "
                 + (f"(p={r['p_value']:.2g})" if r["significant"] else "(n.s.)"))
-    sig = f"p={r['p_value']:.3g}" if r["significant"] else (
+    # a test says little beyond its resolution: the smallest p its sample sizes can give
+    res = f"; smallest p reachable at n={r['n_a']}+{r['n_b']}: {r['min_p']:.2g}"
+    sig = f"p={r['p_value']:.2g}{res}" if r["significant"] else (
         f"not significant (p={r['p_value']:.2g}" + (f"; n={r['n_a']}+{r['n_b']} cannot reach p<{ALPHA})"
-                                                   if r["min_p"] >= ALPHA else ")"))
+                                                   if r["min_p"] >= ALPHA else f"{res})"))
     return f"{num(r['ratio'])}x {interval(r['ci_low'], r['ci_high'])}, {sig}"
 
 
@@ -175,35 +178,40 @@ def warnings(rep: Report) -> list[str]:
 
 
 def headline_table(rep: Report, compact: bool = False) -> Table:
-    """Per configuration: reactor:processes over ray:actors and over ray:compiled, with intervals."""
-    sp, rows = rep.analysis.speedups, rep.results.rows
-    summ = rep.analysis.summary.set_index(["config", "label"])
-    head = sp[sp["headline"].astype(bool)] if len(sp) else sp
-    labels = sorted({lab for pair in HEADLINE_PAIRS for lab in pair})
-    invalid = set(rep.analysis.validity.loc[~rep.analysis.validity["valid"].astype(bool), "config"])
-    present = {c for c, lab in summ.index if lab in labels and summ.loc[(c, lab), "n_ok"] > 0}
-    bad = {c for c in invalid & present
-           if any((c, a_) in summ.index and (c, b_) in summ.index for a_, b_ in HEADLINE_PAIRS)}
-    configs = sorted(set(head["config"]) | bad, key=lambda c: _name(rep, c))
+    """Per configuration: serial, the best alternative (named), paper-layout Ray and the reactor; the
+    reactor's ratio to each with its 95% interval; its efficiency against the ceiling; the verdict."""
     out, classes = [], []
-    for c in configs:
-        cells = [_name(rep, c)]
-        unit = ""
-        for lab in labels:
-            if (c, lab) in summ.index:
-                s = summ.loc[(c, lab)]
-                unit = s["unit"] or unit
-                cells.append(f"{num(s['median'])}" + (" (unstable)" if s["unstable"] else ""))
-            else:
-                cells.append("-")
-        for a_, b_ in HEADLINE_PAIRS:
-            r = head[(head["config"] == c) & (head["numerator"] == a_) & (head["denominator"] == b_)]
-            cells.append("no speedup: checksums differ" if c in bad
-                         else (ratio_text(r.iloc[0], compact) if len(r) else "-"))
-        cells.insert(1, unit)
+    for h in sorted(rep.analysis.headlines or [], key=lambda h: _name(rep, h.config)):
+        med = h.medians
+        best = (f"{h.best_alternative}: {num(med[h.best_alternative])}" if h.best_alternative else "-")
+        eff = (f"{h.efficiency:.0%} of {h.ceiling_source} ceiling ({num(h.capacity)}x serial)"
+               if np.isfinite(h.efficiency) else "-")
+        cells = [_name(rep, h.config), h.unit, num(med.get(SERIAL)), best, num(med.get(PAPER_RAY)),
+                 num(med.get(REACTOR)), fmt_ratio(h.vs_serial), fmt_ratio(h.vs_best), fmt_ratio(h.vs_paper_ray), eff]
+        if not compact:
+            cells.append(h.verdict)
         out.append(cells)
-        classes.append("invalid" if c in bad else "")
-    return Table(["configuration", "unit/s", *labels, *[f"{a} / {b}" for a, b in HEADLINE_PAIRS]], out, classes)
+        classes.append("")
+    # invalid configurations are listed too, without ratios: their backends did not do the same work
+    bad = rep.analysis.validity[~rep.analysis.validity["valid"].astype(bool)]
+    summ = rep.analysis.summary.set_index(["config", "label"])
+    for c in sorted(bad["config"], key=lambda c: _name(rep, c)):
+        if (c, SERIAL) not in summ.index and (c, REACTOR) not in summ.index:
+            continue
+        get = lambda lab: num(summ.loc[(c, lab), "median"]) if (c, lab) in summ.index else "-"  # noqa: E731
+        cells = [_name(rep, c), "", get(SERIAL), "-", get(PAPER_RAY), get(REACTOR)] + \
+            ["no speedup: checksums differ"] * 3 + ["-"] + ([] if compact else ["no verdict: checksums differ"])
+        out.append(cells)
+        classes.append("invalid")
+    head = ["configuration", "unit/s", "serial", "best alternative", f"{PAPER_RAY} (paper layout)", REACTOR,
+            "reactor / serial", "reactor / best alternative", f"reactor / {PAPER_RAY}", "reactor efficiency"]
+    return Table(head + ([] if compact else ["verdict"]), out, classes)
+
+
+def verdict_lines(rep: Report) -> list[str]:
+    """One line per configuration: the verdict in words (rule: docs/report.md)."""
+    return [f"{_name(rep, h.config)}: {h.verdict}"
+            for h in sorted(rep.analysis.headlines or [], key=lambda h: _name(rep, h.config))]
 
 
 def geomean_table(rep: Report) -> Table:
@@ -216,10 +224,10 @@ def geomean_table(rep: Report) -> Table:
 def paper_table(rep: Report) -> Table:
     """The paper's claims beside ours; the last column lists, from the rows' resolved configs, every way they
     differ from the authors' code (`harness.report.authors`), numbered."""
-    return Table(["scenario", "claim", "paper", "paper settings", "measured here", "how measured", "this machine",
-                  "differences from the authors' code"],
-                 [[r["scenario"], r["claim"], r["paper"], r["paper_settings"], r["measured"], r["how"],
-                   r["this_machine"], " ".join(f"({i}) {d}" for i, d in enumerate(r["differences"], 1)) or "-"]
+    return Table(["scenario", "claim", "paper", "paper settings", "measured here (paper layout)",
+                  "against Ray at its best", "how measured", "this machine", "differences from the authors' code"],
+                 [[r["scenario"], r["claim"], r["paper"], r["paper_settings"], r["measured"], r.get("best_ray", "-"),
+                   r["how"], r["this_machine"], " ".join(f"({i}) {d}" for i, d in enumerate(r["differences"], 1)) or "-"]
                   for _, r in rep.paper.iterrows()])
 
 
@@ -230,7 +238,7 @@ def scenario_tables(rep: Report) -> list[tuple[str, Table]]:
     for scen, g in s.groupby("scenario", sort=True):
         has_overhead = np.isfinite(g["overhead_ms"].astype(float)).any()
         header = ["configuration", "backend", "ok/err/timeout", "median", "95% interval", "unit/s", "CV",
-                  "stability", "efficiency", "p50 ms", "p99 ms", "startup s"] + (["overhead ms/round"] if has_overhead else [])
+                  "stability", "efficiency (ceiling)", "p50 ms", "p99 ms", "startup s"] + (["overhead ms/round"] if has_overhead else [])
         cells, classes = [], []
         g = g.assign(_c=[_name(rep, c) for c in g["config"]]).sort_values(["_c", "workers", "label"])
         for _, r in g.iterrows():
@@ -238,7 +246,8 @@ def scenario_tables(rep: Report) -> list[tuple[str, Table]]:
                    interval(r["ci_low"], r["ci_high"]), r["unit"] or "-",
                    f"{r['cv']:.1%}" if np.isfinite(r["cv"]) else "-",
                    ("unstable: " + r["unstable_reasons"]) if r["unstable"] else "stable",
-                   f"{r['efficiency']:.0%}" if np.isfinite(r["efficiency"]) else "-",
+                   (f"{r['efficiency']:.0%} ({r['ceiling_source']})" if np.isfinite(r["efficiency"]) else "-")
+                   + ("" if r.get("equal_work", True) else "; NOT THE SAME WORK (checksum differs; no verdict)"),
                    num(r["latency_p50_ms"]), num(r["latency_p99_ms"]), num(r["startup_s"])]
             if has_overhead:
                 row.append(num(r["overhead_ms"]))
@@ -309,12 +318,19 @@ def _counts(rep: Report) -> str:
 
 def _sections(rep: Report) -> list[tuple[str, str, Any]]:
     """(title, intro, content) where content is a Table, a list of tables, or plots."""
+    overview = [p for p in rep.plots if p.name == "relative_to_serial"]
     secs: list[tuple[str, str, Any]] = [
-        ("Headline", "reactor:processes against Ray (actors, compiled graphs) on each configuration measured with "
-         "them. Medians in unit/s; speedup = ratio of medians with a 95% bootstrap interval; significance by a "
-         "two-sided Mann-Whitney U test.", headline_table(rep)),
+        ("Every backend against serial", "", overview),
+        ("Headline", "One row per configuration: medians in unit/s; the best alternative is the fastest backend "
+         "that is neither serial, nor a reactor executor, nor the ceiling; ratios are ratios of medians with a "
+         "95% bootstrap interval (scipy.stats.bootstrap, percentile); efficiency = reactor throughput / the "
+         "ceiling (measured: `capacity` rows; assumed: serial x min(workers, cores)). Columns: docs/report.md.",
+         headline_table(rep)),
+        ("Verdicts", "Fastest only when the 95% interval of its lead over the runner-up excludes 1; the "
+         "reactor's standing by the same rule (docs/report.md).", verdict_lines(rep)),
         ("Geometric means", "Per scenario over its configurations, then across scenarios.", geomean_table(rep)),
-        ("The paper side by side", f"{PAPER_CITATION}. Measured: reactor:processes / ray:actors.", paper_table(rep)),
+        ("The paper side by side", f"{PAPER_CITATION}. Measured: reactor:processes / ray:actors (the paper's "
+         "layout), and beside it reactor:processes / the fastest Ray layout measured.", paper_table(rep)),
     ]
     for scen, t in scenario_tables(rep):
         secs.append((f"Scenario {scen}", "One row per configuration and backend. Red rows: invalid (checksums "
@@ -325,7 +341,7 @@ def _sections(rep: Report) -> list[tuple[str, str, Any]]:
          "they did not do the same work, so no speedup is computed.", invalid_table(rep)),
         ("Failures", "Rows with status error or timeout, with their messages.", failure_table(rep)),
         ("Hardware and software", "From the rows' metadata.", environment_table(rep)),
-        ("Figures", "", rep.plots),
+        ("Figures", "", [p for p in rep.plots if p.name != "relative_to_serial"]),
     ]
     return secs
 
@@ -345,10 +361,10 @@ def to_html(rep: Report) -> str:
              f"{html.escape(_counts(rep))}.<br>Machine: {html.escape(machine_line(rep.results.rows))}.<br>"
              "How to read it: docs/report.md.</p>"]
     warns = warnings(rep)
-    if warns:
-        parts.append("<div class='warn'><strong>Warnings and missing data</strong><ul>"
-                     + "".join(f"<li>{html.escape(w)}</li>" for w in warns) + "</ul></div>")
-    for title, intro, content in _sections(rep):
+    for i, (title, intro, content) in enumerate(_sections(rep)):
+        if i == 1 and warns:  # the picture opens the report; the warnings come right after it
+            parts.append("<div class='warn'><strong>Warnings and missing data</strong><ul>"
+                         + "".join(f"<li>{html.escape(w)}</li>" for w in warns) + "</ul></div>")
         parts.append(f"<h2>{html.escape(title)}</h2>")
         if intro:
             parts.append(f"<p>{html.escape(intro)}</p>")
@@ -357,8 +373,11 @@ def to_html(rep: Report) -> str:
             if title == "All speedups" and len(content.rows) > 20:
                 body = f"<details><summary>{len(content.rows)} comparisons</summary>{body}</details>"
             parts.append(body)
+        elif title == "Verdicts":
+            parts.append("<ul>" + "".join(f"<li>{html.escape(x)}</li>" for x in content) + "</ul>"
+                         if content else "<p><em>(none)</em></p>")
         elif isinstance(content, list):
-            if rep.figure_notes:
+            if rep.figure_notes and title == "Figures":
                 parts.append("<p>Not drawn:</p><ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in rep.figure_notes)
                              + "</ul>")
             for p in content:
@@ -375,16 +394,18 @@ def to_markdown(rep: Report, figure_dir: str = "figures") -> str:
              f"Generated {rep.generated_at} from {', '.join(rep.sources)}: {_counts(rep)}.", "",
              f"Machine: {machine_line(rep.results.rows)}. How to read it: docs/report.md.", ""]
     warns = warnings(rep)
-    if warns:
-        lines += ["**Warnings and missing data**", ""] + [f"- {w}" for w in warns] + [""]
-    for title, intro, content in _sections(rep):
+    for i, (title, intro, content) in enumerate(_sections(rep)):
+        if i == 1 and warns:  # the picture opens the report; the warnings come right after it
+            lines += ["**Warnings and missing data**", ""] + [f"- {w}" for w in warns] + [""]
         lines += [f"## {title}", ""]
         if intro:
             lines += [intro, ""]
         if isinstance(content, Table):
             lines.append(content.markdown())
+        elif title == "Verdicts":
+            lines += ([f"- {x}" for x in content] if content else ["_(none)_"]) + [""]
         elif isinstance(content, list):
-            if rep.figure_notes:
+            if rep.figure_notes and title == "Figures":
                 lines += ["Not drawn:", ""] + [f"- {n}" for n in rep.figure_notes] + [""]
             for p in content:
                 lines += [f"![{p.title}]({figure_dir}/{p.name}.png)", "",
@@ -419,17 +440,17 @@ def readme_section(rep: Report) -> str:
     lines = [README_START,
              "<!-- generated by `make results-readme` (python -m harness.report DIR --readme README.md); "
              "do not edit by hand -->", "",
-             f"Measured on {machine_line(rows)}, {when}: {_counts(rep)}. Throughput medians in unit/s; speedup "
-             "= ratio of medians [95% bootstrap interval] (p of a Mann-Whitney U test; n.s. = not significant). "
+             f"Measured on {machine_line(rows)}, {when}: {_counts(rep)}. Throughput medians in unit/s; each "
+             "ratio is a ratio of medians with its 95% bootstrap interval; the best alternative is the fastest "
+             "backend that is neither serial nor the reactor; efficiency is against the ceiling, measured "
+             "(`capacity` rows: k uncoordinated serial copies) or, without them, assumed (serial x min(workers, "
+             "cores)), as the column says. A backend is called faster or slower only when the interval excludes 1. "
              "Definitions: docs/report.md.", ""]
     t = headline_table(rep, compact=True)
-    lines.append(t.markdown() if t.rows else "_No headline comparison in these results (reactor:processes against "
-                 "ray:actors or ray:compiled)._\n")
-    g = rep.analysis.geomeans
-    allrow = g[g["scenario"] == "all"]
-    if len(allrow):
-        lines += ["Geometric mean across scenarios: " + "; ".join(
-            f"{r['pair']} = {num(r['geomean'])}x" for _, r in allrow.iterrows()) + ".", ""]
+    lines.append(t.markdown() if t.rows else "_No configuration with serial or reactor:processes rows._\n")
+    verdicts = verdict_lines(rep)
+    if verdicts:
+        lines += ["Verdicts:", ""] + [f"- {v}" for v in verdicts] + [""]
     warns = warnings(rep)
     if warns:
         lines += ["Caveats:", ""] + [f"- {w}" for w in warns[:6]]

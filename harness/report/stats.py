@@ -27,6 +27,8 @@ MIN_SECONDS = 1e-3
 #: the headline comparisons: (numerator, denominator) labels
 HEADLINE_PAIRS: tuple[tuple[str, str], ...] = (("reactor:processes", "ray:actors"), ("reactor:processes", "ray:compiled"))
 SERIAL = "serial:-"
+#: the machine's measured ceiling (harness/backends/capacity.py): not a contender, the bound of efficiency
+CEILING = "capacity:-"
 
 
 def _clean(x: Iterable[float]) -> np.ndarray:
@@ -39,23 +41,18 @@ def _rng(seed: int = 0) -> np.random.Generator:
     return np.random.default_rng(seed)
 
 
-def bootstrap_medians(x: np.ndarray, n_boot: int = BOOTSTRAP_SAMPLES, seed: int = 0) -> np.ndarray:
-    """Medians of ``n_boot`` resamples (with replacement) of ``x``."""
-    idx = _rng(seed).integers(0, x.size, size=(n_boot, x.size))
-    return np.median(x[idx], axis=1)
-
-
 def median_ci(x: Iterable[float], confidence: float = CONFIDENCE, n_boot: int = BOOTSTRAP_SAMPLES) -> tuple[float, float, float]:
-    """(median, low, high): the sample median and its percentile-bootstrap interval (NaN when empty)."""
+    """(median, low, high): the sample median and its percentile-bootstrap interval (`scipy.stats.bootstrap`;
+    NaN when empty, zero width for one value or identical values)."""
     a = _clean(x)
     if a.size == 0:
         return (math.nan, math.nan, math.nan)
     med = float(np.median(a))
-    if a.size == 1:
+    if a.size == 1 or np.ptp(a) == 0:
         return (med, med, med)
-    meds = bootstrap_medians(a, n_boot)
-    tail = (1 - confidence) / 2 * 100
-    lo, hi = np.percentile(meds, [tail, 100 - tail])
+    res = _st.bootstrap((a,), np.median, vectorized=True, n_resamples=n_boot, confidence_level=confidence,
+                        method="percentile", random_state=_rng(0))
+    lo, hi = res.confidence_interval
     return (med, float(lo), float(hi))
 
 
@@ -111,25 +108,37 @@ def speedup(a: Iterable[float], b: Iterable[float], confidence: float = CONFIDEN
             n_boot: int = BOOTSTRAP_SAMPLES) -> Speedup:
     """Median(a) / median(b) with a bootstrap interval (a and b resampled apart) and a two-sided U test."""
     x, y = _clean(a), _clean(b)
-    bx = bootstrap_medians(x, n_boot, seed=1) if x.size else x
-    by = bootstrap_medians(y, n_boot, seed=2) if y.size else y
-    return _speedup(x, y, bx, by, confidence, alpha)
+    return _speedup(x, y, confidence=confidence, alpha=alpha)
 
 
-def _speedup(x: np.ndarray, y: np.ndarray, bx: np.ndarray, by: np.ndarray, confidence: float = CONFIDENCE,
-             alpha: float = ALPHA) -> Speedup:
-    """The speedup from samples and their (independently drawn) bootstrap medians."""
+def _median_ratio(x: np.ndarray, y: np.ndarray, axis: int = -1) -> np.ndarray:
+    return np.median(x, axis=axis) / np.median(y, axis=axis)
+
+
+def ratio_interval(x: np.ndarray, y: np.ndarray, confidence: float = CONFIDENCE, n_boot: int = BOOTSTRAP_SAMPLES,
+                   seed: int = 0) -> tuple[float, float]:
+    """95% percentile-bootstrap interval of median(x) / median(y), ``x`` and ``y`` resampled apart
+    (`scipy.stats.bootstrap`, ``paired=False``); a zero-width interval when a side has one value."""
+    ratio = float(np.median(x) / np.median(y))
+    if x.size < 2 or y.size < 2 or (np.ptp(x) == 0 and np.ptp(y) == 0):
+        return ratio, ratio
+    with np.errstate(divide="ignore", invalid="ignore"):
+        res = _st.bootstrap((x, y), _median_ratio, paired=False, vectorized=True, n_resamples=n_boot,
+                            confidence_level=confidence, method="percentile", random_state=_rng(seed))
+    lo, hi = res.confidence_interval
+    return float(lo), float(hi)
+
+
+def _speedup(x: np.ndarray, y: np.ndarray, confidence: float = CONFIDENCE, alpha: float = ALPHA,
+             seed: int = 0) -> Speedup:
+    """The speedup of ``x`` over ``y``: ratio of medians, its bootstrap interval and a U test."""
     if x.size == 0 or y.size == 0 or np.median(y) == 0:
         return Speedup(math.nan, math.nan, math.nan, math.nan, False, int(x.size), int(y.size))
     ratio = float(np.median(x) / np.median(y))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratios = bx / by
-    ratios = ratios[np.isfinite(ratios)]
-    tail = (1 - confidence) / 2 * 100
-    lo, hi = np.percentile(ratios, [tail, 100 - tail]) if ratios.size else (math.nan, math.nan)
+    lo, hi = ratio_interval(x, y, confidence, seed=seed)
     p = float(_st.mannwhitneyu(x, y, alternative="two-sided").pvalue)
     p = 1.0 if not np.isfinite(p) else p
-    return Speedup(ratio, float(lo), float(hi), p, bool(p < alpha), int(x.size), int(y.size))
+    return Speedup(ratio, lo, hi, p, bool(p < alpha), int(x.size), int(y.size))
 
 
 def inverse(sp: Speedup) -> Speedup:
@@ -142,7 +151,7 @@ def geometric_mean(values: Iterable[float]) -> float:
     """Geometric mean of the positive finite values (NaN when none): the mean of ratios across scenarios."""
     a = _clean(values)
     a = a[a > 0]
-    return float(np.exp(np.log(a).mean())) if a.size else math.nan
+    return float(_st.gmean(a)) if a.size else math.nan
 
 
 # ---------------------------------------------------------------- tables over a whole result set
@@ -160,7 +169,7 @@ SUMMARY_COLUMNS = [
     "scenario", "config", "params", "env_id", "num_envs", "workers", "budget", "seed", "label", "backend", "variant",
     "unit", "n_ok", "n_error", "n_timeout", "median", "ci_low", "ci_high", "cv", "unstable", "unstable_reasons",
     "median_seconds", "rounds", "latency_p50_ms", "latency_p99_ms", "latency_mean_ms", "round_work_ms",
-    "overhead_ms", "startup_s", "cpu_count", "hosts"]
+    "overhead_ms", "startup_s", "cpu_count", "hosts", "envs_per_actor"]
 
 
 def summarize(rows: pd.DataFrame) -> pd.DataFrame:
@@ -189,46 +198,86 @@ def summarize(rows: pd.DataFrame) -> pd.DataFrame:
             "startup_s": _median(ok["startup_seconds"]),
             "cpu_count": _median(pd.to_numeric(g["cpu_count"], errors="coerce")),
             "hosts": ", ".join(sorted(set(g["hostname"]))),
+            "envs_per_actor": _median(pd.Series([e.get("envs_per_actor", math.nan) for e in ok["extra_dict"]],
+                                                dtype=float)) if len(ok) else math.nan,
         })
     return pd.DataFrame(out, columns=SUMMARY_COLUMNS)
 
 
 def add_efficiency(summary: pd.DataFrame) -> pd.DataFrame:
-    """Efficiency = median throughput / (serial throughput x min(workers, cores)).
+    """Efficiency = median throughput / ceiling.
 
-    Serial throughput comes from the serial backend on the same configuration when measured, else on the same
-    scenario and parameters with the same budget and seed (any workers: serial uses one core), else any."""
+    The ceiling is *measured* when the configuration has ``capacity:-`` rows (``workers`` uncoordinated
+    copies of the serial loop: serial throughput x this machine's parallel capacity at that worker count):
+    its median throughput. Otherwise it is *assumed*: serial throughput x min(workers, cores), with serial
+    throughput from the serial backend on the same configuration when measured, else on the same scenario
+    and parameters with the same budget and seed (any workers: serial uses one core), else any.
+    ``capacity`` = ceiling / serial throughput (the measured or assumed speedup k processes can give)."""
     s = summary.copy()
-    s["ceiling"] = math.nan
-    s["efficiency"] = math.nan
     serial = s[(s["label"] == SERIAL) & np.isfinite(s["median"].astype(float))]
+    measured = s[(s["label"] == CEILING) & np.isfinite(s["median"].astype(float))]
+    by_ceiling = measured.groupby("config")["median"].median().to_dict()
     by_config = serial.groupby("config")["median"].median().to_dict()
     by_exact = serial.groupby(["scenario", "params", "budget", "seed"])["median"].median().to_dict()
     by_params = serial.groupby(["scenario", "params"])["median"].median().to_dict()
-    ceilings, effs = [], []
+    ceilings, effs, sources, caps = [], [], [], []
     for config, scen, params, budget, seed, workers, cores, med in zip(
             s["config"], s["scenario"], s["params"], s["budget"], s["seed"], s["workers"], s["cpu_count"], s["median"]):
         per_core = by_config.get(config, by_exact.get((scen, params, budget, seed), by_params.get((scen, params))))
-        if per_core is None or not np.isfinite(cores) or not np.isfinite(med):
-            ceilings.append(math.nan)
-            effs.append(math.nan)
-            continue
-        ceiling = per_core * min(workers if np.isfinite(workers) else 1, cores)
+        if config in by_ceiling:
+            ceiling, source = by_ceiling[config], "measured"
+        elif per_core is not None and np.isfinite(cores):
+            ceiling, source = per_core * min(workers if np.isfinite(workers) else 1, cores), "assumed"
+        else:
+            ceiling, source = math.nan, ""
         ceilings.append(ceiling)
-        effs.append(med / ceiling if ceiling > 0 else math.nan)
+        sources.append(source)
+        caps.append(ceiling / per_core if per_core and np.isfinite(ceiling) else math.nan)
+        effs.append(med / ceiling if np.isfinite(med) and np.isfinite(ceiling) and ceiling > 0 else math.nan)
     s["ceiling"] = ceilings
+    s["ceiling_source"] = sources
+    s["capacity"] = caps
     s["efficiency"] = effs
     return s
 
 
+def _promised(extra: object) -> bool:
+    """False for rows whose backend cannot promise the serial trajectories (``extra.equal_work_promised``)."""
+    return not (isinstance(extra, dict) and extra.get("equal_work_promised") is False)
+
+
+def not_same_work(rows: pd.DataFrame) -> set[tuple[str, str]]:
+    """(config, label) pairs whose backend did not promise equal work and whose checksums differ from the
+    promised backends' at an equal repetition index: "not the same work", left out of validity and verdicts.
+    Where such a backend's checksums do equal the others', the checksum has proved equal work."""
+    ok = rows[(rows["status"] == "ok") & (rows["checksum"] != "")]
+    if not len(ok):
+        return set()
+    promised = np.array([_promised(e) for e in ok["extra_dict"]], dtype=bool)
+    if promised.all():
+        return set()
+    out = set()
+    reference = ok[promised].groupby(["config", "repetition"])["checksum"].agg(lambda c: set(c)).to_dict()
+    for (config, label), g in ok[~promised].groupby(["config", "label"]):
+        for rep, ck in zip(g["repetition"], g["checksum"]):
+            ref = reference.get((config, rep))
+            if ref is None or ck not in ref:
+                out.add((config, label))
+                break
+    return out
+
+
 def validity(rows: pd.DataFrame) -> pd.DataFrame:
-    """Per configuration: valid unless its ok rows' checksums differ at an equal repetition index.
+    """Per configuration: valid unless its ok rows' checksums differ at an equal repetition index
+    (backends that did not do the same work, `not_same_work`, are left out of the comparison).
 
     ``detail`` names, for each differing repetition, which labels produced which checksum.
     """
     out = []
+    unequal = not_same_work(rows)
     for config, g in rows.groupby("config", sort=True):
         ok = g[(g["status"] == "ok") & (g["checksum"] != "")]
+        ok = ok[np.array([(config, lab) not in unequal for lab in ok["label"]], dtype=bool)]
         details = []
         for rep, r in ok.groupby("repetition"):
             if r["checksum"].nunique() > 1:
@@ -264,11 +313,9 @@ def pairwise_speedups(rows: pd.DataFrame, valid: pd.DataFrame) -> pd.DataFrame:
         if config in invalid:
             continue
         samples = {lab: _clean(s["throughput"]) for lab, s in g.groupby("label")}
-        # each label's bootstrap medians drawn once, from its own random stream (independent resampling)
-        boots = {lab: bootstrap_medians(x, seed=100 + i) if x.size else x for i, (lab, x) in enumerate(sorted(samples.items()))}
         results: dict[tuple[str, str], Speedup] = {}
         for a, b in combinations(sorted(samples), 2):
-            results[(a, b)] = _speedup(samples[a], samples[b], boots[a], boots[b])
+            results[(a, b)] = _speedup(samples[a], samples[b])
             results[(b, a)] = inverse(results[(a, b)])
         for (a, b), sp in sorted(results.items()):
             out.append({"scenario": g["scenario"].iloc[0], "config": config, "workers": g["workers"].iloc[0],
@@ -309,15 +356,26 @@ class Analysis:
     geomeans: pd.DataFrame
     mixed: pd.DataFrame
     failures: pd.DataFrame
+    #: (config, label) pairs that did not do the same work as serial (labelled, left out of verdicts)
+    unequal: set = None  # type: ignore[assignment]
+    #: one `harness.report.verdict.Headline` per configuration
+    headlines: list = None  # type: ignore[assignment]
 
 
 def analyze(rows: pd.DataFrame) -> Analysis:
     """All statistics of one result set (rows from `harness.report.load`)."""
     summary = add_efficiency(summarize(rows))
     valid = validity(rows)
+    unequal = not_same_work(rows)
     summary = summary.merge(valid[["config", "valid"]], on="config", how="left")
+    summary["equal_work"] = [(c, lab) not in unequal for c, lab in zip(summary["config"], summary["label"])]
     sp = pairwise_speedups(rows, valid)
     fails = rows[rows["status"].isin(["error", "timeout"])]
     fail_cols = ["scenario", "label", "workers", "config", "repetition", "status", "error", "source"]
+    from harness.report.verdict import headlines  # verdict builds on this module
+
+    invalid = set(valid.loc[~valid["valid"].astype(bool), "config"]) if len(valid) else set()
+    heads = headlines(rows, summary, invalid, unequal)
     return Analysis(summary=summary, validity=valid, speedups=sp, geomeans=geomean_by_scenario(sp),
-                    mixed=mixed_environment(rows), failures=fails[fail_cols].reset_index(drop=True))
+                    mixed=mixed_environment(rows), failures=fails[fail_cols].reset_index(drop=True), unequal=unequal,
+                    headlines=heads)

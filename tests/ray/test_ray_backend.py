@@ -6,6 +6,7 @@ cluster join are ``slow``.
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -21,7 +22,8 @@ import pytest
 
 from backends import make_backend
 from harness.config import RayConfig, SerialConfig, config_object
-from ray_backend.actors import actor_slices, known_small, owned_copy
+from ray_backend.actors import (actor_slices, is_packed, known_small, owned_copy, parse_envs_per_actor,
+                                resolve_envs_per_actor)
 from ray_backend.lifecycle import RayStartError, actor_num_cpus, thread_env
 from scenarios import make_scenario
 from scenarios.base import Broadcast, RunningChecksum, Scenario, Server, Worker
@@ -152,6 +154,32 @@ def test_actor_slices_pack_consecutive_indices_and_the_last_actor_may_hold_fewer
         actor_slices(3, 0)
 
 
+@pytest.mark.parametrize("roles,workers,expect", [
+    (15, 1, 15), (15, 2, 8), (15, 3, 5), (15, 4, 4), (15, 15, 1), (15, 32, 1), (16, 2, 8), (10, 3, 4), (1, 2, 1)])
+def test_envs_per_actor_auto_is_one_actor_per_worker(roles, workers, expect):
+    k = resolve_envs_per_actor("auto", roles, workers)
+    assert k == expect
+    slices = actor_slices(roles, k)
+    assert len(slices) <= workers and [i for s in slices for i in s] == list(range(roles))
+    assert all(len(s) == k for s in slices[:-1])  # every actor but the last holds exactly k roles
+
+
+def test_envs_per_actor_integer_form_is_kept_and_bad_values_name_the_key():
+    assert resolve_envs_per_actor(5, 15, 2) == 5 and resolve_envs_per_actor("3", 15, 2) == 3
+    assert parse_envs_per_actor(" AUTO ") == "auto"
+    assert not is_packed(1) and not is_packed("1") and is_packed("auto") and is_packed(2)
+    for bad in ("0", -1, "two", "1.5"):
+        with pytest.raises(ValueError, match="backend.envs_per_actor"):
+            parse_envs_per_actor(bad)
+
+
+def test_a_bad_envs_per_actor_fails_before_the_job_starts(tmp_path):
+    proc = run_cli("scenario=gym", "backend=ray", "backend.envs_per_actor=many", "budget=smoke", run_dir=tmp_path,
+                   timeout=120)
+    assert proc.returncode != 0 and "backend.envs_per_actor" in proc.stderr
+    assert not (tmp_path / "results.csv").exists()
+
+
 def test_actor_cpus_fit_every_actor_on_the_instance():
     assert actor_num_cpus(2, 2) == 1.0
     share = actor_num_cpus(15, 2)
@@ -179,22 +207,26 @@ def test_known_small_sizes_without_serializing():
 
 
 # ------------------------------------------------------------------ real Ray
-def test_cli_actors_and_compiled_give_the_serial_checksums(tmp_path):
-    proc = run_cli("scenario=gym", "backend=serial,ray,ray_compiled", "budget=smoke",
-                   run_dir=tmp_path, multirun=True, timeout=400)
+def test_cli_paper_and_packed_layouts_give_the_serial_checksums(tmp_path):
+    # gym smoke: 5 envs on workers=2, so the packed layouts hold ceil(5 / 2) = 3 and 2 roles per actor
+    proc = run_cli("scenario=gym", "backend=serial,ray,ray_compiled,ray_packed,ray_compiled_packed",
+                   "budget=smoke", "scenario.num_envs=5", run_dir=tmp_path, multirun=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = {}
     for f in sorted(tmp_path.glob("*/results.csv")):
         df = read_rows(f.parent)
         assert (df.status == "ok").all(), df[["backend", "variant", "error"]]
         rows[f"{df.backend[0]}:{df.variant[0]}"] = df
-    assert sorted(rows) == ["ray:actors", "ray:compiled", "serial:-"]
+    assert sorted(rows) == ["ray:actors", "ray:actors_packed", "ray:compiled", "ray:compiled_packed", "serial:-"]
     serial = list(rows["serial:-"].checksum)
     assert len(serial) == 3 and len(set(serial)) == 3  # each repetition extends the stream
-    for label in ("ray:actors", "ray:compiled"):
+    for label, per_actor, actors in (("ray:actors", 1, 5), ("ray:compiled", 1, 5),
+                                     ("ray:actors_packed", 3, 2), ("ray:compiled_packed", 3, 2)):
         df = rows[label]
         assert list(df.checksum) == serial, label
         assert (df.startup_seconds > 0).all() and (df.throughput > 0).all()
+        extra = json.loads(df.extra[0])
+        assert (extra["envs_per_actor"], extra["actors"]) == (per_actor, actors), label
 
 
 def test_compiled_envs_per_actor_2_matches_serial_and_teardown_leaves_no_ray_process():

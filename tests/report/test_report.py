@@ -178,8 +178,9 @@ def test_cli_writes_every_file_and_the_readme_section(jobs: Jobs, tmp_path: Path
     assert "speedup_over_ray_actors" in rows[0]
     text = readme.read_text()
     assert text.startswith("# Title\n\nbefore\n\n") and text.endswith("\n\nafter\n")
-    assert "old text" not in text and "reactor:processes / ray:actors" in text and "box" in text
-    assert "18.0x" in text  # the headline ratio 1800 / 100 at workers=2
+    assert "old text" not in text and "reactor / ray:actors" in text and "box" in text
+    assert "| 18x [" in text  # the headline ratio 1800 / 100 at workers=2, with its interval
+    assert "fastest: reactor:processes" in text  # the verdict in words
     assert cli_main([str(jobs.root), "--out", str(out), "--no-figures", "--readme", str(readme)]) == 0
     assert readme.read_text() == text  # regenerating changes nothing
     # a README without the markers is refused, not rewritten

@@ -124,7 +124,40 @@ def test_dqn_roles_built_twice_agree_and_messages_pickle():
     assert isinstance(msg, Broadcast) and all(isinstance(w, np.ndarray) for w in msg.value)
     pickle.dumps(msg)
     m = s1.metrics()
-    assert m["breakdown_rounds"] == 4 and m["training_s"] > 0 and m["sampling_s"] > 0
+    assert m["breakdown_rounds"] == 4 and m["training_s"] > 0 and m["rollout_total_s"] > 0
+    assert "sampling_s" not in m and "communication_s" not in m  # no placement reported: no split guessed
+
+
+def test_dqn_sampling_is_the_longest_per_process_sum_of_rollouts():
+    server = make_scenario(dqn_config(num_rollouts=4), 0).make_server()
+    server.placement([1, 1, 2, 2])  # e.g. two Ray actors holding two rollout workers each
+    assert server.critical_sampling([0.1, 0.2, 0.4, 0.05]) == pytest.approx(0.45)
+    server.placement([0, 0, 0, 0])  # serial: one process runs every rollout
+    assert server.critical_sampling([0.1, 0.2, 0.4, 0.05]) == pytest.approx(0.75)
+    server.placement([1, 2, 3, 4])  # one process each: the slowest rollout
+    assert server.critical_sampling([0.1, 0.2, 0.4, 0.05]) == pytest.approx(0.4)
+    with pytest.raises(ValueError, match="placement"):
+        server.placement([0, -1, 0, 0])
+
+
+def test_dqn_split_on_the_serial_backend_has_almost_no_communication():
+    """Serial communicates nothing: sampling is the sum of all rollouts and the rest is bookkeeping."""
+    from harness.backends.serial import SerialBackend
+    from harness.config import SerialConfig
+
+    scenario = make_scenario(dqn_config(num_rollouts=4, steps_per_round=50), 0)
+    server = scenario.make_server()
+    backend = SerialBackend(SerialConfig(), 2)
+    backend.start(scenario, server)
+    try:
+        backend.run(10, _Ticks())
+    finally:
+        backend.stop()
+    m = server.metrics()
+    assert m["breakdown_rounds"] == 10 and m["processes"] == 1
+    assert m["sampling_s"] == pytest.approx(m["rollout_total_s"])  # the critical path is every rollout
+    # under the old "slowest rollout" rule three of the four rollouts (~75% of the round) were communication
+    assert m["communication_s"] < 0.1 * m["sampling_s"], m
 
 
 def test_dqn_buffer_is_a_ring():

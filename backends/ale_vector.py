@@ -1,0 +1,120 @@
+"""ale-py's own vector env (``ale_py.vector_env.AtariVectorEnv``): the emulators stepped by C++ threads,
+what an Atari user picks for raw throughput, beside gymnasium's AsyncVectorEnv (`backends.vector`).
+
+Equal settings: the env is configured from the gymnasium id's own spec (``gym.make(env_id)``): the game,
+frameskip, sticky-action probability (``repeat_action_probability``), full or minimal action space and the
+episode frame limit, with full RGB frames (210x160x3, no resize, grayscale, frame stacking, max-pooling,
+no-op starts, fire reset, reward clipping or episodic life). Env ``i`` is reset with seed ``seed + i``;
+actions come from the same seeded RNGs as `scenarios.gym.EnvWorker` (``num_actions`` or the action space),
+the observation returned for a step is the one it produced (``final_obs`` at an episode's end), and with
+``reset_every_step`` every env not already reset is reset after each step.
+
+Equal work, and when it is not: ALE's sticky actions draw from an RNG inside the emulator, and the C++
+vector env seeds it differently from the Python env (measured with all 6 Pong actions: with
+``repeat_action_probability=0`` the frames are identical step for step; with ALE/Pong-v5's 0.25 they differ
+from the second step). With sticky actions it therefore cannot promise the serial backend's trajectories,
+and rows carry ``extra.equal_work_promised = false``: the report then trusts the checksum alone. Where it
+still equals serial's (Pong with actions {0, 1}: NOOP and FIRE leave the paddle alone, so a repeated action
+changes nothing) the rows are compared as usual; where it differs they are labelled "not the same work",
+left out of the checksum comparison and out of every verdict (docs/report.md).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from backends.vector import _ActionSampler
+from backends.base import Backend, Clock
+from scenarios.base import Scenario, Server
+
+
+class AleVectorUnsupported(ValueError):
+    """The scenario is not ``atari``, or its env's settings cannot be given to AtariVectorEnv."""
+
+
+def vector_settings(env_id: str) -> dict[str, Any]:
+    """AtariVectorEnv keyword arguments that reproduce ``gym.make(env_id)``'s emulator settings."""
+    from scenarios.gym import make_env
+
+    env = make_env(env_id)
+    try:
+        ale_env = env.unwrapped
+        kw = dict(env.spec.kwargs)
+        frameskip = kw.get("frameskip", 4)
+        if not isinstance(frameskip, int):
+            raise AleVectorUnsupported(
+                f"{env_id} draws its frameskip from {frameskip}: AtariVectorEnv has a fixed frameskip only")
+        if kw.get("obs_type", "rgb") != "rgb":
+            raise AleVectorUnsupported(f"{env_id}: obs_type {kw.get('obs_type')!r}; only rgb is supported")
+        height, width, _ = ale_env.observation_space.shape
+        return {
+            "game": kw["game"],
+            "frameskip": int(frameskip),
+            "repeat_action_probability": float(kw.get("repeat_action_probability", 0.25)),
+            "full_action_space": bool(kw.get("full_action_space", False)),
+            "max_num_frames_per_episode": int(kw.get("max_num_frames_per_episode", 108_000)),
+            "img_height": int(height), "img_width": int(width), "grayscale": False, "stack_num": 1,
+            "maxpool": False, "noop_max": 0, "use_fire_reset": False, "reward_clipping": False,
+            "episodic_life": False,
+        }
+    finally:
+        env.close()
+
+
+class AleVectorBackend(Backend):
+    name = "ale_vector"
+    variant = "-"
+
+    def start(self, scenario: Scenario, server: Server) -> None:
+        if scenario.name != "atari":
+            raise AleVectorUnsupported(f"backend=ale_vector runs ALE emulators and supports only scenario atari, "
+                                       f"not {scenario.name!r}")
+        from ale_py.vector_env import AtariVectorEnv
+
+        c = scenario.config
+        self.server = server
+        self.n = scenario.num_workers
+        self.reset_every_step = bool(getattr(c, "reset_every_step", False))
+        settings = vector_settings(c.env_id)
+        # sticky actions draw from the emulator's RNG, seeded differently in the C++ env: only the checksum
+        # can tell whether the work was equal
+        promised = settings["repeat_action_probability"] == 0.0
+        self.row_extra.update({"equal_work_promised": promised, "threads": self.workers})
+        self.envs = AtariVectorEnv(num_envs=self.n, num_threads=self.workers, autoreset_mode="SameStep",
+                                   **settings)
+        space = self.envs.single_action_space
+        num_actions = getattr(c, "num_actions", None)
+        self.samplers = [_ActionSampler(space, scenario.seed, i, None if num_actions is None else int(num_actions))
+                         for i in range(self.n)]
+        self.frame_shape = (settings["img_height"], settings["img_width"], 3)
+        self.envs.reset(seed=np.arange(scenario.seed, scenario.seed + self.n))
+        server.placement([1] * self.n)  # one process beside the server's, threads inside it
+
+    def run(self, rounds: int, clock: Clock) -> None:
+        server, envs, samplers, n, shape = self.server, self.envs, self.samplers, self.n, self.frame_shape
+        everyone = np.ones(n, dtype=np.bool_)
+        clock.begin()
+        for _ in range(rounds):
+            server.scatter()  # a Broadcast(None): env workers need no message
+            actions = np.asarray([draw() for draw in samplers], dtype=np.int64)
+            obs, rewards, terminated, truncated, infos = envs.step(actions)
+            done = terminated | truncated
+            frames = obs.reshape((n, *shape))
+            per_env = [frames[i] for i in range(n)]
+            if done.any():
+                final = infos["final_obs"]
+                for i in np.flatnonzero(done):
+                    per_env[i] = np.asarray(final[i]).reshape(shape)
+            if self.reset_every_step:
+                mask = everyone & ~done
+                if mask.any():
+                    envs.reset(options={"reset_mask": mask})
+            server.gather([(per_env[i], float(rewards[i]), bool(done[i])) for i in range(n)])
+            clock.tick()
+
+    def stop(self) -> None:
+        envs = getattr(self, "envs", None)
+        if envs is not None:
+            envs.close()
+            self.envs = None

@@ -1,0 +1,155 @@
+"""The headline of the report: per configuration, who is fastest, and where the reactor stands, in words.
+
+One row per configuration (scenario, parameters, workers, budget, seed) with four throughputs -- serial, the
+best alternative (the fastest backend that is neither serial, nor a reactor executor, nor the measured
+ceiling), the paper's layout of Ray (``ray:actors``: one actor per role) and the reactor
+(``reactor:processes``) -- the reactor's ratio to each of the other three with its 95% bootstrap interval,
+its efficiency against the ceiling, and a one-line verdict.
+
+Verdict rule (docs/report.md): the contenders are the backends with ok rows that did the same work (equal
+checksums; the ceiling ``capacity:-`` is not a contender). F is the one with the highest median throughput,
+S the runner-up. F is named *fastest* only when the 95% interval of F / S lies entirely above 1; otherwise
+the verdict names no winner ("no clear winner: F and S are within noise"). Every comparison the verdict
+states about the reactor follows the same rule: "faster" or "slower" only when the interval excludes 1,
+"indistinguishable" otherwise.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+import pandas as pd
+
+from harness.report.stats import CEILING, SERIAL, Speedup, _clean, _speedup
+
+REACTOR = "reactor:processes"
+PAPER_RAY = "ray:actors"
+
+
+def is_alternative(label: str) -> bool:
+    """A non-reactor parallel backend: what a user would run instead (Ray in any layout, vector envs)."""
+    return label not in (SERIAL, CEILING) and not label.startswith("reactor:")
+
+
+def fmt_ratio(sp: Optional[Speedup]) -> str:
+    """``0.81x [0.75, 0.86]`` (``-`` when not measured)."""
+    if sp is None or not np.isfinite(sp.ratio):
+        return "-"
+    return f"{_num(sp.ratio)}x [{_num(sp.low)}, {_num(sp.high)}]"
+
+
+def _num(v: float) -> str:
+    if not np.isfinite(v):
+        return "-"
+    return f"{v:.3g}" if abs(v) < 100 else f"{v:,.0f}"
+
+
+def decided(sp: Optional[Speedup]) -> int:
+    """+1 when the interval lies above 1, -1 when below, 0 when it holds 1 (or nothing was measured)."""
+    if sp is None or not np.isfinite(sp.low) or not np.isfinite(sp.high):
+        return 0
+    return 1 if sp.low > 1 else (-1 if sp.high < 1 else 0)
+
+
+@dataclass
+class Headline:
+    """One configuration's headline row."""
+
+    config: str
+    scenario: str
+    unit: str
+    medians: dict[str, float]
+    best_alternative: Optional[str]
+    fastest: Optional[str]          # None: no clear winner
+    leader: Optional[str]           # highest median, winner or not
+    runner_up: Optional[str]
+    lead: Optional[Speedup]         # leader over runner-up
+    vs_serial: Optional[Speedup]    # reactor over serial
+    vs_best: Optional[Speedup]      # reactor over the best alternative
+    vs_paper_ray: Optional[Speedup]  # reactor over ray:actors
+    efficiency: float               # reactor median / ceiling
+    ceiling_source: str
+    capacity: float                 # ceiling / serial
+    verdict: str
+
+
+def verdict_text(leader: Optional[str], runner_up: Optional[str], lead: Optional[Speedup],
+                 reactor_vs_leader: Optional[Speedup], has_reactor: bool) -> tuple[Optional[str], str]:
+    """(winner or None, the one-line verdict) from the leader, the runner-up and the ratios (rule above)."""
+    if leader is None:
+        return None, "no ok rows"
+    if runner_up is None:
+        return None, f"only {leader} measured: no comparison"
+    winner = leader if decided(lead) > 0 else None
+    if winner is not None:
+        head = f"fastest: {leader} ({fmt_ratio(lead)} of {runner_up})"
+    else:
+        head = f"no clear winner: {leader} and {runner_up} are within noise ({leader} / {runner_up} = {fmt_ratio(lead)})"
+    if not has_reactor:
+        return winner, head + f"; {REACTOR} not measured"
+    if leader == REACTOR:
+        return winner, head
+    d = decided(reactor_vs_leader)
+    how = {1: "faster than", -1: "slower than", 0: "indistinguishable from"}[d]
+    return winner, f"{head}; reactor is {fmt_ratio(reactor_vs_leader)} of {leader} ({how} it)"
+
+
+def headlines(rows: pd.DataFrame, summary: pd.DataFrame, invalid: set[str], unequal: set[tuple[str, str]]) -> list[Headline]:
+    """The headline of every valid configuration that has a serial or reactor row (ok rows only)."""
+    ok = rows[rows["status"] == "ok"]
+    summ = summary.set_index(["config", "label"])
+    out = []
+    for config, g in ok.groupby("config", sort=True):
+        if config in invalid:
+            continue
+        samples = {lab: _clean(s["throughput"]) for lab, s in g.groupby("label")
+                   if (config, lab) not in unequal and lab != CEILING}
+        samples = {k: v for k, v in samples.items() if v.size}
+        if SERIAL not in samples and REACTOR not in samples:
+            continue
+        med = {lab: float(np.median(x)) for lab, x in samples.items()}
+        ranked = sorted(med, key=lambda lab: -med[lab])
+        leader = ranked[0]
+        runner = ranked[1] if len(ranked) > 1 else None
+        lead = _speedup(samples[leader], samples[runner]) if runner else None
+        alts = [lab for lab in ranked if is_alternative(lab)]
+        best = alts[0] if alts else None
+
+        def vs(other: Optional[str]) -> Optional[Speedup]:
+            if other is None or REACTOR not in samples or other not in samples or other == REACTOR:
+                return None
+            return _speedup(samples[REACTOR], samples[other])
+
+        winner, text = verdict_text(leader, runner, lead, vs(leader), REACTOR in samples)
+        eff, src, cap = math.nan, "", math.nan
+        key = (config, REACTOR) if (config, REACTOR) in summ.index else ((config, SERIAL) if (config, SERIAL) in summ.index else None)
+        if key is not None:
+            srow = summ.loc[key]
+            eff = float(srow["efficiency"]) if key[1] == REACTOR else math.nan
+            src, cap = str(srow["ceiling_source"]), float(srow["capacity"])
+        unit = str(g["unit"].iloc[0])
+        out.append(Headline(config=config, scenario=str(g["scenario"].iloc[0]), unit=unit, medians=med,
+                            best_alternative=best, fastest=winner, leader=leader, runner_up=runner, lead=lead,
+                            vs_serial=vs(SERIAL), vs_best=vs(best), vs_paper_ray=vs(PAPER_RAY), efficiency=eff,
+                            ceiling_source=src, capacity=cap, verdict=text))
+    return out
+
+
+def headline_frame(heads: list[Headline]) -> pd.DataFrame:
+    """The headlines as a table (for summary files and tests)."""
+    recs = []
+    for h in heads:
+        rec = {"config": h.config, "scenario": h.scenario, "unit": h.unit, "serial": h.medians.get(SERIAL, math.nan),
+               "best_alternative": h.best_alternative or "",
+               "best_alternative_median": h.medians.get(h.best_alternative, math.nan) if h.best_alternative else math.nan,
+               "paper_ray": h.medians.get(PAPER_RAY, math.nan), "reactor": h.medians.get(REACTOR, math.nan),
+               "fastest": h.fastest or "", "leader": h.leader or "", "efficiency": h.efficiency,
+               "ceiling_source": h.ceiling_source, "capacity": h.capacity, "verdict": h.verdict}
+        for name, sp in (("vs_serial", h.vs_serial), ("vs_best", h.vs_best), ("vs_paper_ray", h.vs_paper_ray)):
+            rec[name] = sp.ratio if sp else math.nan
+            rec[name + "_low"] = sp.low if sp else math.nan
+            rec[name + "_high"] = sp.high if sp else math.nan
+        recs.append(rec)
+    return pd.DataFrame(recs)

@@ -1,0 +1,80 @@
+"""The measured ceiling (backend=capacity) and ale-py's AtariVectorEnv (backend=ale_vector) through the real
+CLI: equal checksums where the work is equal, and a labelled exclusion where it provably is not."""
+from __future__ import annotations
+
+import json
+import os
+
+import psutil
+
+from harness.report.build import make_report
+from tests.conftest import run_cli
+from tests.scenarios.test_cli import SMOKE, sweep_rows
+
+
+def test_capacity_runs_k_serial_copies_with_the_serial_checksum(tmp_path):
+    proc = run_cli("scenario=gym", "backend=serial,capacity", "workers=2", *SMOKE, "budget.rounds=20",
+                   run_dir=tmp_path, multirun=True, timeout=300)
+    rows = sweep_rows(tmp_path, proc)
+    serial, cap = rows[rows.backend == "serial"], rows[rows.backend == "capacity"]
+    assert list(cap.checksum) == list(serial.checksum)  # copy 0 did exactly the serial work
+    assert (cap.units.astype(int) == 2 * serial.units.astype(int).iloc[0]).all()  # k = 2 copies counted
+    assert all(json.loads(e)["copies"] == 2 for e in cap.extra)
+    rep = make_report([tmp_path], figures=False)
+    s = rep.analysis.summary.set_index("label")
+    assert s.loc["serial:-", "ceiling_source"] == "measured"
+    assert s.loc["capacity:-", "efficiency"] == 1.0  # efficiency is measured against the capacity rows
+    assert s.loc["capacity:-", "capacity"] > 0
+
+
+def test_capacity_copies_end_with_the_backend():
+    from harness.backends.capacity import CapacityBackend
+    from harness.config import CapacityConfig
+    from scenarios import make_scenario
+    from scenarios.configs import GymConfig
+
+    class Clock:
+        def begin(self): pass
+        def tick(self): pass
+
+    scenario = make_scenario(GymConfig(num_envs=2), 0)
+    backend = CapacityBackend(CapacityConfig(), 3)
+    backend.start(scenario, scenario.make_server())
+    pids = [p.pid for p in backend.procs]
+    assert len(pids) == 2
+    try:
+        backend.run(50, Clock())
+    finally:
+        backend.stop()
+    assert not [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
+    assert os.getpid() not in pids
+    assert psutil.Process().children(recursive=True) == []  # no helper process (resource tracker) left
+
+
+def test_ale_vector_without_sticky_actions_equals_serial(tmp_path):
+    # PongNoFrameskip-v4: frameskip 1, no sticky actions -> the C++ env must reproduce the Python env
+    proc = run_cli("scenario=atari", "scenario.env_id=PongNoFrameskip-v4", "scenario.num_actions=6",
+                   "backend=serial,ale_vector", *SMOKE, "budget.rounds=30", run_dir=tmp_path, multirun=True)
+    rows = sweep_rows(tmp_path, proc)
+    serial, ale = rows[rows.backend == "serial"], rows[rows.backend == "ale_vector"]
+    assert len(ale) == 2 and list(ale.checksum) == list(serial.checksum)
+    assert all(json.loads(e)["equal_work_promised"] is True for e in ale.extra)
+
+
+def test_ale_vector_with_sticky_actions_is_labelled_not_the_same_work(tmp_path):
+    # ALE/Pong-v5 (sticky actions 0.25) with all 6 actions: the C++ env's sticky-action RNG differs, so its
+    # frames differ; the report must say so and keep the configuration valid for the other backends
+    proc = run_cli("scenario=atari", "scenario.num_actions=6", "backend=serial,ale_vector", *SMOKE,
+                   "budget.rounds=30", run_dir=tmp_path, multirun=True)
+    rows = sweep_rows(tmp_path, proc)
+    ale = rows[rows.backend == "ale_vector"]
+    assert list(ale.units) == list(rows[rows.backend == "serial"].units)  # the same amount of work
+    assert all(json.loads(e)["equal_work_promised"] is False for e in ale.extra)
+    assert set(ale.checksum).isdisjoint(set(rows[rows.backend == "serial"].checksum))
+    rep = make_report([tmp_path], figures=False)
+    config = rep.analysis.summary["config"].iloc[0]
+    assert rep.analysis.unequal == {(config, "ale_vector:-")}
+    assert rep.analysis.validity["valid"].all()  # excluded from the comparison, not a spoiler of it
+    s = rep.analysis.summary.set_index("label")
+    assert not s.loc["ale_vector:-", "equal_work"] and s.loc["serial:-", "equal_work"]
+    assert all("ale_vector" not in h.verdict for h in rep.analysis.headlines)

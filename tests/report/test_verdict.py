@@ -1,0 +1,104 @@
+"""The headline and its verdict rule on synthetic results with known answers (docs/report.md)."""
+from __future__ import annotations
+
+import pytest
+
+from harness.report.build import make_report
+from harness.report.render import readme_section, to_markdown
+from harness.report.stats import ratio_interval
+from harness.report.verdict import decided, verdict_text
+from harness.report.stats import Speedup
+from tests.report.synthetic import Jobs
+
+
+def _tight(center: float, n: int = 10) -> list[float]:
+    """n repetitions within +-1% of ``center``."""
+    return [center * (1 + 0.002 * (i - n / 2)) for i in range(n)]
+
+
+def _head(rep):
+    (h,) = rep.analysis.headlines
+    return h
+
+
+def test_serial_wins_and_the_reactor_is_slower(jobs: Jobs) -> None:
+    jobs.write("gym", "serial", "-", 2, _tight(1000))
+    jobs.write("gym", "reactor", "processes", 2, _tight(810))
+    jobs.write("gym", "ray", "actors", 2, _tight(100))
+    jobs.write("gym", "ray", "actors_packed", 2, _tight(400))
+    jobs.write("gym", "vector", "-", 2, _tight(700))
+    jobs.write("gym", "capacity", "-", 2, _tight(1800))
+    h = _head(make_report([jobs.root], figures=False))
+    assert h.fastest == "serial:-" and h.runner_up == "reactor:processes"
+    assert h.best_alternative == "vector:-"  # fastest non-serial, non-reactor, non-ceiling backend
+    assert h.vs_serial.ratio == pytest.approx(0.81, rel=1e-3) and h.vs_serial.high < 1
+    assert h.vs_best.ratio == pytest.approx(810 / 700, rel=1e-3) and h.vs_best.low > 1
+    assert h.vs_paper_ray.ratio == pytest.approx(8.1, rel=1e-3)
+    assert h.ceiling_source == "measured" and h.capacity == pytest.approx(1.8, rel=1e-3)
+    assert h.efficiency == pytest.approx(810 / 1800, rel=1e-3)
+    assert h.verdict.startswith("fastest: serial:-")
+    assert "reactor is 0.81x [" in h.verdict and "(slower than it)" in h.verdict
+
+
+def test_overlapping_leaders_name_no_winner(jobs: Jobs) -> None:
+    jobs.write("gym", "serial", "-", 2, [1000, 900, 1100, 950, 1050, 1020, 980, 1010, 990, 1005])
+    jobs.write("gym", "reactor", "processes", 2, [1010, 920, 1080, 960, 1040, 1000, 990, 1015, 985, 1002])
+    h = _head(make_report([jobs.root], figures=False))
+    assert h.fastest is None and h.lead.low <= 1 <= h.lead.high
+    assert h.verdict.startswith("no clear winner")
+
+
+def test_reactor_fastest_only_when_its_interval_excludes_one(jobs: Jobs) -> None:
+    jobs.write("gym", "serial", "-", 2, _tight(1000))
+    jobs.write("gym", "reactor", "processes", 2, _tight(1500))
+    jobs.write("gym", "ray", "compiled_packed", 2, _tight(1200))
+    rep = make_report([jobs.root], figures=False)
+    h = _head(rep)
+    assert h.fastest == "reactor:processes" and h.lead.low > 1
+    assert h.verdict.startswith("fastest: reactor:processes (1.25x [")
+    assert h.vs_paper_ray is None  # ray:actors not measured: no ratio, not a guess
+    md = to_markdown(rep)
+    assert "Verdicts" in md and h.verdict in md
+    assert h.verdict in readme_section(rep)
+
+
+def test_not_the_same_work_is_labelled_and_left_out_of_the_verdict(jobs: Jobs) -> None:
+    jobs.write("atari", "serial", "-", 2, _tight(1000), checksums=[f"s{i}" for i in range(10)])
+    jobs.write("atari", "reactor", "processes", 2, _tight(900), checksums=[f"s{i}" for i in range(10)])
+    # the fastest, but its checksums differ and it never promised equal work: excluded, config still valid
+    jobs.write("atari", "ale_vector", "-", 2, _tight(5000), checksums=[f"v{i}" for i in range(10)],
+               extras=[{"equal_work_promised": False}] * 10)
+    rep = make_report([jobs.root], figures=False)
+    assert rep.analysis.validity["valid"].all()
+    h = _head(rep)
+    assert "ale_vector:-" not in h.medians and h.best_alternative is None
+    assert h.fastest == "serial:-"
+    assert "NOT THE SAME WORK" in to_markdown(rep)
+
+
+def test_an_unpromised_backend_whose_checksums_match_counts(jobs: Jobs) -> None:
+    jobs.write("atari", "serial", "-", 2, _tight(1000), checksums=[f"s{i}" for i in range(10)])
+    jobs.write("atari", "ale_vector", "-", 2, _tight(3000), checksums=[f"s{i}" for i in range(10)],
+               extras=[{"equal_work_promised": False}] * 10)
+    h = _head(make_report([jobs.root], figures=False))
+    assert h.best_alternative == "ale_vector:-" and h.fastest == "ale_vector:-"
+
+
+def test_decided_and_verdict_text_follow_the_interval() -> None:
+    above, across, below = (Speedup(1.2, 1.1, 1.3, 0.01, True, 5, 5), Speedup(1.05, 0.97, 1.12, 0.3, False, 5, 5),
+                            Speedup(0.8, 0.7, 0.9, 0.01, True, 5, 5))
+    assert (decided(above), decided(across), decided(below), decided(None)) == (1, 0, -1, 0)
+    winner, text = verdict_text("serial:-", "reactor:processes", above, below, True)
+    assert winner == "serial:-" and text == ("fastest: serial:- (1.2x [1.1, 1.3] of reactor:processes); "
+                                             "reactor is 0.8x [0.7, 0.9] of serial:- (slower than it)")
+    winner, text = verdict_text("ray:actors_packed", "serial:-", across, Speedup(0.99, 0.9, 1.1, 0.5, False, 5, 5), True)
+    assert winner is None and "indistinguishable from it" in text
+
+
+def test_ratio_interval_is_scipy_bootstrap_and_brackets_the_ratio() -> None:
+    import numpy as np
+
+    x, y = np.array(_tight(200)), np.array(_tight(100))
+    lo, hi = ratio_interval(x, y)
+    assert lo <= 2.0 <= hi and hi - lo < 0.05
+    assert ratio_interval(np.array([3.0]), np.array([1.0])) == (3.0, 3.0)
