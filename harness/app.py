@@ -13,7 +13,7 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
-from harness.config import register_configs
+from harness.config import check_ranges, register_configs
 from harness.progress import JobProgress
 from harness.runner import MeasurementFailed, backend_variant, run_measurement
 
@@ -33,6 +33,7 @@ def _job_label(cfg: DictConfig) -> str:
 def main(cfg: DictConfig) -> None:
     job_dir = Path(HydraConfig.get().runtime.output_dir)
     plain = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
+    check_ranges(plain)  # already checked by harness.checks.RangeCheck; kept for launchers that skip callbacks
     rounds = cfg.budget.warmup_rounds + cfg.budget.rounds * cfg.budget.repetitions
     with JobProgress(_job_label(cfg), total=rounds, quiet=cfg.quiet) as progress:
         outcome = run_measurement(plain, job_dir, on_progress=progress.update)
