@@ -4,7 +4,10 @@ The parent (the Hydra job) starts ``python -m harness.measure`` in a new session
 appends one row per finished repetition to ``results.csv`` as it arrives. On an error, a timeout, or Ctrl-C
 it kills the child's whole process tree (Ray's daemons and reactor workers included), removes the
 reactor runtime's shared-memory segments (``/dev/shm/rb-<pid>-*``) of those processes, writes an ``error``
-or ``timeout`` row, and reports failure to the caller; rows already on disk stay.
+or ``timeout`` row, and reports failure to the caller; rows already on disk stay. After every job,
+`harness.cleanup.end_job` also kills any process of the job that left the tree and removes every other
+``/dev/shm`` entry the job created (Ray's semaphores, plasma files); `harness.memory` samples the tree's
+peak memory for the rows.
 """
 from __future__ import annotations
 
@@ -22,6 +25,9 @@ from typing import Any, Callable, Optional
 import numpy as np
 import psutil
 
+from harness.cleanup import ShmLedger, end_job
+from harness.jobtree import JobTree
+from harness.memory import MEMORY_FILE, MemorySampler
 from harness.metadata import job_metadata
 from harness.results import ResultsWriter, make_row, timing_fields
 
@@ -116,6 +122,7 @@ def run_measurement(
         env[var] = str(cfg["threads_per_worker"])
     env["PYTHONUNBUFFERED"] = "1"
     rfd, wfd = os.pipe()
+    ledger = ShmLedger.snapshot()  # /dev/shm as found: the clean-up removes only what the job added
     child = subprocess.Popen(
         [sys.executable, "-m", "harness.measure", str(wfd), str(job_dir)],  # the dir names it in `ps`
         stdin=subprocess.PIPE,
@@ -125,6 +132,8 @@ def run_measurement(
         cwd=str(Path(__file__).resolve().parents[1]),
     )
     os.close(wfd)
+    tree = JobTree(child.pid)
+    sampler = MemorySampler(tree, ledger, job_dir / MEMORY_FILE)
     outcome = JobOutcome(status="ok", rows=0)
     deadline = time.monotonic() + float(budget["timeout_s"])
     reader = os.fdopen(rfd, "r")
@@ -138,7 +147,8 @@ def run_measurement(
             if remaining <= 0:
                 failure = ("timeout", f"measurement exceeded timeout_s={budget['timeout_s']}")
                 break
-            ready, _, _ = select.select([reader], [], [], min(remaining, 1.0))
+            ready, _, _ = select.select([reader], [], [], min(remaining, 1.0, sampler.wait_s()))
+            sampler.maybe_sample()
             if not ready:
                 continue
             line = reader.readline()
@@ -158,7 +168,8 @@ def run_measurement(
             elif kind == "repetition":
                 lat = np.asarray(msg["latencies"], dtype=float)
                 row = make_row(base, repetition=msg["index"], status="ok", checksum=msg["checksum"],
-                               extra=msg["extra"] or None, **timing_fields(msg["units"], msg["seconds"], lat))
+                               extra=msg["extra"] or None, **timing_fields(msg["units"], msg["seconds"], lat),
+                               **sampler.peaks())
                 writer.append(row)
                 writer.append_latencies(msg["index"], lat)
                 outcome.rows += 1
@@ -178,13 +189,16 @@ def run_measurement(
     except BaseException:  # Ctrl-C or a bug here: the child must not outlive us; finished rows stay
         kill_tree(child.pid)
         child.wait()
+        end_job(tree, ledger)
         raise
     finally:
         reader.close()
+    sampler.sample()  # the last look at the tree (every pid of it is remembered for the clean-up)
     kill_tree(child.pid)  # also reaps anything a backend left behind
     child.wait()
+    end_job(tree, ledger)  # what escaped the tree kill: re-parented processes, other libraries' /dev/shm entries
     if failure is not None:
         status, message = failure
-        writer.append(make_row(base, repetition=outcome.rows, status=status, error=message))
+        writer.append(make_row(base, repetition=outcome.rows, status=status, error=message, **sampler.peaks()))
         outcome.status, outcome.message = status, message
     return outcome
