@@ -21,7 +21,7 @@ from harness.cleanup import ShmLedger, mapped_shm
 from harness.jobtree import JobTree
 
 MEMORY_FILE = "memory.csv"
-SAMPLE_EVERY_S = 1.0
+SAMPLE_EVERY_S = 0.5
 MB = 1e6
 
 
@@ -87,7 +87,7 @@ class MemorySampler:
 
     def peaks(self) -> dict[str, float]:
         """The row columns: peaks so far (rounded to 0.1 MB)."""
-        return {"peak_rss_mb": round(self.peak_rss_mb, 1), "peak_shm_mb": round(self.peak_shm_mb, 1)}
+        return {"peak_rss_mb": round(self.peak_rss_mb, 1), "peak_shm_mb": round(self.peak_shm_mb, 3)}
 
     def _write(self, t: float, rss_mb: float, shm_mb: float, procs: int) -> None:
         assert self.path is not None
@@ -97,4 +97,4 @@ class MemorySampler:
             w = csv.writer(fh)
             if new:
                 w.writerow(["t_s", "rss_mb", "shm_mb", "processes"])
-            w.writerow([f"{t:.2f}", f"{rss_mb:.1f}", f"{shm_mb:.1f}", procs])
+            w.writerow([f"{t:.2f}", f"{rss_mb:.1f}", f"{shm_mb:.3f}", procs])

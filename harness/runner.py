@@ -44,6 +44,10 @@ class JobOutcome:
     rows: int
     message: str = ""
     checksums: list[str] = field(default_factory=list)
+    #: what the job's tree still held when it ended (before the clean-up removed it): on a clean finish a
+    #: backend should leave nothing, so anything here is a leak of the backend (the soak checks it)
+    leftover_processes: int = 0
+    leftover_shm: list[str] = field(default_factory=list)
 
 
 def backend_variant(backend: dict[str, Any]) -> str:
@@ -163,9 +167,12 @@ def run_measurement(
                 base["round_work_ms"] = msg.get("round_work_ms")
             elif kind == "started":
                 base["startup_seconds"] = msg["startup_seconds"]
+                sampler.sample()  # everything is up; the timed rounds have not begun (warm-up runs)
             elif kind == "progress" and on_progress is not None:
                 on_progress(msg["done"], msg["total"])
             elif kind == "repetition":
+                if msg["index"] == int(budget["repetitions"]) - 1:
+                    sampler.sample()  # the last timed round is done: the state at the end of the run
                 lat = np.asarray(msg["latencies"], dtype=float)
                 row = make_row(base, repetition=msg["index"], status="ok", checksum=msg["checksum"],
                                extra=msg["extra"] or None, **timing_fields(msg["units"], msg["seconds"], lat),
@@ -194,6 +201,8 @@ def run_measurement(
     finally:
         reader.close()
     sampler.sample()  # the last look at the tree (every pid of it is remembered for the clean-up)
+    outcome.leftover_processes = len([p for p in tree.survivors() if p.pid != child.pid])
+    outcome.leftover_shm = ledger.owned(tree.pids)
     kill_tree(child.pid)  # also reaps anything a backend left behind
     child.wait()
     end_job(tree, ledger)  # what escaped the tree kill: re-parented processes, other libraries' /dev/shm entries
