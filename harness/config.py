@@ -127,6 +127,8 @@ class RunConfig:
     threads_per_worker: int = 1
     #: no progress bars
     quiet: bool = False
+    #: skip the job when its folder already holds all its ok rows for this config and git sha (harness.resume)
+    resume: bool = True
 
 
 def register_configs() -> None:
