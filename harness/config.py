@@ -6,12 +6,13 @@ message naming the key.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Optional
 
 from hydra.core.config_store import ConfigStore
-from omegaconf import MISSING
+from omegaconf import MISSING, OmegaConf
 
 from scenarios.configs import (
     ActorsConfig,
@@ -131,8 +132,14 @@ class RunConfig:
     resume: bool = True
 
 
+def slurm_minutes(timeout_s: float) -> int:
+    """A Slurm time limit past the harness's own timeout: it, not Slurm, must end a job (and write its row)."""
+    return int(math.ceil(float(timeout_s) / 60)) + 10
+
+
 def register_configs() -> None:
     """Register the schemas; ``conf/<group>/<option>.yaml`` files extend ``<option>_schema`` entries."""
+    OmegaConf.register_new_resolver("rb_slurm_minutes", slurm_minutes, replace=True)
     cs = ConfigStore.instance()
     cs.store(name="run_schema", node=RunConfig)
     for name, schema in SCENARIO_SCHEMAS.items():
