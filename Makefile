@@ -19,7 +19,7 @@ SCENARIOS := gym atari dqn marl actors object_size overhead
 ENV_BACKENDS := serial,reactor,reactor_threads,reactor_inline,ray,ray_compiled,vector
 ROLE_BACKENDS := serial,reactor,reactor_threads,reactor_inline,ray,ray_compiled
 
-.PHONY: help install test test-slow bench report results-readme clean $(addprefix bench-,$(SCENARIOS))
+.PHONY: help install test test-slow load soak bench report results-readme clean $(addprefix bench-,$(SCENARIOS))
 
 help: ## List every target
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 22
@@ -39,6 +39,15 @@ test: install ## Run the fast test suite (slow checks excluded)
 
 test-slow: install ## Run only the slow tests
 	$(PY) -m pytest -q -m slow
+
+# the load set: 8 and 16 workers on this machine's cores (reactor, Ray), 256 envs, payloads against /dev/shm,
+# a short soak (LOAD_SOAK_MINUTES, default 2); `make soak` is the long one (SOAK_MINUTES, default 30)
+SOAK_MINUTES ?= 30
+load: install ## Load held: many workers, 256 envs, /dev/shm-sized payloads, a short soak (slow, ~15 min)
+	$(PY) -m pytest -q -m slow tests/load tests/harness/test_cleanup.py
+
+soak: install ## Gym on the reactor for SOAK_MINUTES (default 30): RSS and /dev/shm over time, no growth, no leak
+	$(PY) -m harness.soak --minutes $(SOAK_MINUTES)
 
 bench: install ## The default local sweep of every scenario, then the report (resumes; FRESH=1: from scratch)
 	$(MAKE) --no-print-directory $(addprefix bench-,$(SCENARIOS)) BENCH_DIR=$(BENCH_DIR)

@@ -1,5 +1,8 @@
 """Range checks before anything runs: a Hydra callback that refuses out-of-range knobs of every job.
 
+It also refuses what cannot fit on this machine (`harness.capacity`: a payload larger than /dev/shm or
+than memory).
+
 Hydra's structured configs already refuse unknown keys, wrong types and unknown options at composition; the
 ranges (``workers >= 1``, ``budget.rounds >= 1``, probabilities in [0, 1], ...) live in
 `harness.config.RANGES`. ``on_run_start`` and ``on_multirun_start`` run before Hydra creates any output
@@ -14,6 +17,7 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
+from harness.capacity import capacity_errors
 from harness.config import ConfigRangeError, range_errors
 
 
@@ -29,7 +33,8 @@ class RangeCheck(Callback):
     """Fails a run or a whole sweep, before its first job, when any job has an out-of-range knob."""
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
-        errors = range_errors(_job_part(config))
+        job = _job_part(config)
+        errors = range_errors(job) + capacity_errors(job)
         if errors:
             _refuse("out of range: " + "; ".join(errors))
 
@@ -40,7 +45,8 @@ class RangeCheck(Callback):
         task = list(OmegaConf.to_container(config.hydra.overrides.task, resolve=False))
         problems: list[str] = []
         for overrides in sweep_job_overrides(task):
-            errors = range_errors(_job_part(compose(config_name=config_name, overrides=overrides)))
+            job = _job_part(compose(config_name=config_name, overrides=overrides))
+            errors = range_errors(job) + capacity_errors(job)
             if errors:
                 problems.append(f"job [{' '.join(overrides)}]: " + "; ".join(errors))
         if problems:
