@@ -41,6 +41,9 @@ class RangeCheck(Callback):
     def on_multirun_start(self, config: DictConfig, **kwargs: Any) -> None:
         from hydra import compose
 
+        sweeper = str(OmegaConf.select(config, "hydra.sweeper._target_", default=""))
+        if not sweeper.endswith("BasicSweeper"):  # another sweeper's syntax: each job checks itself (app.main)
+            return
         config_name = kwargs.get("config_name") or "config"
         task = list(OmegaConf.to_container(config.hydra.overrides.task, resolve=False))
         problems: list[str] = []
