@@ -4,7 +4,7 @@
 
 One harness job (the same runner, child process, clean-up and memory sampler as every benchmark) sized from a
 short calibration run to last ``--minutes``, in repetitions of about ``--repetition-s`` seconds each. The
-runner's sampler writes RSS (summed over the process tree) and /dev/shm bytes once a second to
+runner's sampler writes RSS (summed over the process tree) and /dev/shm bytes every 2 s to
 ``memory.csv``; this script then compares the first and the last tenth of the run after a warm-up, fits a
 slope, checks that the tree left no process and no /dev/shm entry behind on its clean finish, and writes
 ``soak.json`` and ``soak.md``. Exit status 1 when any check fails.
@@ -140,7 +140,7 @@ def render(s: dict[str, Any]) -> str:
         f"- /dev/shm in use: {s['shm_start_mb']:.2f} MB -> {s['shm_end_mb']:.2f} MB (peak {s['shm_peak_mb']:.2f} MB)",
         f"- processes in the tree: {s['processes_start']} -> {s['processes_end']}; left after the finish: "
         f"{s['leaked_processes']} processes, {len(s['leaked_shm_entries'])} /dev/shm entries",
-        f"- {s['samples']} samples, one a second (memory.csv)", "",
+        f"- {s['samples']} memory samples (memory.csv)", "",
         "| check | result |", "|---|---|",
         *[f"| {k} | {'pass' if v else 'FAIL'} |" for k, v in s["checks"].items()], "",
     ]

@@ -130,4 +130,4 @@ def test_soak(tmp_path):
     summary = json.loads((tmp_path / "soak.json").read_text())
     assert proc.returncode == 0 and summary["passed"], proc.stdout + proc.stderr
     assert summary["leaked_processes"] == 0 and summary["leaked_shm_entries"] == []
-    assert summary["samples"] >= minutes * 60  # the sampler ran all along (twice a second)
+    assert summary["samples"] >= minutes * 60 / 2 * 0.8  # the sampler ran all along (every 2 s after 10 s)
