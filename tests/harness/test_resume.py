@@ -68,3 +68,34 @@ def test_changed_config_or_fresh_flag_runs_again(tmp_path):
     assert proc.returncode == 0 and "reused" not in proc.stderr
     assert len(read_rows(sweep / "a")) == 1 and not (sweep / "a" / "reused.json").exists()
     assert len(list((sweep / "a").glob("results.superseded-*.csv"))) == 2
+
+
+def test_sweep_stopped_by_ctrl_c_halfway_finishes_only_the_rest(tmp_path):
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.conftest import REPO
+
+    sweep = tmp_path / "sweep"
+    args = [sys.executable, "-m", "harness", "-m", "scenario=gym", "backend=serial", "budget=smoke",
+            "budget.rounds=6000", "seed=0,1,2", "quiet=true", f"hydra.sweep.dir={sweep}"]
+    proc = subprocess.Popen(args, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 600
+    while not list(sweep.glob("1_*/results.csv")) and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)  # Ctrl-C while job 1 runs (it has a row or more, not all)
+    proc.communicate(timeout=120)
+    first = _jobs(sweep)[0]
+    assert len(read_rows(first)) == 3
+    stopped = len(read_rows(_jobs(sweep)[1]))
+    assert stopped < 3 and not list(sweep.glob("2_*/results.csv"))  # really stopped halfway
+    mtime = (first / "results.csv").stat().st_mtime_ns
+
+    again = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr
+    assert "job 0 gym/serial:- w=2: reused" in again.stderr
+    assert "job 1 gym/serial:- w=2: ok, 3 rows" in again.stderr and "job 2 gym/serial:- w=2: ok, 3 rows" in again.stderr
+    assert (first / "results.csv").stat().st_mtime_ns == mtime
+    assert [len(read_rows(j)) for j in _jobs(sweep)] == [3, 3, 3]
