@@ -25,6 +25,8 @@ import pandas as pd
 from harness.memory import MEMORY_FILE
 from harness.runner import run_measurement
 
+#: the soak's rounds are planned at this multiple of the calibrated speed (a quieter machine runs faster)
+SIZING_MARGIN = 1.3
 #: allowed drift of the tree's RSS between the first and last tenth (after warm-up): allocator noise, not a leak
 RSS_DRIFT_LIMIT = 0.05
 #: allowed growth of /dev/shm in use (MB): the reactor's ports are fixed-size, so any growth is a leak
@@ -69,6 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--backend", default="reactor", choices=["reactor", "reactor_threads", "reactor_inline"])
     ap.add_argument("--num-envs", type=int, default=15)
     ap.add_argument("--repetition-s", type=float, default=30.0, help="seconds per repetition (one row each)")
+    ap.add_argument("--max-minutes", type=float, default=None, help="time limit of the soak job (default 2x)")
     ap.add_argument("--warmup-s", type=float, default=None, help="ignored start (default: 5%% of the run)")
     args = ap.parse_args(argv)
     if args.minutes <= 0 or args.num_envs < 1 or args.repetition_s <= 0:
@@ -78,21 +81,23 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
 
     # calibration: rounds per second of this backend on this machine now
-    # (the slower of two repetitions: a busy machine slows down more often than it speeds up)
+    # sized on the faster of two repetitions, plus a margin, so that the soak lasts at least --minutes even
+    # when the machine gets quieter; --max-minutes bounds it (past it the job ends as a timeout, a failed check)
     cal = run_measurement(job_config(args.backend, args.num_envs, 1000, 2, 600), out / "calibration")
     if cal.status != "ok":
         print(f"calibration failed: {cal.message}", file=sys.stderr)
         return 1
     cal_rows = pd.read_csv(out / "calibration" / "results.csv")
-    rounds_per_s = float((cal_rows.rounds / cal_rows.seconds).min())
+    rounds_per_s = float((cal_rows.rounds / cal_rows.seconds).max()) * SIZING_MARGIN
     duration_s = args.minutes * 60
     rounds = max(1, int(rounds_per_s * min(args.repetition_s, duration_s)))
     repetitions = max(1, math.ceil(duration_s / (rounds / rounds_per_s)))
     print(f"soak: {repetitions} repetitions of {rounds} rounds ({rounds_per_s:.0f} rounds/s calibrated), "
           f"~{args.minutes:g} min -> {out}", file=sys.stderr)
     started = _dt.datetime.now(_dt.timezone.utc)
+    max_minutes = args.max_minutes if args.max_minutes is not None else 2 * args.minutes
     outcome = run_measurement(job_config(args.backend, args.num_envs, rounds, repetitions,
-                                         timeout_s=3 * duration_s + 600), out / "soak")
+                                         timeout_s=max_minutes * 60), out / "soak")
     ended = _dt.datetime.now(_dt.timezone.utc)
 
     memory = pd.read_csv(out / "soak" / MEMORY_FILE)
@@ -114,6 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     checks = {
         "finished ok": outcome.status == "ok" and len(ok) == repetitions,
+        f"ran at least {args.minutes:g} min": summary["minutes_run"] >= args.minutes,
         f"RSS drift < {RSS_DRIFT_LIMIT:.0%}": abs(figures["rss_drift"]) < RSS_DRIFT_LIMIT,
         f"/dev/shm growth < {SHM_DRIFT_LIMIT_MB} MB": figures["shm_end_mb"] - figures["shm_start_mb"] < SHM_DRIFT_LIMIT_MB,
         "no process left": outcome.leftover_processes == 0,
