@@ -43,8 +43,10 @@ test-slow: install ## Run only the slow tests
 # the load set: 8 and 16 workers on this machine's cores (reactor, Ray), 256 envs, payloads against /dev/shm,
 # a short soak (LOAD_SOAK_MINUTES, default 2); `make soak` is the long one (SOAK_MINUTES, default 30)
 SOAK_MINUTES ?= 30
+LOAD_DIR ?= results/load/$(shell date +%Y-%m-%d_%H-%M-%S)
 load: install ## Load held: many workers, 256 envs, /dev/shm-sized payloads, a short soak (slow, ~15 min)
-	$(PY) -m pytest -q -m slow tests/load tests/harness/test_cleanup.py
+	LOAD_RESULTS_DIR=$(LOAD_DIR) $(PY) -m pytest -q -m slow tests/load tests/harness/test_cleanup.py
+	$(PY) -m harness.report $(LOAD_DIR)
 
 soak: install ## Gym on the reactor for SOAK_MINUTES (default 30): RSS and /dev/shm over time, no growth, no leak
 	$(PY) -m harness.soak --minutes $(SOAK_MINUTES)
