@@ -2,8 +2,11 @@
 
     python -m harness.soak --minutes 30 [--out results/soak/<time>] [--backend reactor] [--num-envs 15]
 
-One harness job (the same runner, child process, clean-up and memory sampler as every benchmark) sized from a
-short calibration run to last ``--minutes``, in repetitions of about ``--repetition-s`` seconds each. The
+One harness job (the same runner, child process, clean-up and memory sampler as every benchmark), planned
+from a short calibration run for three times ``--minutes`` in repetitions of about ``--repetition-s`` seconds
+each, and stopped at ``--minutes`` as Ctrl-C stops a job: SIGINT to the measuring child, which stops its
+backend (``backend.stop``: workers joined, segments unlinked) and exits; a busy machine's speed varies too
+much for a planned number of rounds to last a given time. The
 runner's sampler writes RSS (summed over the process tree) and /dev/shm bytes every 2 s to
 ``memory.csv``; this script then compares the first and the last tenth of the run after a warm-up, fits a
 slope, checks that the tree left no process and no /dev/shm entry behind on its clean finish, and writes
@@ -15,18 +18,24 @@ import argparse
 import datetime as _dt
 import json
 import math
+import os
+import signal
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
+import psutil
 
 from harness.memory import MEMORY_FILE
 from harness.runner import run_measurement
 
-#: the soak's rounds are planned at this multiple of the calibrated speed (a quieter machine runs faster)
+#: the soak's rounds are planned at this multiple of the calibrated speed (a quieter machine runs faster), for
+#: PLAN_FACTOR times the duration; the soak is stopped at its duration
 SIZING_MARGIN = 1.3
+PLAN_FACTOR = 3
 #: allowed drift of the tree's RSS between the first and last tenth (after warm-up): allocator noise, not a leak
 RSS_DRIFT_LIMIT = 0.05
 #: allowed growth of /dev/shm in use (MB): the reactor's ports are fixed-size, so any growth is a leak
@@ -46,7 +55,10 @@ def job_config(backend: str, num_envs: int, rounds: int, repetitions: int, timeo
 
 def analyse(memory: pd.DataFrame, warmup_s: float) -> dict[str, float]:
     """RSS and /dev/shm at the start and end of the steady part, their drift and the fitted RSS slope."""
-    steady = memory[memory.t_s >= warmup_s]
+    # after the warm-up, while the tree has its running size (not the last seconds of the stop), and without
+    # the final 10 s (the stop and the harness's last look)
+    steady = memory[(memory.t_s >= warmup_s) & (memory.t_s <= memory.t_s.max() - 10)]
+    steady = steady[steady.processes == steady.processes.mode().iloc[0]] if len(steady) else steady
     if len(steady) < 10:
         steady = memory
     tenth = max(1, len(steady) // 10)
@@ -81,8 +93,9 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
 
     # calibration: rounds per second of this backend on this machine now
-    # sized on the faster of two repetitions, plus a margin, so that the soak lasts at least --minutes even
-    # when the machine gets quieter; --max-minutes bounds it (past it the job ends as a timeout, a failed check)
+    # planned for 3x --minutes at the faster calibration speed, stopped at --minutes (below); --max-minutes
+    # bounds it in case the stop is not seen (past it the job ends as a timeout, a failed check)
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # the child must not inherit an ignored SIGINT
     cal = run_measurement(job_config(args.backend, args.num_envs, 1000, 2, 600), out / "calibration")
     if cal.status != "ok":
         print(f"calibration failed: {cal.message}", file=sys.stderr)
@@ -91,14 +104,18 @@ def main(argv: list[str] | None = None) -> int:
     rounds_per_s = float((cal_rows.rounds / cal_rows.seconds).max()) * SIZING_MARGIN
     duration_s = args.minutes * 60
     rounds = max(1, int(rounds_per_s * min(args.repetition_s, duration_s)))
-    repetitions = max(1, math.ceil(duration_s / (rounds / rounds_per_s)))
+    repetitions = max(1, math.ceil(PLAN_FACTOR * duration_s / (rounds / rounds_per_s)))
     print(f"soak: {repetitions} repetitions of {rounds} rounds ({rounds_per_s:.0f} rounds/s calibrated), "
           f"~{args.minutes:g} min -> {out}", file=sys.stderr)
     started = _dt.datetime.now(_dt.timezone.utc)
     max_minutes = args.max_minutes if args.max_minutes is not None else 2 * args.minutes
+    stopper = Stopper(out / "soak", duration_s)
+    stopper.start()
     outcome = run_measurement(job_config(args.backend, args.num_envs, rounds, repetitions,
                                          timeout_s=max_minutes * 60), out / "soak")
     ended = _dt.datetime.now(_dt.timezone.utc)
+    stopper.cancel()
+    stopped = stopper.sent and outcome.status == "error" and "KeyboardInterrupt" in outcome.message
 
     memory = pd.read_csv(out / "soak" / MEMORY_FILE)
     rows = pd.read_csv(out / "soak" / "results.csv", keep_default_na=False)
@@ -109,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         "backend": args.backend, "num_envs": args.num_envs, "minutes_planned": args.minutes,
         "started_at": started.isoformat(timespec="seconds"), "ended_at": ended.isoformat(timespec="seconds"),
         "minutes_run": round((ended - started).total_seconds() / 60, 1),
-        "status": outcome.status, "message": outcome.message,
+        "status": "stopped at its duration" if stopped else outcome.status, "message": outcome.message,
         "repetitions_planned": repetitions, "repetitions_ok": int(len(ok)), "rounds_per_repetition": rounds,
         "env_steps": int(ok.units.astype(int).sum()),
         "throughput_first": float(tput.iloc[0]) if len(tput) else math.nan,
@@ -118,9 +135,10 @@ def main(argv: list[str] | None = None) -> int:
         **figures,
     }
     checks = {
-        "finished ok": outcome.status == "ok" and len(ok) == repetitions,
+        "finished ok or stopped cleanly at its duration": (outcome.status == "ok" and len(ok) == repetitions)
+        or stopped,
         f"ran at least {args.minutes:g} min": summary["minutes_run"] >= args.minutes,
-        f"RSS drift < {RSS_DRIFT_LIMIT:.0%}": abs(figures["rss_drift"]) < RSS_DRIFT_LIMIT,
+        f"RSS growth < {RSS_DRIFT_LIMIT:.0%}": figures["rss_drift"] < RSS_DRIFT_LIMIT,
         f"/dev/shm growth < {SHM_DRIFT_LIMIT_MB} MB": figures["shm_end_mb"] - figures["shm_start_mb"] < SHM_DRIFT_LIMIT_MB,
         "no process left": outcome.leftover_processes == 0,
         "no /dev/shm entry left": not outcome.leftover_shm,
@@ -132,6 +150,31 @@ def main(argv: list[str] | None = None) -> int:
     (out / "soak.md").write_text(render(summary))
     print(render(summary))
     return 0 if summary["passed"] else 1
+
+
+class Stopper(threading.Thread):
+    """Sends SIGINT to the soak's measuring child once ``duration_s`` have passed (Ctrl-C, as a user would)."""
+
+    def __init__(self, job_dir: Path, duration_s: float):
+        super().__init__(daemon=True)
+        self.job_dir, self.duration_s = str(job_dir), duration_s
+        self.sent = False
+        self._cancel = threading.Event()
+
+    def run(self) -> None:
+        if self._cancel.wait(self.duration_s):
+            return
+        for proc in psutil.Process(os.getpid()).children():
+            try:
+                cmd = proc.cmdline()
+            except psutil.Error:
+                continue
+            if "harness.measure" in cmd and self.job_dir in cmd:
+                proc.send_signal(signal.SIGINT)
+                self.sent = True
+
+    def cancel(self) -> None:
+        self._cancel.set()
 
 
 def render(s: dict[str, Any]) -> str:
