@@ -10,7 +10,10 @@ STAMP := $(VENV)/.installed
 BENCH_DIR ?= results/bench/latest
 WORKERS ?= 2
 BUDGET ?= local
-HARNESS := $(PY) -m harness -m budget=$(BUDGET) workers=$(WORKERS)
+# sweeps resume by default: a job whose folder holds all its ok rows for the same config and git sha is
+# skipped; FRESH=1 measures everything again (earlier files are renamed *.superseded-<time>.*, never deleted)
+FRESH ?=
+HARNESS := $(PY) -m harness -m budget=$(BUDGET) workers=$(WORKERS) resume=$(if $(FRESH),false,true)
 SCENARIOS := gym atari dqn marl actors object_size overhead
 # every backend that can run the Gym / Atari workloads: Ray in the paper's layout (ray, ray_compiled: one
 # actor per role) and at its best on few cores (ray_packed, ray_compiled_packed: one actor per worker), and
@@ -26,7 +29,7 @@ PAPER_BACKENDS ?= serial,reactor,ray,$(PAPER_RAY_BEST)
 PAPER_WORKERS ?= $(shell nproc)
 PAPER_DIR ?= results/bench/paper
 
-.PHONY: help install test test-slow bench bench-paper bench-paper-local report results-readme clean $(addprefix bench-,$(SCENARIOS))
+.PHONY: help install test test-slow load soak bench bench-paper bench-paper-local report results-readme clean $(addprefix bench-,$(SCENARIOS))
 
 help: ## List every target
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 22
@@ -47,39 +50,43 @@ test: install ## Run the fast test suite (slow checks excluded)
 test-slow: install ## Run only the slow tests
 	$(PY) -m pytest -q -m slow
 
-bench: install ## The default local sweep of every scenario, then the report
+# the load set: 8 and 16 workers on this machine's cores (reactor, Ray), 256 envs, payloads against /dev/shm,
+# a short soak (LOAD_SOAK_MINUTES, default 2); `make soak` is the long one (SOAK_MINUTES, default 30)
+SOAK_MINUTES ?= 30
+LOAD_DIR ?= results/load/$(shell date +%Y-%m-%d_%H-%M-%S)
+load: install ## Load held: many workers, 256 envs, /dev/shm-sized payloads, a short soak (slow, ~15 min)
+	LOAD_RESULTS_DIR=$(LOAD_DIR) $(PY) -m pytest -q -m slow tests/load tests/harness/test_cleanup.py
+	$(PY) -m harness.report $(LOAD_DIR)
+
+soak: install ## Gym on the reactor for SOAK_MINUTES (default 30): RSS and /dev/shm over time, no growth, no leak
+	$(PY) -m harness.soak --minutes $(SOAK_MINUTES)
+
+bench: install ## The default local sweep of every scenario, then the report (resumes; FRESH=1: from scratch)
 	$(MAKE) --no-print-directory $(addprefix bench-,$(SCENARIOS)) BENCH_DIR=$(BENCH_DIR)
 	$(MAKE) --no-print-directory bench-paper-local BENCH_DIR=$(BENCH_DIR)
 	$(MAKE) --no-print-directory report BENCH_DIR=$(BENCH_DIR)
 
 bench-gym: install ## Gym (CartPole) on every backend, the packed Ray layouts and the measured ceiling
-	rm -rf $(BENCH_DIR)/gym
 	-$(HARNESS) scenario=gym backend=$(ENV_BACKENDS) hydra.sweep.dir=$(BENCH_DIR)/gym
 
 bench-atari: install ## Atari (Pong) on every backend, ale-py's AtariVectorEnv and the measured ceiling
-	rm -rf $(BENCH_DIR)/atari
 	-$(HARNESS) scenario=atari backend=$(ATARI_BACKENDS) hydra.sweep.dir=$(BENCH_DIR)/atari
 
 bench-dqn: install ## Synchronized parallel DQN on every backend
-	rm -rf $(BENCH_DIR)/dqn
 	-$(HARNESS) scenario=dqn backend=$(ROLE_BACKENDS) hydra.sweep.dir=$(BENCH_DIR)/dqn
 
 bench-marl: install ## Multi-agent inference (synthetic and simple_spread) on every backend
-	rm -rf $(BENCH_DIR)/marl
 	-$(HARNESS) scenario=marl scenario.env=synthetic,simple_spread_v3 backend=$(ROLE_BACKENDS) hydra.sweep.dir=$(BENCH_DIR)/marl
 
 bench-actors: install ## Microbenchmark: round overhead against number of actors (2..16), and 2 actors with 100 KB / 10 MB
-	rm -rf $(BENCH_DIR)/actors
 	-$(HARNESS) scenario=actors scenario.num_clients=2,4,8,16 backend=reactor,reactor_threads,ray,ray_compiled hydra.sweep.dir=$(BENCH_DIR)/actors/clients
 	-$(HARNESS) scenario=actors scenario.num_clients=2 scenario.payload_bytes=100000 backend=reactor,ray,ray_compiled hydra.sweep.dir=$(BENCH_DIR)/actors/payload_100k
 	-$(HARNESS) scenario=actors scenario.num_clients=2 scenario.payload_bytes=10000000 budget.rounds=200 backend=reactor,ray,ray_compiled hydra.sweep.dir=$(BENCH_DIR)/actors/payload_10m
 
 bench-object_size: install ## Microbenchmark: round overhead against payload (1 KB .. 100 MB, 16 clients)
-	rm -rf $(BENCH_DIR)/object_size
 	-$(HARNESS) scenario=object_size scenario.payload_bytes=1000,100000,10000000,100000000 backend=reactor,ray,ray_compiled hydra.sweep.dir=$(BENCH_DIR)/object_size
 
 bench-overhead: install ## The reactor runtime's own overhead (chain and fan-out/fan-in, inline and threads)
-	rm -rf $(BENCH_DIR)/overhead
 	-$(HARNESS) scenario=overhead scenario.shape=chain,fan backend=reactor_inline,reactor_threads hydra.sweep.dir=$(BENCH_DIR)/overhead
 
 bench-paper: install ## The paper's twelve configurations at budget=paper (hours to days: prints an estimate first), then the report
@@ -87,7 +94,6 @@ bench-paper: install ## The paper's twelve configurations at budget=paper (hours
 	$(MAKE) --no-print-directory report BENCH_DIR=$(PAPER_DIR)
 
 bench-paper-local: install ## The paper's configurations at budget=local (part of `make bench`)
-	rm -rf $(BENCH_DIR)/paper
 	-$(PY) scripts/paper_bench.py run --budget $(BUDGET) --backends $(PAPER_BACKENDS) --workers $(WORKERS) --out $(BENCH_DIR)/paper
 
 report: install ## Statistics, figures and tables for everything under BENCH_DIR (default: results/bench/latest)

@@ -13,9 +13,11 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
-from harness.config import register_configs
+from harness.capacity import capacity_errors
+from harness.config import ConfigRangeError, check_ranges, register_configs
 from harness.progress import JobProgress
-from harness.runner import MeasurementFailed, backend_variant, run_measurement
+from harness.resume import decide
+from harness.runner import MeasurementFailed, backend_variant, job_spec, run_measurement
 
 CONF_DIR = str(Path(__file__).resolve().parents[1] / "conf")
 
@@ -33,6 +35,14 @@ def _job_label(cfg: DictConfig) -> str:
 def main(cfg: DictConfig) -> None:
     job_dir = Path(HydraConfig.get().runtime.output_dir)
     plain = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
+    check_ranges(plain)  # already checked by harness.checks.RangeCheck; kept for launchers that skip callbacks
+    if capacity_errors(plain):
+        raise ConfigRangeError("out of range: " + "; ".join(capacity_errors(plain)))
+    reused = decide(job_dir, job_spec(plain), resume=cfg.resume)
+    if reused:
+        print(f"{_job_label(cfg)}: reused, {reused} ok rows of the same config and code in {job_dir}",
+              file=sys.stderr)
+        return
     rounds = cfg.budget.warmup_rounds + cfg.budget.rounds * cfg.budget.repetitions
     with JobProgress(_job_label(cfg), total=rounds, quiet=cfg.quiet) as progress:
         outcome = run_measurement(plain, job_dir, on_progress=progress.update)

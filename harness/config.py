@@ -6,6 +6,7 @@ message naming the key.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Optional
@@ -159,10 +160,18 @@ class RunConfig:
     threads_per_worker: int = 1
     #: no progress bars
     quiet: bool = False
+    #: skip the job when its folder already holds all its ok rows for this config and git sha (harness.resume)
+    resume: bool = True
+
+
+def slurm_minutes(timeout_s: float) -> int:
+    """A Slurm time limit past the harness's own timeout: it, not Slurm, must end a job (and write its row)."""
+    return int(math.ceil(float(timeout_s) / 60)) + 10
 
 
 def register_configs() -> None:
     """Register the schemas; ``conf/<group>/<option>.yaml`` files extend ``<option>_schema`` entries."""
+    OmegaConf.register_new_resolver("rb_slurm_minutes", slurm_minutes, replace=True)
     cs = ConfigStore.instance()
     cs.store(name="run_schema", node=RunConfig)
     for name, schema in SCENARIO_SCHEMAS.items():
@@ -176,3 +185,99 @@ def config_object(schema: type, values: dict[str, Any]) -> Any:
     """A typed dataclass instance of ``schema`` from plain values (enums restored), as roles and backends
     expect: what the measuring child and ``python -m harness graph`` build from a composed config."""
     return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(schema), values))
+
+
+# --- Ranges: every numeric knob of every schema, checked before anything runs ------------------------------
+
+
+@dataclass(frozen=True)
+class Range:
+    """Bounds of one numeric field; ``None`` (where the schema allows it) is always accepted."""
+
+    ge: Optional[float] = None
+    gt: Optional[float] = None
+    le: Optional[float] = None
+
+    def violation(self, value: float) -> Optional[str]:
+        """Why ``value`` is out of range (e.g. ``must be >= 1``), or None when it is in range."""
+        if self.ge is not None and value < self.ge:
+            return f"must be >= {self.ge:g}"
+        if self.gt is not None and value <= self.gt:
+            return f"must be > {self.gt:g}"
+        if self.le is not None and value > self.le:
+            return f"must be <= {self.le:g}"
+        return None
+
+
+AT_LEAST_1 = Range(ge=1)
+AT_LEAST_0 = Range(ge=0)
+POSITIVE = Range(gt=0)
+PROBABILITY = Range(ge=0, le=1)
+
+#: schema -> numeric field -> its range. A subclass inherits its parents' entries (looked up along the MRO).
+#: ``tests/harness/test_ranges.py`` fails for any int or float field of any schema that has no entry here.
+RANGES: dict[type, dict[str, Range]] = {
+    RunConfig: {"workers": AT_LEAST_1, "seed": AT_LEAST_0, "threads_per_worker": AT_LEAST_1},
+    BudgetConfig: {"rounds": AT_LEAST_1, "warmup_rounds": AT_LEAST_0, "repetitions": AT_LEAST_1,
+                   "timeout_s": POSITIVE},
+    RayConfig: {"compiled_timeout_s": POSITIVE,
+                "broadcast_inline_max_bytes": AT_LEAST_0,
+                # Ray refuses a local object store under 75 MiB (ray_constants.OBJECT_STORE_MINIMUM_MEMORY_BYTES)
+                "object_store_memory": Range(ge=75 * 1024 * 1024)},
+    GymConfig: {"num_envs": AT_LEAST_1},
+    AtariConfig: {"num_envs": AT_LEAST_1},
+    DqnConfig: {"num_rollouts": AT_LEAST_1, "steps_per_round": AT_LEAST_1, "epsilon": PROBABILITY,
+                "hidden": AT_LEAST_1, "buffer_capacity": AT_LEAST_1, "minibatch": AT_LEAST_1, "lr": POSITIVE,
+                "gamma": PROBABILITY, "target_sync_every": AT_LEAST_1, "eval_episodes": AT_LEAST_0},
+    MarlConfig: {"num_agents": AT_LEAST_1, "hidden": AT_LEAST_1, "synthetic_obs_dim": AT_LEAST_1,
+                 "synthetic_num_actions": AT_LEAST_1, "max_cycles": AT_LEAST_1},
+    ActorsConfig: {"num_clients": AT_LEAST_1, "payload_bytes": AT_LEAST_0, "work_us": AT_LEAST_0},
+    OverheadConfig: {"size": AT_LEAST_1},
+    FaultConfig: {"num_workers": AT_LEAST_1, "fail_at_round": AT_LEAST_0, "fail_worker": AT_LEAST_0},
+}
+
+
+class ConfigRangeError(ValueError):
+    """A numeric knob outside its range (the message names the key and the value)."""
+
+
+def range_of(schema: type, field_name: str) -> Optional[Range]:
+    """The range of ``schema.field_name``, inherited from the closest parent schema that has one."""
+    for klass in schema.__mro__:
+        if field_name in RANGES.get(klass, {}):
+            return RANGES[klass][field_name]
+    return None
+
+
+def range_errors(cfg: Any) -> list[str]:
+    """Every out-of-range value of a composed job config (a DictConfig or a plain dict), as ``key=value: why``."""
+    from omegaconf import OmegaConf
+
+    plain = cfg if isinstance(cfg, dict) else OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
+    sections: list[tuple[str, type, dict[str, Any]]] = [("", RunConfig, plain)]
+    for group, schemas in (("scenario", SCENARIO_SCHEMAS), ("backend", BACKEND_SCHEMAS)):
+        node = plain.get(group) or {}
+        if node.get("name") in schemas:
+            sections.append((f"{group}.", schemas[node["name"]], node))
+    sections.append(("budget.", BudgetConfig, plain.get("budget") or {}))
+    errors = []
+    for prefix, schema, values in sections:
+        for key, value in values.items():
+            limits = range_of(schema, key)
+            if limits is None or isinstance(value, bool) or not isinstance(value, (int, float)):
+                continue
+            why = limits.violation(value)
+            if why is not None:
+                errors.append(f"{prefix}{key}={value}: {why}")
+    fault = plain.get("scenario") or {}
+    if fault.get("name") == "fault" and fault.get("fail_worker", 0) >= fault.get("num_workers", 1):
+        errors.append(f"scenario.fail_worker={fault['fail_worker']}: must be < scenario.num_workers="
+                      f"{fault['num_workers']}")
+    return errors
+
+
+def check_ranges(cfg: Any) -> None:
+    """Raise `ConfigRangeError` naming every out-of-range knob of a composed job config."""
+    errors = range_errors(cfg)
+    if errors:
+        raise ConfigRangeError("out of range: " + "; ".join(errors))

@@ -43,6 +43,9 @@ COLUMNS: tuple[str, ...] = (
     "threads_per_worker",
     "params",
     "extra",
+    # peak memory of the job's whole process tree, sampled by the parent (harness.memory)
+    "peak_rss_mb",
+    "peak_shm_mb",
 )
 
 STATUSES = ("ok", "error", "timeout")

@@ -5,7 +5,10 @@ appends one row per finished repetition to ``results.csv`` as it arrives. On an 
 it kills the child's whole process tree (Ray's daemons and reactor workers included), asks the reactor
 runtime to remove what those processes left (``reactor_backend.cleanup_after``: its shared-memory
 segments), writes an ``error`` or ``timeout`` row, and reports failure to the caller; rows already on disk
-stay. Messages are JSON lines on a pipe, read unbuffered (`read_lines`), so none waits in a buffer.
+stay. Messages are JSON lines on a pipe, read unbuffered (`read_lines`), so none waits in a buffer. After every job,
+`harness.cleanup.end_job` also kills any process of the job that left the tree and removes every other
+``/dev/shm`` entry the job created (Ray's semaphores, plasma files); `harness.memory` samples the tree's
+peak memory for the rows.
 """
 from __future__ import annotations
 
@@ -23,6 +26,9 @@ from typing import Any, Callable, Iterator, Optional
 import numpy as np
 import psutil
 
+from harness.cleanup import ShmLedger, end_job
+from harness.jobtree import JobTree
+from harness.memory import MEMORY_FILE, MemorySampler
 from harness.metadata import job_metadata
 from harness.results import ResultsWriter, make_row, timing_fields
 from reactor_backend import cleanup_after
@@ -38,6 +44,10 @@ class JobOutcome:
     rows: int
     message: str = ""
     checksums: list[str] = field(default_factory=list)
+    #: what the job's tree still held when it ended (before the clean-up removed it): on a clean finish a
+    #: backend should leave nothing, so anything here is a leak of the backend (the soak checks it)
+    leftover_processes: int = 0
+    leftover_shm: list[str] = field(default_factory=list)
 
 
 def backend_variant(backend: dict[str, Any]) -> str:
@@ -82,19 +92,26 @@ def kill_tree(pid: int) -> None:
         cleanup_after(dead)
 
 
-def read_lines(fd: int, deadline: float) -> Iterator[str]:
+def read_lines(fd: int, deadline: float, on_wake: Callable[[], Any] | None = None,
+               wake_s: Callable[[], float] | None = None) -> Iterator[str]:
     """Each complete line written to pipe ``fd``, as soon as it arrives, until the writer closes its end.
 
     Raises ``TimeoutError`` once ``time.monotonic()`` passes ``deadline``, after yielding every complete line
     that was in the pipe by then. Reads are raw ``os.read`` calls split into lines here: a buffered reader
     could hold a second line that ``select`` never reports, delaying it until the next write or losing it at
-    a timeout.
+    a timeout. ``on_wake`` (e.g. a memory sampler) is called after every wait, which lasts at most
+    ``wake_s()`` seconds when given.
     """
     pending = b""
     while True:
         now = time.monotonic()
         late = now >= deadline
-        ready, _, _ = select.select([fd], [], [], 0.0 if late else deadline - now)
+        wait = 0.0 if late else deadline - now
+        if wake_s is not None:
+            wait = min(wait, max(0.0, wake_s()))
+        ready, _, _ = select.select([fd], [], [], wait)
+        if on_wake is not None:
+            on_wake()
         if not ready:
             if late:
                 raise TimeoutError
@@ -140,6 +157,7 @@ def run_measurement(
         env[var] = str(cfg["threads_per_worker"])
     env["PYTHONUNBUFFERED"] = "1"
     rfd, wfd = os.pipe()
+    ledger = ShmLedger.snapshot()  # /dev/shm as found: the clean-up removes only what the job added
     child = subprocess.Popen(
         [sys.executable, "-m", "harness.measure", str(wfd), str(job_dir)],  # the dir names it in `ps`
         stdin=subprocess.PIPE,
@@ -149,6 +167,8 @@ def run_measurement(
         cwd=str(Path(__file__).resolve().parents[1]),
     )
     os.close(wfd)
+    tree = JobTree(child.pid)
+    sampler = MemorySampler(tree, ledger, job_dir / MEMORY_FILE)
     outcome = JobOutcome(status="ok", rows=0)
     deadline = time.monotonic() + float(budget["timeout_s"])
     try:
@@ -157,7 +177,8 @@ def run_measurement(
         child.stdin.close()
         failure: Optional[tuple[str, str]] = None
         try:
-            for line in read_lines(rfd, deadline):
+            for line in read_lines(rfd, deadline, on_wake=sampler.maybe_sample,
+                                   wake_s=lambda: min(1.0, sampler.wait_s())):
                 msg = json.loads(line)
                 kind = msg["type"]
                 if kind == "hello":
@@ -167,12 +188,16 @@ def run_measurement(
                     base["round_work_ms"] = msg.get("round_work_ms")
                 elif kind == "started":
                     base["startup_seconds"] = msg["startup_seconds"]
+                    sampler.sample()  # everything is up; the timed rounds have not begun (warm-up runs)
                 elif kind == "progress" and on_progress is not None:
                     on_progress(msg["done"], msg["total"])
                 elif kind == "repetition":
+                    if msg["index"] == int(budget["repetitions"]) - 1:
+                        sampler.sample()  # the last timed round is done: the state at the end of the run
                     lat = np.asarray(msg["latencies"], dtype=float)
                     row = make_row(base, repetition=msg["index"], status="ok", checksum=msg["checksum"],
-                                   extra=msg["extra"] or None, **timing_fields(msg["units"], msg["seconds"], lat))
+                                   extra=msg["extra"] or None, **timing_fields(msg["units"], msg["seconds"], lat),
+                                   **sampler.peaks())
                     writer.append(row)
                     writer.append_latencies(msg["index"], lat)
                     outcome.rows += 1
@@ -194,13 +219,18 @@ def run_measurement(
     except BaseException:  # Ctrl-C or a bug here: the child must not outlive us; finished rows stay
         kill_tree(child.pid)
         child.wait()
+        end_job(tree, ledger)
         raise
     finally:
         os.close(rfd)
+    sampler.sample()  # the last look at the tree (every pid of it is remembered for the clean-up)
+    outcome.leftover_processes = len([p for p in tree.survivors() if p.pid != child.pid])
+    outcome.leftover_shm = ledger.owned(tree.pids)
     kill_tree(child.pid)  # also reaps anything a backend left behind
     child.wait()
+    end_job(tree, ledger)  # what escaped the tree kill: re-parented processes, other libraries' /dev/shm entries
     if failure is not None:
         status, message = failure
-        writer.append(make_row(base, repetition=outcome.rows, status=status, error=message))
+        writer.append(make_row(base, repetition=outcome.rows, status=status, error=message, **sampler.peaks()))
         outcome.status, outcome.message = status, message
     return outcome

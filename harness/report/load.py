@@ -16,12 +16,14 @@ from typing import Any, Iterable
 import numpy as np
 import pandas as pd
 
+from harness.resume import REUSED_FILE
 from harness.results import COLUMNS, LATENCIES_FILE, RESULTS_FILE
 
 #: columns that define one configuration: backends are compared only within one
 CONFIG_COLUMNS: tuple[str, ...] = ("scenario", "params", "env_id", "num_envs", "workers", "budget", "seed")
 NUMERIC = ("workers", "num_envs", "seed", "repetition", "units", "seconds", "throughput", "latency_p50_ms",
-           "latency_p99_ms", "startup_seconds", "latency_mean_ms", "rounds", "round_work_ms", "threads_per_worker")
+           "latency_p99_ms", "startup_seconds", "latency_mean_ms", "rounds", "round_work_ms", "threads_per_worker",
+           "peak_rss_mb", "peak_shm_mb")
 #: metadata fields that identify the machine, and those that identify the software
 MACHINE_KEYS = ("hostname", "cpu_model", "cpu_count", "ram_gb", "os")
 SOFTWARE_KEYS = ("python", "versions", "git_sha")
@@ -75,8 +77,9 @@ def backend_label(backend: Any, variant: Any) -> str:
 
 def _read_one(path: Path, job: str) -> tuple[list[dict[str, str]], pd.DataFrame]:
     # the csv module: small files, read as strings (the columns are typed once, for all files, in `prepare`)
+    reused = (path.parent / REUSED_FILE).exists()  # harness.resume: rows kept from an earlier run
     with path.open(newline="") as fh:
-        records = [{**r, "job": job, "source": str(path)} for r in csv.DictReader(fh)]
+        records = [{**r, "job": job, "source": str(path), "reused": reused} for r in csv.DictReader(fh)]
     lat_path = path.parent / LATENCIES_FILE
     lat = pd.DataFrame(columns=["repetition", "round", "latency_ms", "job"])
     if lat_path.exists():
@@ -103,7 +106,7 @@ def load_results(paths: Iterable[Path | str]) -> ResultSet:
         records += recs
         if len(lat):
             lats.append(lat)
-    columns = list(dict.fromkeys([*COLUMNS, "job", "source", *(k for r in records[:1] for k in r)]))
+    columns = list(dict.fromkeys([*COLUMNS, "job", "source", "reused", *(k for r in records[:1] for k in r)]))
     rows = pd.DataFrame.from_records(records, columns=columns).fillna("")
     latencies = (pd.concat(lats, ignore_index=True) if lats
                  else pd.DataFrame({"repetition": pd.Series(dtype=float), "round": pd.Series(dtype=float),
@@ -114,6 +117,7 @@ def load_results(paths: Iterable[Path | str]) -> ResultSet:
 def prepare(rows: pd.DataFrame) -> pd.DataFrame:
     """Types, decoded JSON and grouping keys for raw rows (strings as read from CSV)."""
     rows = rows.copy()
+    rows["reused"] = rows["reused"].map(lambda v: v is True or str(v) == "True") if "reused" in rows else False
     for col in NUMERIC:
         rows[col] = pd.to_numeric(rows[col].replace("", np.nan), errors="coerce")
     for col in ("scenario", "backend", "variant", "env_id", "budget", "unit", "checksum", "status", "error"):
@@ -131,7 +135,16 @@ def prepare(rows: pd.DataFrame) -> pd.DataFrame:
     rows["machine"] = [canonical_json({k: m.get(k) for k in MACHINE_KEYS}) for m in meta]
     rows["software"] = [canonical_json({k: m.get(k) for k in SOFTWARE_KEYS}) for m in meta]
     rows["config"] = [config_key(r) for r in rows[list(CONFIG_COLUMNS)].itertuples(index=False)]
+    rows["hardware"] = [hardware_label(m) for m in meta]
+    if rows["hardware"].nunique() > 1:  # results of several kinds of machine: compare only within one kind
+        rows["config"] = rows["config"] + " @ " + rows["hardware"]
     return rows
+
+
+def hardware_label(meta: dict[str, Any]) -> str:
+    """A kind of machine: cores, CPU model, RAM and OS (nodes of one cluster partition share one label)."""
+    return (f"{meta.get('cpu_count', '?')}x {meta.get('cpu_model', '?')}, {meta.get('ram_gb', '?')} GB, "
+            f"{meta.get('os', '?')}")
 
 
 def config_key(values: Any) -> str:

@@ -171,6 +171,11 @@ def warnings(rep: Report) -> list[str]:
             out.append(f"headline {num_} / {den} unavailable: no ok rows for {', '.join(missing)}")
     if len(ok) and not len(rep.results.latencies):
         out.append("no latencies.csv beside the results: latency distributions are not drawn")
+    reused = rows[rows["reused"].astype(bool)] if "reused" in rows else rows.iloc[:0]
+    if len(reused):
+        folders = sorted({Path(s).parent.name for s in reused["source"]})
+        out.append(f"{len(reused)} row(s) of {len(folders)} job(s) reused from an earlier run of the same config and "
+                   f"code (resume): {', '.join(folders[:20])}{' ...' if len(folders) > 20 else ''}")
     if rep.superseded_runs:
         out.append(f"{rep.superseded_runs} older run(s) of an already measured configuration and backend set aside "
                    "(the latest run is used; --all-runs pools them)")
@@ -238,7 +243,8 @@ def scenario_tables(rep: Report) -> list[tuple[str, Table]]:
     for scen, g in s.groupby("scenario", sort=True):
         has_overhead = np.isfinite(g["overhead_ms"].astype(float)).any()
         header = ["configuration", "backend", "ok/err/timeout", "median", "95% interval", "unit/s", "CV",
-                  "stability", "efficiency (ceiling)", "p50 ms", "p99 ms", "startup s"] + (["overhead ms/round"] if has_overhead else [])
+                  "stability", "efficiency (ceiling)", "p50 ms", "p99 ms", "startup s", "peak RSS MB", "peak shm MB"] + (
+                      ["overhead ms/round"] if has_overhead else [])
         cells, classes = [], []
         g = g.assign(_c=[_name(rep, c) for c in g["config"]]).sort_values(["_c", "workers", "label"])
         for _, r in g.iterrows():
@@ -248,7 +254,8 @@ def scenario_tables(rep: Report) -> list[tuple[str, Table]]:
                    ("unstable: " + r["unstable_reasons"]) if r["unstable"] else "stable",
                    (f"{r['efficiency']:.0%} ({r['ceiling_source']})" if np.isfinite(r["efficiency"]) else "-")
                    + ("" if r.get("equal_work", True) else "; NOT THE SAME WORK (checksum differs; no verdict)"),
-                   num(r["latency_p50_ms"]), num(r["latency_p99_ms"]), num(r["startup_s"])]
+                   num(r["latency_p50_ms"]), num(r["latency_p99_ms"]), num(r["startup_s"]),
+                   num(r["peak_rss_mb"]), num(r["peak_shm_mb"])]
             if has_overhead:
                 row.append(num(r["overhead_ms"]))
             cells.append(row)

@@ -165,11 +165,16 @@ def _median(series: pd.Series) -> float:
     return float(np.median(a)) if a.size else math.nan
 
 
+def _max(rows: pd.DataFrame, col: str) -> float:
+    values = _clean(rows[col]) if col in rows else np.array([])
+    return float(values.max()) if values.size else math.nan
+
+
 SUMMARY_COLUMNS = [
     "scenario", "config", "params", "env_id", "num_envs", "workers", "budget", "seed", "label", "backend", "variant",
     "unit", "n_ok", "n_error", "n_timeout", "median", "ci_low", "ci_high", "cv", "unstable", "unstable_reasons",
     "median_seconds", "rounds", "latency_p50_ms", "latency_p99_ms", "latency_mean_ms", "round_work_ms",
-    "overhead_ms", "startup_s", "cpu_count", "hosts", "envs_per_actor"]
+    "overhead_ms", "startup_s", "cpu_count", "hosts", "envs_per_actor", "peak_rss_mb", "peak_shm_mb"]
 
 
 def summarize(rows: pd.DataFrame) -> pd.DataFrame:
@@ -200,6 +205,8 @@ def summarize(rows: pd.DataFrame) -> pd.DataFrame:
             "hosts": ", ".join(sorted(set(g["hostname"]))),
             "envs_per_actor": _median(pd.Series([e.get("envs_per_actor", math.nan) for e in ok["extra_dict"]],
                                                 dtype=float)) if len(ok) else math.nan,
+            # memory is a cost too: the highest peak of any run (failed ones included) of the job's tree
+            "peak_rss_mb": _max(g, "peak_rss_mb"), "peak_shm_mb": _max(g, "peak_shm_mb"),
         })
     return pd.DataFrame(out, columns=SUMMARY_COLUMNS)
 

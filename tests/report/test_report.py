@@ -97,13 +97,27 @@ def test_error_and_timeout_rows_are_listed_with_messages(jobs: Jobs) -> None:
     assert len(rep.analysis.speedups) == 0
 
 
-def test_mixed_machines_in_one_comparison_warn(jobs: Jobs) -> None:
+def test_two_hosts_of_one_kind_of_machine_are_pooled_with_a_warning(jobs: Jobs) -> None:
     jobs.write("gym", "reactor", "processes", 2, [500, 510, 505])
-    jobs.write("gym", "ray", "actors", 2, [50, 51, 49], meta={"hostname": "elsewhere", "cpu_count": 64})
+    jobs.write("gym", "ray", "actors", 2, [50, 51, 49], meta={"hostname": "elsewhere"})
     rep = make_report([jobs.root], figures=False)
-    assert len(rep.analysis.mixed) == 1
+    assert len(rep.analysis.mixed) == 1 and len(rep.analysis.speedups)
     w = " ".join(warnings(rep))
     assert "mixed environment" in w and "elsewhere" in w
+
+
+def test_results_of_different_machines_are_grouped_by_machine(jobs: Jobs) -> None:
+    for host, cores, scale in (("box", 2, 1), ("big", 64, 10)):
+        meta = {"hostname": host, "cpu_count": cores}
+        jobs.write("gym", "reactor", "processes", 2, [500 * scale, 510 * scale, 505 * scale], meta=meta)
+        jobs.write("gym", "ray", "actors", 2, [50 * scale, 51 * scale, 49 * scale], meta=meta)
+    rep = make_report([jobs.root], figures=False)
+    assert len(rep.analysis.mixed) == 0  # never two machines in one comparison
+    configs = sorted(set(rep.analysis.summary["config"]))
+    assert len(configs) == 2 and any("@ 64x" in c for c in configs) and any("@ 2x" in c for c in configs)
+    sp = rep.analysis.speedups
+    assert len(sp) and set(sp["config"]) == set(configs)
+    assert "rows come from 2 machines" in " ".join(warnings(rep))
 
 
 def test_mixed_versions_warn(jobs: Jobs) -> None:
