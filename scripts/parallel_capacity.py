@@ -7,7 +7,7 @@ short of k x. This measures that bound directly:
     .venv/bin/python scripts/parallel_capacity.py --env ALE/Pong-v5 --steps 3000 --procs 1 2
 
 `make bench` measures the same bound for every scenario's own unit of work with ``backend=capacity``
-(`harness/backends/capacity.py`), stored as rows beside the backends it bounds (docs/report.md).
+(`backends/capacity.py`), stored as rows beside the backends it bounds (docs/report.md).
 """
 from __future__ import annotations
 

@@ -27,7 +27,7 @@ MIN_SECONDS = 1e-3
 #: the headline comparisons: (numerator, denominator) labels
 HEADLINE_PAIRS: tuple[tuple[str, str], ...] = (("reactor:processes", "ray:actors"), ("reactor:processes", "ray:compiled"))
 SERIAL = "serial:-"
-#: the machine's measured ceiling (harness/backends/capacity.py): not a contender, the bound of efficiency
+#: the machine's measured ceiling (backends/capacity.py): not a contender, the bound of efficiency
 CEILING = "capacity:-"
 
 

@@ -5,7 +5,7 @@ import json
 import pandas as pd
 import pytest
 
-from reactor_backend.orchestration import split_by_cost
+from backends.reactor import split_by_cost
 from tests.conftest import read_rows, run_cli
 
 

@@ -28,7 +28,7 @@ def test_capacity_runs_k_serial_copies_with_the_serial_checksum(tmp_path):
 
 
 def test_capacity_copies_end_with_the_backend():
-    from harness.backends.capacity import CapacityBackend
+    from backends.capacity import CapacityBackend
     from harness.config import CapacityConfig
     from scenarios import make_scenario
     from scenarios.configs import GymConfig

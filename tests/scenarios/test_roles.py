@@ -142,7 +142,7 @@ def test_dqn_sampling_is_the_longest_per_process_sum_of_rollouts():
 
 def test_dqn_split_on_the_serial_backend_has_almost_no_communication():
     """Serial communicates nothing: sampling is the sum of all rollouts and the rest is bookkeeping."""
-    from harness.backends.serial import SerialBackend
+    from backends.serial import SerialBackend
     from harness.config import SerialConfig
 
     scenario = make_scenario(dqn_config(num_rollouts=4, steps_per_round=50), 0)
