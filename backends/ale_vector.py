@@ -4,8 +4,8 @@ what an Atari user picks for raw throughput, beside gymnasium's AsyncVectorEnv (
 Equal settings: the env is configured from the gymnasium id's own spec (``gym.make(env_id)``): the game,
 frameskip, sticky-action probability (``repeat_action_probability``), full or minimal action space and the
 episode frame limit, with full RGB frames (210x160x3, no resize, grayscale, frame stacking, max-pooling,
-no-op starts, fire reset, reward clipping or episodic life). Env ``i`` is reset with seed ``seed + i``;
-actions come from the same seeded RNGs as `scenarios.gym.EnvWorker` (``num_actions`` or the action space),
+no-op starts, fire reset, reward clipping or episodic life). Env ``i`` is reset with seed ``seed + seed_index(i)``;
+actions come from the same seeded RNGs as `scenarios.gym.EnvWorker` (``action_count()`` or the action space),
 the observation returned for a step is the one it produced (``final_obs`` at an episode's end), and with
 ``reset_every_step`` every env not already reset is reset after each step.
 
@@ -84,11 +84,11 @@ class AleVectorBackend(Backend):
         self.envs = AtariVectorEnv(num_envs=self.n, num_threads=self.workers, autoreset_mode="SameStep",
                                    **settings)
         space = self.envs.single_action_space
-        num_actions = getattr(c, "num_actions", None)
-        self.samplers = [_ActionSampler(space, scenario.seed, i, None if num_actions is None else int(num_actions))
-                         for i in range(self.n)]
+        num_actions = scenario.action_count()  # type: ignore[attr-defined]
+        seed_index = scenario.seed_index  # type: ignore[attr-defined]
+        self.samplers = [_ActionSampler(space, scenario.seed, seed_index(i), num_actions) for i in range(self.n)]
         self.frame_shape = (settings["img_height"], settings["img_width"], 3)
-        self.envs.reset(seed=np.arange(scenario.seed, scenario.seed + self.n))
+        self.envs.reset(seed=np.asarray([scenario.seed + seed_index(i) for i in range(self.n)], dtype=np.int64))
         server.placement([1] * self.n)  # one process beside the server's, threads inside it
 
     def run(self, rounds: int, clock: Clock) -> None:

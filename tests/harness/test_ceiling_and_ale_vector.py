@@ -53,7 +53,7 @@ def test_capacity_copies_end_with_the_backend():
 
 def test_ale_vector_without_sticky_actions_equals_serial(tmp_path):
     # PongNoFrameskip-v4: frameskip 1, no sticky actions -> the C++ env must reproduce the Python env
-    proc = run_cli("scenario=atari", "scenario.env_id=PongNoFrameskip-v4", "scenario.num_actions=6",
+    proc = run_cli("scenario=atari", "scenario.env_id=PongNoFrameskip-v4", "scenario.actions=full",
                    "backend=serial,ale_vector", *SMOKE, "budget.rounds=30", run_dir=tmp_path, multirun=True)
     rows = sweep_rows(tmp_path, proc)
     serial, ale = rows[rows.backend == "serial"], rows[rows.backend == "ale_vector"]
@@ -64,7 +64,7 @@ def test_ale_vector_without_sticky_actions_equals_serial(tmp_path):
 def test_ale_vector_with_sticky_actions_is_labelled_not_the_same_work(tmp_path):
     # ALE/Pong-v5 (sticky actions 0.25) with all 6 actions: the C++ env's sticky-action RNG differs, so its
     # frames differ; the report must say so and keep the configuration valid for the other backends
-    proc = run_cli("scenario=atari", "scenario.num_actions=6", "backend=serial,ale_vector", *SMOKE,
+    proc = run_cli("scenario=atari", "scenario.actions=full", "backend=serial,ale_vector", *SMOKE,
                    "budget.rounds=30", run_dir=tmp_path, multirun=True)
     rows = sweep_rows(tmp_path, proc)
     ale = rows[rows.backend == "ale_vector"]
