@@ -24,7 +24,7 @@ ALLOWED: dict[str, set[str]] = {
     "harness": {"scenarios", "reactor_backend", "ray_backend", "backends"},
 }
 #: the report reads result files only
-REPORT_ALLOWED = {"harness.results"}
+REPORT_ALLOWED = {"harness.results", "harness.resume"}  # file formats: the columns, the reused-job marker
 NOT_RUNTIME = ("scenarios", "harness", "ray_backend", "backends")
 
 

@@ -9,7 +9,7 @@ from harness.report.figures import all_plots
 from harness.report.load import latest_runs, load_results
 from harness.report.paper import side_by_side
 from harness.report.render import Report, readme_section, summary_csv, to_html, to_markdown, update_readme
-from harness.report.stats import analyze
+from harness.report.analysis import analyze
 from harness.report.verdict import headline_frame
 
 FIGURE_DIR = "figures"

@@ -15,7 +15,8 @@ import pandas as pd
 from harness.report.figures import Plot, describe, varying_params
 from harness.report.load import ResultSet
 from harness.report.paper import PAPER_CITATION
-from harness.report.stats import ALPHA, HEADLINE_PAIRS, SERIAL, Analysis
+from harness.report.analysis import Analysis
+from harness.report.stats import ALPHA, HEADLINE_PAIRS, SERIAL
 from harness.report.verdict import PAPER_RAY, REACTOR, fmt_ratio
 
 README_START = "<!-- results:start -->"

@@ -1,6 +1,8 @@
 """Sweeps across machines: hydra-submitit-launcher, tried here in its local mode; the Slurm preset's sbatch."""
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 import submitit
 from hydra import compose, initialize_config_dir
@@ -36,7 +38,8 @@ def test_slurm_preset_asks_for_whole_nodes_and_outlasts_the_harness_timeout(monk
         cfg = compose(config_name="config", overrides=["hydra/launcher=slurm", "budget=paper"],
                       return_hydra_config=True)
     launcher = cfg.hydra.launcher
-    assert launcher.timeout_min == 7200 // 60 + 10  # budget=paper: timeout_s 7200
+    minutes = math.ceil(cfg.budget.timeout_s / 60) + 10  # the harness's own timeout ends a slow job first
+    assert launcher.timeout_min == minutes
     # what the plugin does with these parameters (SubmititLauncher.launch), up to the sbatch file; there is no
     # Slurm here, so only submitit's check for `srun` on the PATH is answered
     monkeypatch.setattr(submitit.SlurmExecutor, "affinity", classmethod(lambda cls: 2))
@@ -45,5 +48,5 @@ def test_slurm_preset_asks_for_whole_nodes_and_outlasts_the_harness_timeout(monk
     params = {k: launcher[k] for k in launcher if k not in ("_target_", "submitit_folder", "max_num_timeout", "name")}
     executor.update_parameters(**{k if k in base else f"slurm_{k}": v for k, v in params.items()})
     sbatch = executor._executor._make_submission_file_text("python -m harness", "uid")
-    for line in ("#SBATCH --exclusive", "#SBATCH --nodes=1", "#SBATCH --ntasks-per-node=1", "#SBATCH --time=130"):
+    for line in ("#SBATCH --exclusive", "#SBATCH --nodes=1", "#SBATCH --ntasks-per-node=1", f"#SBATCH --time={minutes}"):
         assert line in sbatch.splitlines(), sbatch
