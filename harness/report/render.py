@@ -16,7 +16,7 @@ from harness.report.figures import Plot, describe, varying_params
 from harness.report.load import ResultSet
 from harness.report.paper import PAPER_CITATION
 from harness.report.analysis import Analysis
-from harness.report.stats import ALPHA, HEADLINE_PAIRS, SERIAL
+from harness.report.stats import ALPHA, HEADLINE_PAIRS, SERIAL, implausible_ceilings
 from harness.report.verdict import PAPER_RAY, REACTOR, fmt_ratio
 
 README_START = "<!-- results:start -->"
@@ -159,6 +159,10 @@ def warnings(rep: Report) -> list[str]:
         out.append(f"{len(bad)} configuration(s) invalid: their backends' checksums differ; no speedup computed")
     if len(a.failures):
         out.append(f"{len(a.failures)} row(s) with status error or timeout (listed under Failures)")
+    for config, workers, cap in implausible_ceilings(a.summary):
+        out.append(f"{_name(rep, config)}: the measured ceiling is {cap:.2f}x serial with {workers:g} worker(s), "
+                   "more than k processes can give: the machine's speed drifted between the serial and capacity "
+                   "jobs, so this configuration's efficiency is understated (compare ratios within one job)")
     unstable = a.summary[a.summary["unstable"].astype(bool) & (a.summary["n_ok"] > 0)]
     if len(unstable):
         out.append(f"{len(unstable)} of {int((a.summary['n_ok'] > 0).sum())} results are unstable "

@@ -248,6 +248,15 @@ def add_efficiency(summary: pd.DataFrame) -> pd.DataFrame:
     return s
 
 
+def implausible_ceilings(summary: pd.DataFrame, slack: float = 1.05) -> list[tuple[str, float, float]]:
+    """``(config, workers, capacity)`` of every measured ceiling above ``workers`` x serial (with 5% slack):
+    k uncoordinated copies cannot beat k x one, so serial and the ceiling ran at different machine speeds."""
+    s = summary[(summary["ceiling_source"] == "measured") & np.isfinite(summary["capacity"].astype(float))]
+    s = s.drop_duplicates("config")
+    return [(c, float(w), float(k)) for c, w, k in zip(s["config"], s["workers"], s["capacity"])
+            if np.isfinite(w) and k > w * slack]
+
+
 def _promised(extra: object) -> bool:
     """False for rows whose backend cannot promise the serial trajectories (``extra.equal_work_promised``)."""
     return not (isinstance(extra, dict) and extra.get("equal_work_promised") is False)

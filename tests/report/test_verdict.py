@@ -102,3 +102,22 @@ def test_ratio_interval_is_scipy_bootstrap_and_brackets_the_ratio() -> None:
     lo, hi = ratio_interval(x, y)
     assert lo <= 2.0 <= hi and hi - lo < 0.05
     assert ratio_interval(np.array([3.0]), np.array([1.0])) == (3.0, 3.0)
+
+
+def test_a_ceiling_above_k_times_serial_is_flagged_as_drift(jobs: Jobs) -> None:
+    from harness.report.render import warnings
+
+    jobs.write("gym", "serial", "-", 2, _tight(1000))
+    jobs.write("gym", "reactor", "processes", 2, _tight(1300))
+    jobs.write("gym", "capacity", "-", 2, _tight(2420))  # 2.42x serial from 2 processes: impossible
+    drift = [w for w in warnings(make_report([jobs.root], figures=False)) if "measured ceiling is" in w]
+    assert len(drift) == 1 and "2.42x serial with 2 worker(s)" in drift[0]
+
+
+def test_a_plausible_ceiling_is_not_flagged(jobs: Jobs) -> None:
+    from harness.report.render import warnings
+
+    jobs.write("gym", "serial", "-", 2, _tight(1000))
+    jobs.write("gym", "reactor", "processes", 2, _tight(1300))
+    jobs.write("gym", "capacity", "-", 2, _tight(1900))
+    assert not [w for w in warnings(make_report([jobs.root], figures=False)) if "measured ceiling is" in w]
