@@ -28,6 +28,9 @@ PAPER_RAY_BEST ?= ray_packed,ray_compiled_packed
 PAPER_BACKENDS ?= serial,reactor,ray,$(PAPER_RAY_BEST)
 PAPER_WORKERS ?= $(shell nproc)
 PAPER_DIR ?= results/bench/paper
+# a subset for a small machine: the paper's sizes and settings, rounds cut to serial jobs of about this many
+# seconds (empty: the paper's rounds); the report lists the shortened rounds as a difference
+PAPER_JOB_SECONDS ?=
 
 .PHONY: help install test test-slow load soak bench bench-paper bench-paper-local report results-readme clean $(addprefix bench-,$(SCENARIOS))
 
@@ -90,7 +93,7 @@ bench-overhead: install ## The reactor runtime's own overhead (chain and fan-out
 	-$(HARNESS) scenario=overhead scenario.shape=chain,fan backend=reactor_inline,reactor_threads hydra.sweep.dir=$(BENCH_DIR)/overhead
 
 bench-paper: install ## The paper's twelve configurations at budget=paper (hours to days: prints an estimate first), then the report
-	-$(PY) scripts/paper_bench.py run --budget paper --backends $(PAPER_BACKENDS) --workers $(PAPER_WORKERS) --out $(PAPER_DIR)
+	-$(PY) scripts/paper_bench.py run --budget paper --backends $(PAPER_BACKENDS) --workers $(PAPER_WORKERS) --out $(PAPER_DIR) $(if $(PAPER_JOB_SECONDS),--job-seconds $(PAPER_JOB_SECONDS))
 	$(MAKE) --no-print-directory report BENCH_DIR=$(PAPER_DIR)
 
 bench-paper-local: install ## The paper's configurations at budget=local (part of `make bench`)

@@ -8,6 +8,11 @@ prints how long the sweep will take; ``run`` prints that estimate first, then ru
 
     python scripts/paper_bench.py estimate --budget paper --backends serial,reactor,ray --workers 32
     python scripts/paper_bench.py run --budget paper --backends serial,reactor,ray --workers 32 --out results/bench/paper
+
+``--job-seconds S`` runs a subset that fits a small machine: every configuration at the paper's sizes and
+settings, but with its rounds per repetition cut so that one serial job lasts about ``S`` seconds (from the
+probe; never more than the budget's own rounds). The rows keep their real ``budget.rounds``, so the report's
+paper table lists the shortened rounds as a difference from the authors' settings, like any other option.
 """
 from __future__ import annotations
 
@@ -34,6 +39,8 @@ FIXED: dict[str, list[str]] = {
 }
 #: probe at least this many rounds and this long (cheap rounds are noisy), at most PROBE_MAX rounds
 PROBE_ROUNDS, PROBE_SECONDS, PROBE_MAX = 3, 0.5, 500
+#: a subset job keeps at least this many timed rounds per repetition (and as many warm-up rounds, at most)
+SUBSET_MIN_ROUNDS = 20
 
 
 def compose(scenario: str, budget: str, extra: list[str]) -> dict:
@@ -88,38 +95,72 @@ def duration(seconds: float) -> str:
     return f"{seconds / 60:.0f} min" if seconds < 7200 else f"{seconds / 3600:.1f} h"
 
 
-def estimate(budget: str, backends: list[str], workers: int) -> float:
-    """Print, per configuration, the serial round time and the sweep's expected duration; return seconds."""
-    cores = os.cpu_count() or 1
-    total_low = total_high = 0.0
-    print(f"estimate for budget={budget}, backends {','.join(backends)}, workers={workers}, {cores} cores "
-          f"(probe: >= {PROBE_ROUNDS} serial rounds and {PROBE_SECONDS} s each)", flush=True)
+def subset_budget(budget: dict, round_s: float, job_seconds: float) -> dict[str, int]:
+    """Rounds and warm-up rounds of a subset job: a serial job of about ``job_seconds`` (at least
+    ``SUBSET_MIN_ROUNDS`` rounds per repetition, never more than the budget's own)."""
+    reps = int(budget["repetitions"])
+    wanted = int(job_seconds / max(round_s * reps, 1e-9))
+    rounds = min(int(budget["rounds"]), max(SUBSET_MIN_ROUNDS, wanted))
+    return {"rounds": rounds, "warmup_rounds": min(int(budget["warmup_rounds"]), rounds)}
+
+
+def configurations(budget: str, job_seconds: float | None = None):
+    """Yield (scenario, swept key, its value, overrides, resolved config, probed serial round seconds) for
+    every configuration;
+    with ``job_seconds``, the overrides shorten the rounds (`subset_budget`)."""
     for scenario, (key, values) in SWEEPS.items():
         for value in values:
-            cfg = compose(scenario, budget, [*FIXED.get(scenario, []), f"{key}={value}"])
-            b = cfg["budget"]
-            rounds = b["warmup_rounds"] + b["rounds"] * b["repetitions"]
+            overrides = [*FIXED.get(scenario, []), f"{key}={value}"]
+            cfg = compose(scenario, budget, overrides)
             round_s = probe_round_seconds(cfg)
-            serial_s = rounds * round_s
-            parallel = [x for x in backends if x != "serial"]
-            # parallel backends: between perfect scaling over min(workers, cores) and no gain at all
-            low = serial_s * ("serial" in backends) + len(parallel) * serial_s / max(1, min(workers, cores))
-            high = serial_s * len(backends)
-            total_low += low
-            total_high += high
-            print(f"  {scenario:5s} {key}={value:16s} {rounds:7d} rounds x {round_s * 1e3:8.2f} ms serial "
-                  f"-> {duration(low)} .. {duration(high)}", flush=True)
+            if job_seconds is not None:
+                cut = subset_budget(cfg["budget"], round_s, job_seconds)
+                overrides += [f"budget.{k}={v}" for k, v in cut.items()]
+                cfg["budget"].update(cut)
+            yield scenario, key, value, overrides, cfg, round_s
+
+
+def estimate(budget: str, backends: list[str], workers: int, job_seconds: float | None = None) -> list:
+    """Print, per configuration, the serial round time and the sweep's expected duration; return the
+    configurations (as `configurations` yields them)."""
+    cores = os.cpu_count() or 1
+    total_low = total_high = 0.0
+    subset = "" if job_seconds is None else f", subset: serial jobs of about {job_seconds:g} s"
+    print(f"estimate for budget={budget}, backends {','.join(backends)}, workers={workers}, {cores} cores "
+          f"(probe: >= {PROBE_ROUNDS} serial rounds and {PROBE_SECONDS} s each){subset}", flush=True)
+    configs = []
+    for scenario, key, value, overrides, cfg, round_s in configurations(budget, job_seconds):
+        configs.append((scenario, value, overrides))
+        b = cfg["budget"]
+        rounds = b["warmup_rounds"] + b["rounds"] * b["repetitions"]
+        serial_s = rounds * round_s
+        parallel = [x for x in backends if x != "serial"]
+        # parallel backends: between perfect scaling over min(workers, cores) and no gain at all
+        low = serial_s * ("serial" in backends) + len(parallel) * serial_s / max(1, min(workers, cores))
+        high = serial_s * len(backends)
+        total_low += low
+        total_high += high
+        print(f"  {scenario:5s} {key}={value:16s} {rounds:7d} rounds x {round_s * 1e3:8.2f} ms serial "
+              f"-> {duration(low)} .. {duration(high)}", flush=True)
     print(f"total: about {duration(total_low)} .. {duration(total_high)} (plus start-up per job)", flush=True)
-    return total_high
+    return configs
 
 
-def run(budget: str, backends: list[str], workers: int, out: Path) -> int:
-    estimate(budget, backends, workers)
+def run(budget: str, backends: list[str], workers: int, out: Path, job_seconds: float | None = None) -> int:
+    """The sweeps: one multirun per scenario over its configurations, or (a subset, whose rounds differ
+    per configuration) one multirun per configuration."""
+    configs = estimate(budget, backends, workers, job_seconds)
+    commands = []
+    if job_seconds is None:
+        for scenario, (key, values) in SWEEPS.items():
+            commands.append((scenario, [*FIXED.get(scenario, []), f"{key}={','.join(values)}"], out / scenario))
+    else:
+        for scenario, value, overrides in configs:
+            commands.append((scenario, overrides, out / scenario / value))
     failed = 0
-    for scenario, (key, values) in SWEEPS.items():
+    for scenario, overrides, where in commands:
         args = [sys.executable, "-m", "harness", "-m", f"budget={budget}", f"workers={workers}",
-                f"scenario={scenario}", *FIXED.get(scenario, []), f"{key}={','.join(values)}",
-                f"backend={','.join(backends)}", f"hydra.sweep.dir={out / scenario}"]
+                f"scenario={scenario}", *overrides, f"backend={','.join(backends)}", f"hydra.sweep.dir={where}"]
         print(" ".join(args[1:]), flush=True)
         failed += subprocess.run(args, cwd=REPO).returncode != 0
     return 1 if failed else 0
@@ -132,12 +173,16 @@ def main() -> int:
     parser.add_argument("--backends", default="serial,reactor,ray")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--out", type=Path, default=REPO / "results" / "bench" / "paper")
+    parser.add_argument("--job-seconds", type=float, default=None,
+                        help="a subset: the paper's sizes with rounds cut to serial jobs of about this long")
     args = parser.parse_args()
+    if args.job_seconds is not None and args.job_seconds <= 0:
+        parser.error(f"--job-seconds must be > 0, got {args.job_seconds}")
     backends = [b for b in args.backends.split(",") if b]
     if args.action == "estimate":
-        estimate(args.budget, backends, args.workers)
+        estimate(args.budget, backends, args.workers, args.job_seconds)
         return 0
-    return run(args.budget, backends, args.workers, args.out)
+    return run(args.budget, backends, args.workers, args.out, args.job_seconds)
 
 
 if __name__ == "__main__":
