@@ -13,9 +13,10 @@ is written once): a fixed 128-byte header in a shared header table plus a data s
   tuples...) are copied straight into the segment after the pickle stream, not into it.
 * Flat records, a tuple or list of at most 16 fields that are numpy arrays, floats, ints, bools
   or None (an environment step's ``(obs, reward, done)``), are laid out once: a descriptor in the
-  segment, then the scalars packed with one ``struct``, then each array. While the field types,
-  dtypes and shapes stay the same, a write packs the scalars and copies the arrays into place, and
-  a read unpacks them (arrays as views or copies, as for a bare array): no pickling per value.
+  segment, then 8 bytes per scalar, then each array, aligned. While the field types, dtypes and
+  shapes stay the same, a write stores the scalars and copies the arrays into place and a read
+  builds the record from the bytes (arrays as views or copies, as for a bare array), both in the
+  compiled ``_codec.RecordCodec``: no pickling per value. An int beyond 64 bits pickles the value.
 * ``None`` costs only the header.
 * A slot grows when a larger value arrives: the writer creates a new segment (generation g+1),
   publishes the generation and capacity in the header and unlinks the old name; a reader maps the
@@ -48,6 +49,8 @@ from typing import Any
 
 import numpy as np
 
+from reactor_backend._codec import SCALAR_BYTES, RecordCodec
+
 SHM_DIR = "/dev/shm"
 HEADER_SIZE = 128
 MAX_NDIM = 8
@@ -56,8 +59,9 @@ KIND_ARRAY = 1
 KIND_PICKLE = 2
 KIND_RECORD = 3
 MAX_RECORD = 16
-_REC_SCALARS = {float: "d", int: "q", bool: "?"}
+_REC_TAGS = {float: "f", int: "i", bool: "b"}
 _NONE_KEY = ("n",)
+_RECORD_KEY = ("r",)  # the header describes the layout of the writer's current codec
 _INITIAL_CAPACITY = 4096
 _ALIGN = 64
 
@@ -161,12 +165,7 @@ class SlotWriter:
         self._cur: Any = None
         self._cur_gen = -1
         self._dst: np.ndarray | None = None  # the array's view over the segment
-        self._rec_arrays: list[tuple[int, np.ndarray]] = []
-        self._rec_struct: struct.Struct | None = None
-        self._rec_scalars: tuple[int, ...] = ()
-        self._rec_scalar_off = 0
-        self._rec_sig: Any = None
-        self._rec_match: Any = None
+        self._rec: RecordCodec | None = None  # the current record layout's compiled writer
 
     def _ensure(self, nbytes: int) -> None:
         if nbytes <= self.capacity and self.mm is not None:
@@ -195,17 +194,18 @@ class SlotWriter:
                 self._write_array(value, key, round_)
                 return
         elif t is tuple or t is list:
-            if self._cur is not None and self._cur is self._rec_sig and self.gen == self._cur_gen \
-                    and self._rec_match(value):
-                # same record layout as last time (checked field by field, no signature built)
-                if self._record_data(value):
+            if self._cur is _RECORD_KEY and self.gen == self._cur_gen:
+                done = self._rec.write(value)  # type: ignore[union-attr]
+                if done == 1:  # same record layout as last time: stored field by field
                     _ROUND.pack_into(self.table.mm, self.off, round_)
                     return
-            sig = _record_signature(value)
-            if sig is not None:
-                if sig != self._cur or self.gen != self._cur_gen:
-                    self._record_layout(value, sig, round_)
-                if self._record_data(value):
+                if done == -1:
+                    self._write_pickle(value, round_)
+                    return
+            fields = _record_fields(value)
+            if fields is not None:
+                self._record_layout(value, fields, round_)
+                if self._rec.write(value) == 1:  # type: ignore[union-attr]
                     _ROUND.pack_into(self.table.mm, self.off, round_)
                     return
         elif value is None:
@@ -226,62 +226,36 @@ class SlotWriter:
         self._header(round_, KIND_ARRAY, value.ndim, nbytes, value.dtype.str.encode(), value.shape)
         self._cur, self._cur_gen = key, self.gen
 
-    def _record_layout(self, value: tuple | list, sig: tuple, round_: int) -> None:
-        """Lay out a flat record (see ``_record_signature``) in the segment: a pickled descriptor,
-        then the scalars packed with one struct, then each array, aligned. The header's layout
-        counter changes, so readers decode the descriptor once, then read the data directly."""
-        fields: list[tuple] = []
-        fmt = "<"
-        scalars: list[int] = []
-        for i, x in enumerate(value):
-            if type(x) is np.ndarray:
-                fields.append(("a", x.dtype.str, x.shape, x.nbytes))
-            elif x is None:
-                fields.append(("n",))
-            else:
-                fields.append(("s",))
-                fmt += _REC_SCALARS[type(x)]
-                scalars.append(i)
-        rec_struct = struct.Struct(fmt)
-        # offsets relative to the data area, which starts after the descriptor
-        pos = _aligned(rec_struct.size)
+    def _record_layout(self, value: tuple | list, fields: list[tuple], round_: int) -> None:
+        """Lay out a flat record (see ``_record_fields``) in the segment: a pickled descriptor, then
+        8 bytes per scalar, then each array, aligned. The header's layout counter changes, so readers
+        decode the descriptor once, then read the data directly."""
+        pos = 0
+        rel = []
+        for f in fields:
+            if f[0] == "a":
+                continue
+            rel.append(pos)
+            pos += SCALAR_BYTES if f[0] != "n" else 0
+        pos = _aligned(pos)
+        scalar_offs = iter(rel)
         offsets = []
         for f in fields:
-            offsets.append(pos)
             if f[0] == "a":
+                offsets.append(pos)
                 pos = _aligned(pos + f[3])
-        desc = pickle.dumps((type(value) is tuple, fields, fmt, offsets), protocol=5)
+            else:
+                offsets.append(next(scalar_offs))
+        # offsets are relative to the data area, which starts after the descriptor
+        desc = pickle.dumps((type(value) is tuple, fields, offsets), protocol=5)
         base = _aligned(8 + len(desc))
         self._ensure(base + pos)
         buf = self.buf
         _Q.pack_into(buf, 0, len(desc))
         buf[8:8 + len(desc)] = desc
-        arrays = []
-        for i, (f, off) in enumerate(zip(fields, offsets)):
-            if f[0] == "a":
-                x = value[i]
-                dst = np.frombuffer(buf, dtype=x.dtype, count=x.size, offset=base + off)
-                arrays.append((i, dst.reshape(x.shape)))
-        self._rec_arrays = arrays
-        self._rec_struct = rec_struct if scalars else None
-        self._rec_scalars = tuple(scalars)
-        self._rec_scalar_off = base
+        self._rec = RecordCodec(buf, type(value) is tuple, fields, [base + off for off in offsets])
         self._header(round_, KIND_RECORD, 0, base + pos, b"", ())
-        self._cur, self._cur_gen = sig, self.gen
-        self._rec_sig, self._rec_match = sig, _record_matcher(sig)
-
-    def _record_data(self, value: tuple | list) -> bool:
-        """Write a record's data into its laid-out places; False if a scalar does not fit (an int
-        beyond 64 bits): the caller then pickles it."""
-        if self._rec_struct is not None:
-            try:
-                self._rec_struct.pack_into(self.buf, self._rec_scalar_off, *[value[i] for i in self._rec_scalars])
-            except (struct.error, OverflowError):
-                return False
-        for i, dst in self._rec_arrays:
-            if dst.size:
-                dst[...] = value[i]  # same dtype and shape (the layout says so): a plain copy
-        return True
+        self._cur, self._cur_gen = _RECORD_KEY, self.gen
 
     def _write_pickle(self, value: Any, round_: int) -> None:
         raws: list[memoryview] = []
@@ -316,8 +290,7 @@ class SlotWriter:
                        dtype, *shp)
 
     def close(self) -> None:
-        self._cur = self._dst = None
-        self._rec_arrays = []
+        self._cur = self._dst = self._rec = None
         self.buf = None
         self.mm = None  # the mapping closes when the last view on it is gone
 
@@ -336,7 +309,6 @@ class SlotReader:
         self._layout = -1  # the header layout that ``_fast`` decodes
         self._fast: Any = None
         self._arr: np.ndarray | None = None
-        self._rec_arrays: list[tuple[int, np.ndarray]] = []
 
     def round(self) -> int:
         return _ROUND.unpack_from(self.table.mm, self.off)[0]
@@ -362,8 +334,11 @@ class SlotReader:
             self._arr = _array_over(self._map(gen) if nbytes else None, dt, tuple(shape[:ndim]), 0)
             self._fast = self._read_array
         elif kind == KIND_RECORD:
-            self._decode_record(self._map(gen))
-            self._fast = self._read_record
+            view = self._map(gen)
+            (n,) = _Q.unpack_from(view, 0)
+            is_tuple, fields, offsets = pickle.loads(view[8:8 + n])
+            base = _aligned(8 + n)
+            self._fast = RecordCodec(view, is_tuple, fields, [base + off for off in offsets], self.copy).read
         else:
             return self._read_pickle(self._map(gen))
         self._layout = layout
@@ -372,28 +347,6 @@ class SlotReader:
     def _read_array(self) -> np.ndarray:
         arr = self._arr
         return arr.copy() if self.copy else arr.view()  # type: ignore[union-attr]
-
-    def _decode_record(self, view: memoryview) -> None:
-        (n,) = _Q.unpack_from(view, 0)
-        is_tuple, fields, fmt, offsets = pickle.loads(view[8:8 + n])
-        base = _aligned(8 + n)
-        self._rec_tuple = is_tuple
-        self._rec_len = len(fields)
-        self._rec_struct = struct.Struct(fmt) if fmt != "<" else None
-        self._rec_scalar_off = base
-        self._rec_scalars = tuple(i for i, f in enumerate(fields) if f[0] == "s")
-        self._rec_arrays = [(i, _array_over(view if f[3] else None, np.dtype(f[1]), tuple(f[2]), base + off))
-                            for i, (f, off) in enumerate(zip(fields, offsets)) if f[0] == "a"]
-
-    def _read_record(self) -> tuple | list:
-        vals: list[Any] = [None] * self._rec_len
-        if self._rec_struct is not None:
-            for i, v in zip(self._rec_scalars, self._rec_struct.unpack_from(self.view, self._rec_scalar_off)):
-                vals[i] = v
-        copy = self.copy
-        for i, arr in self._rec_arrays:
-            vals[i] = arr.copy() if copy else arr.view()
-        return tuple(vals) if self._rec_tuple else vals
 
     def _read_pickle(self, view: memoryview) -> Any:
         n_stream, n_buf = _PKL_HEAD.unpack_from(view, 0)
@@ -409,7 +362,6 @@ class SlotReader:
 
     def close(self) -> None:
         self._arr = self._fast = None
-        self._rec_arrays = []
         self._layout = -1
         self.view = None
         self.mm = None
@@ -429,45 +381,25 @@ def _array_over(view: memoryview | None, dtype: np.dtype, shape: tuple, offset: 
     return np.frombuffer(view, dtype=dtype, count=size, offset=offset).reshape(shape)
 
 
-def _record_matcher(sig: tuple) -> Any:
-    """A quick test that a value has the record layout ``sig`` (what ``_record_signature`` would
-    return, without building it): the writer's hot path for a repeated env step."""
-    rtype, fields = sig[0], sig[1:]
-    n = len(fields)
-    arrays = tuple((i, f[0], f[1]) for i, f in enumerate(fields) if type(f) is tuple)
-    scalars = tuple((i, f) for i, f in enumerate(fields) if type(f) is not tuple)
-    ndarray = np.ndarray
-
-    def match(value: Any) -> bool:
-        if type(value) is not rtype or len(value) != n:
-            return False
-        for i, dt, shape in arrays:
-            x = value[i]
-            if type(x) is not ndarray or x.shape != shape or x.dtype != dt:
-                return False
-        for i, typ in scalars:
-            if type(value[i]) is not typ:
-                return False
-        return True
-
-    return match
-
-
-def _record_signature(value: tuple | list) -> tuple | None:
-    """The layout key of a flat record: a tuple or list of at most ``MAX_RECORD`` fields, each a
-    plain-dtype numpy array, a float, an int, a bool or None (what an environment step returns).
-    None when ``value`` is anything else (it is then pickled)."""
+def _record_fields(value: tuple | list) -> list[tuple] | None:
+    """The field list of a flat record, the layout ``RecordCodec`` stores: a tuple or list of at
+    most ``MAX_RECORD`` fields, each a plain-dtype numpy array (``("a", dtype, shape, nbytes)``), a
+    float, an int, a bool (``("f",)``, ``("i",)``, ``("b",)``) or None (``("n",)``): what an
+    environment step returns. None when ``value`` is anything else (it is then pickled)."""
     if not value or len(value) > MAX_RECORD:
         return None
-    sig: list[Any] = [type(value)]
+    fields: list[tuple] = []
     for x in value:
         t = type(x)
         if t is np.ndarray:
             if x.ndim > MAX_NDIM or not _plain_dtype(x.dtype):
                 return None
-            sig.append((x.dtype, x.shape))
-        elif t is float or t is int or t is bool or x is None:
-            sig.append(t)
+            fields.append(("a", x.dtype.str, x.shape, x.nbytes))
+        elif x is None:
+            fields.append(_NONE_KEY)
         else:
-            return None
-    return tuple(sig)
+            tag = _REC_TAGS.get(t)
+            if tag is None:
+                return None
+            fields.append((tag,))
+    return fields

@@ -317,6 +317,50 @@ def test_records_keep_types_values_and_follow_layout_changes(table):
     assert v[0][0] == 10
 
 
+def test_records_with_strided_arrays_extreme_ints_and_byte_orders(table):
+    """The compiled record writer copies a strided field (a slice, a transpose) by value, keeps
+    64-bit ints exact at both ends, pickles an int beyond them and returns to the record layout at
+    the next value, and never mistakes a byte-swapped dtype for the laid-out one."""
+    w, r = table.writer(0), table.reader(0)
+    grid = np.arange(48, dtype=np.float32).reshape(6, 8)
+    lo, hi = -(1 << 63), (1 << 63) - 1
+    seq = [(grid[:, :4].copy(), 1, True), (grid[:, ::2], lo, False), (grid[::2, :4].T.T, hi, True),
+           (grid[:, :4], 1 << 64, True), (grid[:, 1:5], -5, False),
+           (grid[:, :4].astype(">f4"), 2, True), (grid[:, :4].astype("<f4"), 3, False)]
+    for i, value in enumerate(seq):
+        w.write(value, i)
+        got = r.read()
+        assert type(got) is tuple and len(got) == 3
+        assert got[0].dtype == value[0].dtype and np.array_equal(got[0], value[0])
+        assert type(got[1]) is int and got[1] == value[1]
+        assert got[2] is value[2]
+
+
+def test_record_codec_refuses_a_value_of_another_layout(table):
+    """``RecordCodec.write`` says 0 for a value that does not match its layout (type, length, shape,
+    dtype, container), -1 for an int beyond 64 bits, 1 when written; a reader's codec over the same
+    bytes returns what was written."""
+    from reactor_backend._codec import RecordCodec
+
+    buf = memoryview(bytearray(256))
+    fields = [("a", "<i4", (2, 3), 24), ("f",), ("i",), ("b",), ("n",)]
+    offsets = [64, 0, 8, 16, 24]
+    wc = RecordCodec(buf, True, fields, offsets)
+    a = np.arange(6, dtype=np.int32).reshape(2, 3)
+    assert wc.write((a, 0.5, 7, True, None)) == 1
+    view = RecordCodec(buf.toreadonly(), True, fields, offsets).read()
+    assert np.array_equal(view[0], a) and view[1:] == (0.5, 7, True, None) and not view[0].flags.writeable
+    got = RecordCodec(buf, True, fields, offsets, copy=True).read()
+    assert np.array_equal(got[0], a) and got[1:] == (0.5, 7, True, None) and got[0].flags.writeable
+    for bad in ([a, 0.5, 7, True, None], (a, 0.5, 7, True), (a.T, 0.5, 7, True, None),
+                (a.astype(np.int64), 0.5, 7, True, None), (a, 1, 7, True, None), (a, 0.5, 7.0, True, None),
+                (a, 0.5, 7, 1, None), (a, 0.5, 7, True, 0), (list(a), 0.5, 7, True, None)):
+        assert wc.write(bad) == 0, bad
+    assert wc.write((a, 0.5, 1 << 64, True, None)) == -1
+    with pytest.raises(ValueError, match="beyond the end"):
+        RecordCodec(memoryview(bytearray(32)), True, fields, offsets)
+
+
 def test_slot_grows_and_unlinks_old_segments(table):
     w = table.writer(3, initial_capacity=4096)
     r = table.reader(3)

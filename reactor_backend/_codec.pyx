@@ -1,0 +1,201 @@
+# cython: language_level=3, boundscheck=False, wraparound=False
+"""The compiled hot path of flat records in shared-memory slots (``transport.py`` lays them out).
+
+Why this exists: an environment step's ``(obs, reward, terminated, truncated)`` crosses processes
+every round, once per environment. Written with ``struct`` and numpy calls, each field costs
+around a microsecond of interpreter work, more than the copy itself; here a write is one type check
+and one store or ``memcpy`` per field, and a read builds the tuple straight from the bytes.
+
+A ``RecordCodec`` is bound to one layout in one mapped segment: per field, its kind (None, float,
+int, bool or array), its byte offset, and for arrays the dtype and shape. The transport builds one
+when it lays a record out (writer) or decodes the layout's descriptor (reader) and drops it when the
+layout changes; a value that no longer fits the layout makes ``write`` return 0 and the transport
+lays it out again.
+"""
+cimport numpy as cnp
+from cpython.buffer cimport PyBUF_SIMPLE, PyObject_GetBuffer, PyBuffer_Release
+from cpython.float cimport PyFloat_AS_DOUBLE
+from cpython.long cimport PyLong_AsLongLongAndOverflow
+from libc.string cimport memcpy
+
+import numpy as np
+
+cnp.import_array()
+
+DEF MAX_FIELDS = 16
+DEF MAX_NDIM = 8
+
+cdef enum FieldKind:
+    F_NONE = 0
+    F_FLOAT = 1
+    F_INT = 2
+    F_BOOL = 3
+    F_ARRAY = 4
+
+_KIND_OF_TAG = {"n": F_NONE, "f": F_FLOAT, "i": F_INT, "b": F_BOOL, "a": F_ARRAY}
+
+#: bytes a scalar field takes in the data area (every field starts 8-byte aligned)
+SCALAR_BYTES = 8
+
+
+cdef class RecordCodec:
+    """Write or read one flat record layout at fixed offsets of a mapped segment.
+
+    ``fields``: per field ``("n",)``, ``("f",)``, ``("i",)``, ``("b",)`` or
+    ``("a", dtype_str, shape, nbytes)``; ``offsets``: each field's byte offset in ``buf``.
+    ``copy``: a reader that returns its own arrays instead of read-only views.
+    """
+    cdef int n
+    cdef bint is_tuple
+    cdef bint copy
+    cdef int kinds[MAX_FIELDS]
+    cdef Py_ssize_t offs[MAX_FIELDS]
+    cdef Py_ssize_t nbytes[MAX_FIELDS]
+    cdef int ndims[MAX_FIELDS]
+    cdef cnp.npy_intp dims[MAX_FIELDS][MAX_NDIM]
+    cdef list descrs  # keeps the dtypes that cdescrs points to alive
+    cdef cnp.PyArray_Descr* cdescrs[MAX_FIELDS]
+    cdef list arrays
+    cdef Py_buffer pybuf
+    cdef bint have_buf
+    cdef char* base
+
+    def __cinit__(self):
+        self.have_buf = False
+
+    def __init__(self, buf, bint is_tuple, fields, offsets, bint copy=False):
+        cdef int i, d
+        cdef Py_ssize_t end
+        if len(fields) > MAX_FIELDS or len(fields) != len(offsets):
+            raise ValueError(f"a record has at most {MAX_FIELDS} fields, each with an offset")
+        PyObject_GetBuffer(buf, &self.pybuf, PyBUF_SIMPLE)
+        self.have_buf = True
+        self.base = <char*>self.pybuf.buf
+        self.n = len(fields)
+        self.is_tuple = is_tuple
+        self.copy = copy
+        self.descrs = [None] * self.n
+        self.arrays = [None] * self.n
+        for i, (f, off) in enumerate(zip(fields, offsets)):
+            kind = _KIND_OF_TAG[f[0]]
+            self.kinds[i] = kind
+            self.offs[i] = off
+            if kind == F_ARRAY:
+                dtype = np.dtype(f[1])
+                shape = tuple(f[2])
+                if len(shape) > MAX_NDIM:
+                    raise ValueError(f"an array field has at most {MAX_NDIM} dimensions")
+                self.nbytes[i] = f[3]
+                self.ndims[i] = len(shape)
+                for d in range(len(shape)):
+                    self.dims[i][d] = shape[d]
+                self.descrs[i] = dtype
+                self.cdescrs[i] = <cnp.PyArray_Descr*>dtype
+                end = off + f[3]
+            else:
+                self.nbytes[i] = 0
+                end = off + (SCALAR_BYTES if kind != F_NONE else 0)
+            if off < 0 or end > self.pybuf.len:
+                raise ValueError("a record field lies beyond the end of its segment")
+            if kind == F_ARRAY:
+                self.arrays[i] = _array_over(buf, self.descrs[i], tuple(f[2]), off)
+
+    def __dealloc__(self):
+        if self.have_buf:
+            PyBuffer_Release(&self.pybuf)
+            self.have_buf = False
+
+    cpdef int write(self, value) except -2:
+        """Store ``value`` at the layout's offsets. 1: written; 0: ``value`` does not have this
+        layout (nothing to rely on was written); -1: an int beyond 64 bits (pickle it instead)."""
+        cdef Py_ssize_t i
+        cdef int kind, overflow
+        cdef long long v
+        cdef object x
+        if self.is_tuple:
+            if type(value) is not tuple:
+                return 0
+        elif type(value) is not list:
+            return 0
+        if len(value) != self.n:
+            return 0
+        for i in range(self.n):
+            x = value[i]
+            kind = self.kinds[i]
+            if kind == F_FLOAT:
+                if type(x) is not float:
+                    return 0
+                (<double*>(self.base + self.offs[i]))[0] = PyFloat_AS_DOUBLE(x)
+            elif kind == F_INT:
+                if type(x) is not int:
+                    return 0
+                overflow = 0
+                v = PyLong_AsLongLongAndOverflow(x, &overflow)
+                if overflow:
+                    return -1
+                (<long long*>(self.base + self.offs[i]))[0] = v
+            elif kind == F_BOOL:
+                if type(x) is not bool:
+                    return 0
+                (<long long*>(self.base + self.offs[i]))[0] = 1 if x is True else 0
+            elif kind == F_NONE:
+                if x is not None:
+                    return 0
+            elif not self._write_array(i, x):
+                return 0
+        return 1
+
+    cdef bint _write_array(self, Py_ssize_t i, object x) except -1:
+        cdef cnp.ndarray a
+        cdef cnp.PyArray_Descr* have
+        cdef int d
+        if type(x) is not np.ndarray:
+            return False
+        a = <cnp.ndarray>x
+        if cnp.PyArray_NDIM(a) != self.ndims[i]:
+            return False
+        for d in range(self.ndims[i]):
+            if cnp.PyArray_DIMS(a)[d] != self.dims[i][d]:
+                return False
+        have = cnp.PyArray_DESCR(a)
+        if have != self.cdescrs[i] and not cnp.PyArray_EquivTypes(a.dtype, <cnp.dtype>self.descrs[i]):
+            return False
+        if self.nbytes[i] == 0:
+            return True
+        if cnp.PyArray_IS_C_CONTIGUOUS(a):
+            memcpy(self.base + self.offs[i], cnp.PyArray_DATA(a), self.nbytes[i])
+        else:  # a strided view (a slice, a transpose): numpy gathers it into place
+            np.copyto(self.arrays[i], a, casting="no")
+        return True
+
+    def read(self):
+        """The record as a tuple or list: scalars decoded, arrays as read-only views over the
+        segment (or copies, for a ``copy`` reader)."""
+        cdef Py_ssize_t i
+        cdef int kind
+        cdef list vals = [None] * self.n
+        for i in range(self.n):
+            kind = self.kinds[i]
+            if kind == F_FLOAT:
+                vals[i] = (<double*>(self.base + self.offs[i]))[0]
+            elif kind == F_INT:
+                vals[i] = (<long long*>(self.base + self.offs[i]))[0]
+            elif kind == F_BOOL:
+                vals[i] = (<long long*>(self.base + self.offs[i]))[0] != 0
+            elif kind == F_ARRAY:
+                arr = self.arrays[i]
+                vals[i] = arr.copy() if self.copy else arr.view()
+        return tuple(vals) if self.is_tuple else vals
+
+
+def _array_over(buf, dtype, tuple shape, Py_ssize_t offset):
+    """An array of ``dtype``/``shape`` over ``buf`` at ``offset`` (read-only if ``buf`` is); an
+    empty one owns its (empty) memory and is made read-only."""
+    cdef Py_ssize_t size = 1
+    for s in shape:
+        size *= s
+    if size == 0 or dtype.itemsize == 0:
+        arr = np.empty(shape, dtype=dtype)
+        arr.flags.writeable = False
+        return arr
+    return np.frombuffer(buf, dtype=dtype, count=size, offset=offset).reshape(shape)
