@@ -103,6 +103,29 @@ class ServerReactor(Reactor):
             self.request_stop()
 
 
+class SplitGatherServerReactor(ServerReactor):
+    """A server that gathers in two parts: first the results of the bank members in its own process
+    (``local``: they are ready as soon as those members have stepped, no meeting needed), then the
+    results from the other processes (``results``), so that its own share of the gather overlaps the
+    other processes' steps. Needs a server with ``incremental_gather`` (same checksum as one gather)
+    and a placement whose process-0 members are the first ``n_local`` of the bank."""
+
+    local = Input(width="n_local")
+
+    def __init__(self, server: Server, clock: Clock, rounds: int, n_workers: int, n_local: int):
+        super().__init__(server, clock, rounds, n_workers)
+        self.n_local = n_local
+        self.n_in = n_workers - n_local
+
+    @reaction(local)
+    def gather_local(self) -> None:
+        self.server.gather([port.value for port in self.local])
+
+    @reaction(ServerReactor.results, effects=[ServerReactor.next])
+    def gather(self) -> None:  # declared after gather_local: runs after it in every round
+        ServerReactor.gather.fn(self)  # the base round end: gather the rest, tick, schedule or stop
+
+
 class RelayReactor(Reactor):
     """Hosts the scenario's relay role (built at startup where it runs): one message in, its reply out."""
 
@@ -154,14 +177,20 @@ class RoundProgram(Reactor):
     """The top-level reactor of a scenario: server, worker bank and their connections."""
 
     def __init__(self, scenario: Scenario, server: Server, clock: Clock, rounds: int,
-                 placement: list[int] | None = None):
-        """``placement``: the worker process of each bank member (None: contiguous even parts)."""
+                 placement: list[int] | None = None, n_local: int = 0):
+        """``placement``: the worker process of each bank member (None: contiguous even parts);
+        ``n_local`` > 0: the first ``n_local`` members run in the server's process and the server
+        gathers their results first (`SplitGatherServerReactor`)."""
         super().__init__()
         n = scenario.num_workers
         chain = getattr(scenario, "topology", "star") == "chain"
         relay = scenario.has_relay()
-        server_cls = RelayServerReactor if relay else ServerReactor
-        self.server = server_cls(server, clock, rounds, n, chain=chain).place(0)
+        split = 0 < n_local < n and not chain and not relay
+        if split:
+            self.server = SplitGatherServerReactor(server, clock, rounds, n, n_local).place(0)
+        else:
+            server_cls = RelayServerReactor if relay else ServerReactor
+            self.server = server_cls(server, clock, rounds, n, chain=chain).place(0)
         if relay:
             self.relay = RelayReactor(scenario).place(1)
             self.connect(self.server.to_relay, self.relay.inp)
@@ -177,7 +206,14 @@ class RoundProgram(Reactor):
         else:
             self.connect(self.server.msgs, self.workers.inp)
             self.connect(self.server.bcast, self.workers.bcast, broadcast=True)
-            self.connect(self.workers.out, self.server.results)
+            if split:
+                for i, member in enumerate(self.workers):
+                    if i < n_local:
+                        self.connect(member.out, self.server.local[i])
+                    else:
+                        self.connect(member.out, self.server.results[i - n_local])
+            else:
+                self.connect(self.workers.out, self.server.results)
 
 
 def split_by_cost(members: int, processes: int, server_cost: float) -> list[int]:
@@ -284,7 +320,22 @@ class ReactorBackend(Backend):
             self.startup_breakdown["placement_members_w0"] = float(self.placement.count(0))
 
     def program(self, rounds: int, clock: Clock) -> RoundProgram:
-        return RoundProgram(self.scenario, self.server, clock, rounds, placement=self.placement)
+        placement, n_local = self.placement, 0
+        if self._splits_gather():
+            n = self.scenario.num_workers
+            if placement is None:  # the executor's default, made explicit: contiguous even parts
+                placement = [(i * self.workers) // n for i in range(n)]
+            n_local = placement.count(0)
+            if placement[:n_local] != [0] * n_local:  # process 0's members must lead the bank
+                n_local = 0
+        return RoundProgram(self.scenario, self.server, clock, rounds, placement=placement, n_local=n_local)
+
+    def _splits_gather(self) -> bool:
+        """Split the server's gather (process-0 members first) where it can overlap other processes' steps."""
+        return (self.executor == "processes" and self.workers > 1
+                and bool(getattr(self.config, "split_gather", False))
+                and getattr(self.server, "incremental_gather", False)
+                and getattr(self.scenario, "topology", "star") == "star" and not self.scenario.has_relay())
 
     def run(self, rounds: int, clock: Clock) -> None:
         from reactor_backend import assemble, assign_workers, run

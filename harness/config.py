@@ -75,6 +75,9 @@ class ReactorConfig(BackendConfig):
     #: start-up). ``even`` is the default: in a round the server's scatter and gather never overlap the
     #: steps, so the round is fastest when the largest share of members is smallest (docs/processes.md)
     placement: Placement = Placement.even
+    #: processes executor, servers with ``incremental_gather``: the server gathers the results of the bank
+    #: members in its own process (worker 0) while the other processes still step, then the rest
+    split_gather: bool = True
 
 
 class RayMode(str, Enum):

@@ -54,6 +54,11 @@ class Worker(abc.ABC):
 class Server(abc.ABC):
     """The server role: produces each round's messages and consumes the gathered results."""
 
+    #: True when ``gather`` may be called several times in a round with consecutive parts of the
+    #: results, in worker-index order, to the same effect as one call with all of them (a streaming
+    #: checksum): a backend may then gather the results that are ready while others are still stepping
+    incremental_gather: bool = False
+
     @abc.abstractmethod
     def scatter(self) -> Broadcast | Sequence[Any]:
         """This round's messages: a `Broadcast` or one message per worker, in worker-index order."""

@@ -62,6 +62,8 @@ class EnvWorker(Worker):
 class EnvServer(Server):
     """Receives every env's observation, reward and done flag each round."""
 
+    incremental_gather = True  # one streaming BLAKE2b over the results in worker order
+
     def __init__(self) -> None:
         self._sum = RunningChecksum()
 
