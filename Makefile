@@ -13,7 +13,8 @@ BUDGET ?= local
 # sweeps resume by default: a job whose folder holds all its ok rows for the same config and git sha is
 # skipped; FRESH=1 measures everything again (earlier files are renamed *.superseded-<time>.*, never deleted)
 FRESH ?=
-HARNESS := $(PY) -m harness -m budget=$(BUDGET) workers=$(WORKERS) resume=$(if $(FRESH),false,true)
+SWEEP := $(PY) -m harness -m budget=$(BUDGET) resume=$(if $(FRESH),false,true)
+HARNESS := $(SWEEP) workers=$(WORKERS)
 SCENARIOS := gym atari dqn marl actors object_size overhead
 # every backend that can run the Gym / Atari workloads: Ray in the paper's layout (ray, ray_compiled: one
 # actor per role) and at its best on few cores (ray_packed, ray_compiled_packed: one actor per worker), and
@@ -32,7 +33,7 @@ PAPER_DIR ?= results/bench/paper
 # seconds (empty: the paper's rounds); the report lists the shortened rounds as a difference
 PAPER_JOB_SECONDS ?=
 
-.PHONY: help install test test-slow load soak bench bench-paper bench-paper-local report results-readme clean $(addprefix bench-,$(SCENARIOS))
+.PHONY: help install test test-slow load soak bench bench-scaling bench-paper bench-paper-local report results-readme clean $(addprefix bench-,$(SCENARIOS))
 
 help: ## List every target
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 22
@@ -91,6 +92,15 @@ bench-object_size: install ## Microbenchmark: round overhead against payload (1 
 
 bench-overhead: install ## The reactor runtime's own overhead (chain and fan-out/fan-in, inline and threads)
 	-$(HARNESS) scenario=overhead scenario.shape=chain,fan backend=reactor_inline,reactor_threads hydra.sweep.dir=$(BENCH_DIR)/overhead
+
+# the scaling curve: workers above this machine's cores must degrade gracefully (issue 12), drawn by the
+# report's throughput-against-workers figure with the ceiling line
+SCALING_WORKERS ?= 1,2,4,8,16
+SCALING_BACKENDS ?= serial,reactor,ray_packed
+bench-scaling: install ## Gym and Atari at SCALING_WORKERS (1..16) workers on serial, reactor and packed Ray, then the report
+	-$(SWEEP) scenario=gym backend=$(SCALING_BACKENDS) workers=$(SCALING_WORKERS) hydra.sweep.dir=$(BENCH_DIR)/scaling/gym
+	-$(SWEEP) scenario=atari backend=$(SCALING_BACKENDS) workers=$(SCALING_WORKERS) hydra.sweep.dir=$(BENCH_DIR)/scaling/atari
+	$(MAKE) --no-print-directory report BENCH_DIR=$(BENCH_DIR)/scaling
 
 bench-paper: install ## The paper's twelve configurations at budget=paper (hours to days: prints an estimate first), then the report
 	-$(PY) scripts/paper_bench.py run --budget paper --backends $(PAPER_BACKENDS) --workers $(PAPER_WORKERS) --out $(PAPER_DIR) $(if $(PAPER_JOB_SECONDS),--job-seconds $(PAPER_JOB_SECONDS))
