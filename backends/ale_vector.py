@@ -20,13 +20,24 @@ left out of the checksum comparison and out of every verdict (docs/report.md).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from backends.vector import _ActionSampler
-from backends.base import Backend, Clock
+from backends.base import Backend, BackendConfig, Clock
 from scenarios.base import Scenario, Server
+
+NAME = "ale_vector"
+
+
+@dataclass
+class AleVectorConfig(BackendConfig):
+    """ale-py's AtariVectorEnv: the emulators stepped by C++ threads, the env's own settings."""
+
+    name: str = "ale_vector"
+
 
 
 class AleVectorUnsupported(ValueError):
@@ -118,3 +129,7 @@ class AleVectorBackend(Backend):
         if envs is not None:
             envs.close()
             self.envs = None
+
+
+SCHEMA = AleVectorConfig
+BACKEND = AleVectorBackend

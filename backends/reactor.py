@@ -21,11 +21,48 @@ over the worker processes. Each worker role is built by a ``startup`` reaction i
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from enum import Enum
 from typing import Any
 
-from backends.base import Backend, Clock, split_messages
+from backends.base import Backend, BackendConfig, Clock, split_messages
 from reactor_backend.model import Input, LogicalAction, Output, Reactor, reaction, shutdown, startup
 from scenarios.base import Broadcast, Scenario, Server
+
+NAME = "reactor"
+
+
+class Executor(str, Enum):
+    inline = "inline"
+    threads = "threads"
+    processes = "processes"
+
+
+class Placement(str, Enum):
+    cost = "cost"
+    even = "even"
+
+
+@dataclass
+class ReactorConfig(BackendConfig):
+    """The reactor runtime: a server reactor and a bank of worker reactors, multiport connections."""
+
+    name: str = "reactor"
+    executor: Executor = Executor.processes
+    #: processes executor: record where each worker process's time goes per round (role work,
+    #: transport, waiting, other) in the rows' ``extra`` (``bd_w<rank>_<part>_us``); a few clock reads
+    #: per level and tag
+    breakdown: bool = True
+    #: processes executor: ``even``: contiguous even parts; ``cost``: fewer bank members on process 0, which
+    #: also runs the server, by the server's measured cost per round in members' steps (throwaway roles, at
+    #: start-up). ``even`` is the default: in a round the server's scatter and gather never overlap the
+    #: steps, so the round is fastest when the largest share of members is smallest (docs/processes.md)
+    placement: Placement = Placement.even
+
+
+def variant(config: dict[str, Any]) -> str:
+    """The results row's variant: the executor."""
+    return str(config["executor"])
 
 
 class WorkerReactor(Reactor):
@@ -324,3 +361,7 @@ class ReactorBackend(Backend):
 
     def stop(self) -> None:
         """`run` itself joins its worker processes and unlinks its segments, also on errors."""
+
+
+SCHEMA = ReactorConfig
+BACKEND = ReactorBackend

@@ -17,12 +17,23 @@ The server (the scenario's, in this process) receives per-env ``(obs, reward, do
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
 
-from backends.base import Backend, Clock
+from backends.base import Backend, BackendConfig, Clock
 from scenarios.base import Scenario, Server
+
+NAME = "vector"
+
+
+@dataclass
+class VectorConfig(BackendConfig):
+    """gymnasium's AsyncVectorEnv: one process per env, shared-memory observations."""
+
+    name: str = "vector"
+
 
 #: scenarios whose workers are gymnasium envs stepped with seeded random actions
 SUPPORTED = ("gym", "atari")
@@ -125,3 +136,7 @@ class VectorBackend(Backend):
         if envs is not None:
             envs.close(terminate=True)
             self.envs = None
+
+
+SCHEMA = VectorConfig
+BACKEND = VectorBackend
