@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
+from typing import Any, Callable
 
 from backends.base import Backend, BackendConfig, Clock, split_messages
 from reactor_backend.model import Input, LogicalAction, Output, Reactor, reaction, shutdown, startup
@@ -65,21 +65,23 @@ def variant(config: dict[str, Any]) -> str:
     return str(config["executor"])
 
 
-class WorkerReactor(Reactor):
-    """Hosts one worker role; steps it when a message arrives and sends the result back."""
+class RoleReactor(Reactor):
+    """Hosts one role of the scenario (a worker, or the relay), built at startup by ``make_role(bank_index)``
+    in the process that runs it; steps it when a message arrives (its own on ``inp`` or the broadcast on
+    ``bcast``, which the relay leaves unconnected) and sends the result on ``out``."""
 
     inp = Input()
     bcast = Input()
     out = Output()
 
-    def __init__(self, scenario: Scenario):
+    def __init__(self, make_role: Callable[[int | None], Any]):
         super().__init__()
-        self.scenario = scenario
+        self.make_role = make_role
         self.role: Any = None
 
     @reaction(startup)
     def build(self) -> None:
-        self.role = self.scenario.make_worker(self.bank_index)
+        self.role = self.make_role(self.bank_index)
 
     @reaction(inp, bcast, effects=[out])
     def step(self) -> None:
@@ -132,37 +134,16 @@ class ServerReactor(Reactor):
     @reaction(results, effects=[next])
     def gather(self) -> None:
         self.server.gather([port.value for port in self.results])
+        self.end_round()
+
+    def end_round(self) -> None:
+        """The round is complete: tick the clock, then schedule the next round or stop after the last."""
         self.clock.tick()
         self.done += 1
         if self.done < self.rounds:
             self.next.schedule(0)
         else:
             self.request_stop()
-
-
-class RelayReactor(Reactor):
-    """Hosts the scenario's relay role (built at startup where it runs): one message in, its reply out."""
-
-    inp = Input()
-    out = Output()
-
-    def __init__(self, scenario: Scenario):
-        super().__init__()
-        self.scenario = scenario
-        self.role: Any = None
-
-    @reaction(startup)
-    def build(self) -> None:
-        self.role = self.scenario.make_relay()
-
-    @reaction(inp, effects=[out])
-    def step(self) -> None:
-        self.out.set(self.role.step(self.inp.value))
-
-    @reaction(shutdown)
-    def close(self) -> None:
-        if self.role is not None:
-            self.role.close()
 
 
 class RelayServerReactor(ServerReactor):
@@ -179,12 +160,7 @@ class RelayServerReactor(ServerReactor):
     @reaction(from_relay, effects=[ServerReactor.next])
     def relayed(self) -> None:
         self.server.relay_result(self.from_relay.value)
-        self.clock.tick()
-        self.done += 1
-        if self.done < self.rounds:
-            self.next.schedule(0)
-        else:
-            self.request_stop()
+        self.end_round()
 
 
 class RoundProgram(Reactor):
@@ -200,10 +176,10 @@ class RoundProgram(Reactor):
         server_cls = RelayServerReactor if relay else ServerReactor
         self.server = server_cls(server, clock, rounds, n, chain=chain).place(0)
         if relay:
-            self.relay = RelayReactor(scenario).place(1)
+            self.relay = RoleReactor(lambda _index: scenario.make_relay()).place(1)
             self.connect(self.server.to_relay, self.relay.inp)
             self.connect(self.relay.out, self.server.from_relay)
-        self.workers = self.bank(WorkerReactor, n, scenario=scenario)
+        self.workers = self.bank(RoleReactor, n, make_role=scenario.make_worker)
         if placement is not None:
             self.workers.place(placement)
         if chain:

@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterator, Optional
 import numpy as np
 import psutil
 
-from harness.cleanup import ShmLedger, end_job
+from harness.cleanup import ShmLedger, end_job, kill_processes
 from harness.jobtree import JobTree
 from harness.memory import MEMORY_FILE, MemorySampler
 from harness.metadata import job_metadata
@@ -76,12 +76,7 @@ def kill_tree(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
-    for proc in procs:
-        try:
-            proc.kill()
-        except psutil.NoSuchProcess:
-            pass
-    psutil.wait_procs(procs, timeout=5)
+    kill_processes(procs)
     for dead in pids:
         cleanup_after(dead)
 
