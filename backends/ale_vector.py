@@ -20,13 +20,24 @@ left out of the checksum comparison and out of every verdict (docs/report.md).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from backends.vector import _ActionSampler
-from backends.base import Backend, Clock
+from backends.vector import _ActionSampler, vector_rounds
+from backends.base import Backend, BackendConfig, Clock
 from scenarios.base import Scenario, Server
+
+NAME = "ale_vector"
+
+
+@dataclass
+class AleVectorConfig(BackendConfig):
+    """ale-py's AtariVectorEnv: the emulators stepped by C++ threads, the env's own settings."""
+
+    name: str = "ale_vector"
+
 
 
 class AleVectorUnsupported(ValueError):
@@ -92,29 +103,22 @@ class AleVectorBackend(Backend):
         server.placement([1] * self.n)  # one process beside the server's, threads inside it
 
     def run(self, rounds: int, clock: Clock) -> None:
-        server, envs, samplers, n, shape = self.server, self.envs, self.samplers, self.n, self.frame_shape
-        everyone = np.ones(n, dtype=np.bool_)
-        clock.begin()
-        for _ in range(rounds):
-            server.scatter()  # a Broadcast(None): env workers need no message
-            actions = np.asarray([draw() for draw in samplers], dtype=np.int64)
-            obs, rewards, terminated, truncated, infos = envs.step(actions)
-            done = terminated | truncated
+        n, shape = self.n, self.frame_shape
+
+        def split(obs: Any) -> list[Any]:
             frames = obs.reshape((n, *shape))
-            per_env = [frames[i] for i in range(n)]
-            if done.any():
-                final = infos["final_obs"]
-                for i in np.flatnonzero(done):
-                    per_env[i] = np.asarray(final[i]).reshape(shape)
-            if self.reset_every_step:
-                mask = everyone & ~done
-                if mask.any():
-                    envs.reset(options={"reset_mask": mask})
-            server.gather([(per_env[i], float(rewards[i]), bool(done[i])) for i in range(n)])
-            clock.tick()
+            return [frames[i] for i in range(n)]
+
+        vector_rounds(self.envs, self.server, self.samplers, rounds, clock,
+                      batch=lambda actions: np.asarray(actions, dtype=np.int64), split=split,
+                      final=lambda obs: np.asarray(obs).reshape(shape), reset_every_step=self.reset_every_step)
 
     def stop(self) -> None:
         envs = getattr(self, "envs", None)
         if envs is not None:
             envs.close()
             self.envs = None
+
+
+SCHEMA = AleVectorConfig
+BACKEND = AleVectorBackend

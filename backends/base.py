@@ -16,9 +16,20 @@ Contract every backend keeps:
 from __future__ import annotations
 
 import abc
+from dataclasses import dataclass
 from typing import Any, Protocol, Sequence
 
 from scenarios.base import Broadcast, Scenario, Server
+
+
+@dataclass
+class BackendConfig:
+    """The base of every backend's config schema (its module's ``SCHEMA``): ``name`` selects the backend.
+
+    A numeric field declares its range in its metadata, ``field(default=..., metadata={"range": {"ge": 1}})``
+    (keys ``ge``, ``gt``, ``le``); the harness refuses a job with a value outside it before anything runs."""
+
+    name: str = "?"
 
 
 class Clock(Protocol):

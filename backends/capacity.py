@@ -14,11 +14,22 @@ k-way load. The copies are symmetric, so the aggregate throughput is k x copy 0'
 from __future__ import annotations
 
 import multiprocessing as mp
+from dataclasses import dataclass
 from typing import Any
 
 from backends.serial import SerialBackend
-from backends.base import Clock
+from backends.base import BackendConfig, Clock
 from scenarios.base import Scenario, Server
+
+NAME = "capacity"
+
+
+@dataclass
+class CapacityConfig(BackendConfig):
+    """The machine's ceiling: ``workers`` uncoordinated copies of the serial loop, one process each."""
+
+    name: str = "capacity"
+
 
 #: seconds a copy may take to build its roles before the job fails
 READY_TIMEOUT_S = 300.0
@@ -111,3 +122,7 @@ class CapacityBackend(SerialBackend):
                     p.join(timeout=5)
             self.procs = []
         super().stop()
+
+
+SCHEMA = CapacityConfig
+BACKEND = CapacityBackend

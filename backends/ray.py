@@ -18,13 +18,50 @@ counted in throughput; its parts are kept in ``startup_breakdown``.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any, Optional
 
-from backends.base import Backend, Clock, split_messages
+from backends.base import Backend, BackendConfig, Clock, split_messages
 from ray_backend.actors import RoleActor, actor_slices, is_packed, known_small, parse_envs_per_actor, resolve_envs_per_actor
 from ray_backend.lifecycle import RayInstance, actor_num_cpus, thread_env
 from ray_backend.relay import start_relay
 from scenarios.base import Broadcast, Scenario, Server
+
+NAME = "ray"
+
+
+class RayMode(str, Enum):
+    actors = "actors"
+    compiled = "compiled"
+
+
+@dataclass
+class RayConfig(BackendConfig):
+    """Ray: one actor per role (``actors``) or the same rounds as a Compiled Graph (``compiled``)."""
+
+    name: str = "ray"
+    mode: RayMode = RayMode.actors
+    #: roles packed into one actor: 1 = the paper's one actor per role; ``auto`` = ceil(roles / workers),
+    #: one actor per worker; any integer >= 1 (a string so that ``auto`` fits; checked by
+    #: `ray_backend.actors.parse_envs_per_actor` before the job starts)
+    envs_per_actor: str = "1"
+    #: None starts a local instance for the job; ``auto`` or ``host:port`` joins an existing cluster
+    address: Optional[str] = None
+    #: seconds a compiled graph waits for a result before it reports a timeout
+    compiled_timeout_s: float = field(default=60.0, metadata={"range": {"gt": 0}})
+    #: actors mode: a broadcast known to be smaller than this is passed inline in each call (as Ray does
+    #: for small arguments); anything else is ``ray.put`` once per round. 0 = always ``ray.put``
+    broadcast_inline_max_bytes: int = field(default=102400, metadata={"range": {"ge": 0}})
+    #: bytes of shared memory for a local instance's object store; None = Ray's default (30% of RAM). Ray
+    #: refuses a local object store under 75 MiB (ray_constants.OBJECT_STORE_MINIMUM_MEMORY_BYTES)
+    object_store_memory: Optional[int] = field(default=None, metadata={"range": {"ge": 75 * 1024 * 1024}})
+
+
+def variant(config: dict[str, Any]) -> str:
+    """The results row's variant: the mode, ``_packed`` when roles are packed into fewer actors than roles
+    (`ray_backend.actors.is_packed`, which raises ValueError on a bad ``envs_per_actor``)."""
+    return str(config["mode"]) + ("_packed" if is_packed(config.get("envs_per_actor", "1")) else "")
 
 
 #: the compiled graph's warm-up execution may import torch in every actor at once: give it room
@@ -265,3 +302,7 @@ class RayBackend(Backend):
             return RuntimeError(f"a Ray actor died during {what}: {type(exc).__name__}: {exc}")
         return exc if not isinstance(exc, ray.exceptions.RayError) else RuntimeError(
             f"Ray failed during {what}: {type(exc).__name__}: {exc}")
+
+
+SCHEMA = RayConfig
+BACKEND = RayBackend

@@ -21,28 +21,70 @@ over the worker processes. Each worker role is built by a ``startup`` reaction i
 """
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, Callable
 
-from backends.base import Backend, Clock, split_messages
+from backends.base import Backend, BackendConfig, Clock, split_messages
 from reactor_backend.model import Input, LogicalAction, Output, Reactor, reaction, shutdown, startup
 from scenarios.base import Broadcast, Scenario, Server
 
+NAME = "reactor"
 
-class WorkerReactor(Reactor):
-    """Hosts one worker role; steps it when a message arrives and sends the result back."""
+
+class Executor(str, Enum):
+    inline = "inline"
+    threads = "threads"
+    processes = "processes"
+
+
+class Placement(str, Enum):
+    cost = "cost"
+    even = "even"
+
+
+@dataclass
+class ReactorConfig(BackendConfig):
+    """The reactor runtime: a server reactor and a bank of worker reactors, multiport connections."""
+
+    name: str = "reactor"
+    executor: Executor = Executor.processes
+    #: processes executor: record where each worker process's time goes per round (role work,
+    #: transport, waiting, other) in the rows' ``extra`` (``bd_w<rank>_<part>_us``); a few clock reads
+    #: per level and tag
+    breakdown: bool = True
+    #: processes executor: ``even``: contiguous even parts; ``cost``: fewer bank members on process 0, which
+    #: also runs the server, by the server's measured cost per round in members' steps (throwaway roles, at
+    #: start-up). ``even`` is the default: in a round the server's scatter and gather never overlap the
+    #: steps, so the round is fastest when the largest share of members is smallest (docs/processes.md)
+    placement: Placement = Placement.even
+    #: processes executor, servers with ``incremental_gather``: the server gathers the results of the bank
+    #: members in its own process (worker 0) while the other processes still step, then the rest
+    split_gather: bool = True
+
+
+def variant(config: dict[str, Any]) -> str:
+    """The results row's variant: the executor."""
+    return str(config["executor"])
+
+
+class RoleReactor(Reactor):
+    """Hosts one role of the scenario (a worker, or the relay), built at startup by ``make_role(bank_index)``
+    in the process that runs it; steps it when a message arrives (its own on ``inp`` or the broadcast on
+    ``bcast``, which the relay leaves unconnected) and sends the result on ``out``."""
 
     inp = Input()
     bcast = Input()
     out = Output()
 
-    def __init__(self, scenario: Scenario):
+    def __init__(self, make_role: Callable[[int | None], Any]):
         super().__init__()
-        self.scenario = scenario
+        self.make_role = make_role
         self.role: Any = None
 
     @reaction(startup)
     def build(self) -> None:
-        self.role = self.scenario.make_worker(self.bank_index)
+        self.role = self.make_role(self.bank_index)
 
     @reaction(inp, bcast, effects=[out])
     def step(self) -> None:
@@ -95,6 +137,10 @@ class ServerReactor(Reactor):
     @reaction(results, effects=[next])
     def gather(self) -> None:
         self.server.gather([port.value for port in self.results])
+        self.end_round()
+
+    def end_round(self) -> None:
+        """The round is complete: tick the clock, then schedule the next round or stop after the last."""
         self.clock.tick()
         self.done += 1
         if self.done < self.rounds:
@@ -123,32 +169,8 @@ class SplitGatherServerReactor(ServerReactor):
 
     @reaction(ServerReactor.results, effects=[ServerReactor.next])
     def gather(self) -> None:  # declared after gather_local: runs after it in every round
-        ServerReactor.gather.fn(self)  # the base round end: gather the rest, tick, schedule or stop
-
-
-class RelayReactor(Reactor):
-    """Hosts the scenario's relay role (built at startup where it runs): one message in, its reply out."""
-
-    inp = Input()
-    out = Output()
-
-    def __init__(self, scenario: Scenario):
-        super().__init__()
-        self.scenario = scenario
-        self.role: Any = None
-
-    @reaction(startup)
-    def build(self) -> None:
-        self.role = self.scenario.make_relay()
-
-    @reaction(inp, effects=[out])
-    def step(self) -> None:
-        self.out.set(self.role.step(self.inp.value))
-
-    @reaction(shutdown)
-    def close(self) -> None:
-        if self.role is not None:
-            self.role.close()
+        self.server.gather([port.value for port in self.results])
+        self.end_round()
 
 
 class RelayServerReactor(ServerReactor):
@@ -165,12 +187,7 @@ class RelayServerReactor(ServerReactor):
     @reaction(from_relay, effects=[ServerReactor.next])
     def relayed(self) -> None:
         self.server.relay_result(self.from_relay.value)
-        self.clock.tick()
-        self.done += 1
-        if self.done < self.rounds:
-            self.next.schedule(0)
-        else:
-            self.request_stop()
+        self.end_round()
 
 
 class RoundProgram(Reactor):
@@ -192,10 +209,10 @@ class RoundProgram(Reactor):
             server_cls = RelayServerReactor if relay else ServerReactor
             self.server = server_cls(server, clock, rounds, n, chain=chain).place(0)
         if relay:
-            self.relay = RelayReactor(scenario).place(1)
+            self.relay = RoleReactor(lambda _index: scenario.make_relay()).place(1)
             self.connect(self.server.to_relay, self.relay.inp)
             self.connect(self.relay.out, self.server.from_relay)
-        self.workers = self.bank(WorkerReactor, n, scenario=scenario)
+        self.workers = self.bank(RoleReactor, n, make_role=scenario.make_worker)
         if placement is not None:
             self.workers.place(placement)
         if chain:
@@ -375,3 +392,7 @@ class ReactorBackend(Backend):
 
     def stop(self) -> None:
         """`run` itself joins its worker processes and unlinks its segments, also on errors."""
+
+
+SCHEMA = ReactorConfig
+BACKEND = ReactorBackend

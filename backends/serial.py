@@ -4,8 +4,19 @@ It defines the reference checksum and the per-core ceiling that efficiency is me
 """
 from __future__ import annotations
 
-from backends.base import Backend, Clock, split_messages
+from dataclasses import dataclass
+
+from backends.base import Backend, BackendConfig, Clock, split_messages
 from scenarios.base import Scenario, Server, finish_round
+
+NAME = "serial"
+
+
+@dataclass
+class SerialConfig(BackendConfig):
+    """No framework: every role in the measuring process, one after another (the reference)."""
+
+    name: str = "serial"
 
 
 class SerialBackend(Backend):
@@ -43,3 +54,7 @@ class SerialBackend(Backend):
     def stop(self) -> None:
         for w in [*getattr(self, "workers_", []), *([self.relay] if getattr(self, "relay", None) else [])]:
             w.close()
+
+
+SCHEMA = SerialConfig
+BACKEND = SerialBackend

@@ -17,12 +17,23 @@ The server (the scenario's, in this process) receives per-env ``(obs, reward, do
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
 
-from backends.base import Backend, Clock
+from backends.base import Backend, BackendConfig, Clock
 from scenarios.base import Scenario, Server
+
+NAME = "vector"
+
+
+@dataclass
+class VectorConfig(BackendConfig):
+    """gymnasium's AsyncVectorEnv: one process per env, shared-memory observations."""
+
+    name: str = "vector"
+
 
 #: scenarios whose workers are gymnasium envs stepped with seeded random actions
 SUPPORTED = ("gym", "atari")
@@ -70,6 +81,35 @@ def unbatch(space: Any, batched: Any, i: int) -> Any:
     return batched[i]
 
 
+def vector_rounds(envs: Any, server: Server, samplers: list[_ActionSampler], rounds: int, clock: Clock, *,
+                  batch: Callable[[list[Any]], Any], split: Callable[[Any], list[Any]],
+                  final: Callable[[Any], Any], reset_every_step: bool) -> None:
+    """The rounds of a vector env (``SAME_STEP`` autoreset) as the serial backend's env workers would run
+    them, shared by this backend and `backends.ale_vector`: draw each env's action, step all envs at once,
+    give the server each env's ``(obs, reward, done)`` in env order, where ``obs`` is the observation the step
+    produced (``final(infos["final_obs"][i])`` when the episode ended, the env having been reset already),
+    and with ``reset_every_step`` reset every env that autoreset did not. ``batch`` turns the actions into
+    the env's action batch; ``split`` a batched observation into per-env ones."""
+    n = len(samplers)
+    everyone = np.ones(n, dtype=np.bool_)
+    clock.begin()
+    for _ in range(rounds):
+        server.scatter()  # a Broadcast(None): env workers need no message
+        obs, rewards, terminated, truncated, infos = envs.step(batch([draw() for draw in samplers]))
+        done = terminated | truncated
+        per_env = split(obs)
+        if done.any():
+            final_obs = infos["final_obs"]
+            for i in np.flatnonzero(done):
+                per_env[i] = final(final_obs[i])
+        if reset_every_step:
+            mask = everyone & ~done
+            if mask.any():
+                envs.reset(options={"reset_mask": mask})
+        server.gather([(per_env[i], float(rewards[i]), bool(done[i])) for i in range(n)])
+        clock.tick()
+
+
 class VectorBackend(Backend):
     name = "vector"
     variant = "-"
@@ -98,30 +138,18 @@ class VectorBackend(Backend):
         return [unbatch(self.envs.single_observation_space, obs, i) for i in range(self.n)]
 
     def run(self, rounds: int, clock: Clock) -> None:
-        server, envs, samplers, n = self.server, self.envs, self.samplers, self.n
-        is_box = hasattr(envs.single_action_space, "shape") and not hasattr(envs.single_action_space, "n")
-        everyone = np.ones(n, dtype=np.bool_)
-        clock.begin()
-        for _ in range(rounds):
-            server.scatter()  # a Broadcast(None): env workers need no message
-            actions = [draw() for draw in samplers]
-            batch = np.stack(actions) if is_box else np.asarray(actions, dtype=np.int64)
-            obs, rewards, terminated, truncated, infos = envs.step(batch)
-            done = terminated | truncated
-            per_env = self._split(obs)
-            if done.any():
-                final = infos["final_obs"]
-                for i in np.flatnonzero(done):
-                    per_env[i] = final[i]
-            if self.reset_every_step:
-                mask = everyone & ~done
-                if mask.any():
-                    envs.reset(options={"reset_mask": mask})
-            server.gather([(per_env[i], float(rewards[i]), bool(done[i])) for i in range(n)])
-            clock.tick()
+        space = self.envs.single_action_space
+        is_box = hasattr(space, "shape") and not hasattr(space, "n")
+        batch = np.stack if is_box else (lambda actions: np.asarray(actions, dtype=np.int64))
+        vector_rounds(self.envs, self.server, self.samplers, rounds, clock, batch=batch, split=self._split,
+                      final=lambda obs: obs, reset_every_step=self.reset_every_step)
 
     def stop(self) -> None:
         envs = getattr(self, "envs", None)
         if envs is not None:
             envs.close(terminate=True)
             self.envs = None
+
+
+SCHEMA = VectorConfig
+BACKEND = VectorBackend

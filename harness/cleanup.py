@@ -97,6 +97,18 @@ def mapped_shm(proc: psutil.Process) -> dict[str, tuple[str, int]]:
     return out
 
 
+def kill_processes(procs: list[psutil.Process], wait_s: float = 5.0) -> None:
+    """SIGKILL every process of ``procs`` (gone ones and ones we may not signal are skipped) and wait up to
+    ``wait_s`` for them to be reaped: the one kill loop of the harness (`end_job`, `harness.runner.kill_tree`).
+    `ray_backend.lifecycle` keeps its own, after a grace period: it may not import the harness."""
+    for proc in procs:
+        try:
+            proc.kill()
+        except psutil.Error:
+            pass
+    psutil.wait_procs(procs, timeout=wait_s)
+
+
 def end_job(tree: JobTree, ledger: ShmLedger) -> tuple[int, list[str]]:
     """Kill every process of the job still running and remove its /dev/shm entries.
 
@@ -104,10 +116,5 @@ def end_job(tree: JobTree, ledger: ShmLedger) -> tuple[int, list[str]]:
     escaped it: processes that left the tree, segments of other libraries than the reactor runtime.
     """
     survivors = tree.survivors()
-    for proc in survivors:
-        try:
-            proc.kill()
-        except psutil.Error:
-            pass
-    psutil.wait_procs(survivors, timeout=5)
+    kill_processes(survivors)
     return len(survivors), ledger.remove_owned(tree.pids)

@@ -2,18 +2,20 @@
 
 Every group option in ``conf/`` names one of these schemas in its defaults list, so a misspelled key, an
 unknown option or a value of the wrong type fails at composition time, before anything runs, with Hydra's
-message naming the key.
+message naming the key. The run, budget and scenario schemas are here (scenarios' in `scenarios.configs`);
+each backend's schema is its module's ``SCHEMA``, found by the registry in `backends`.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
-from enum import Enum
 from typing import Any, Optional
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, OmegaConf
 
+from backends import backend_names, backend_schema, backend_schemas
 from scenarios.configs import (
     ActorsConfig,
     AtariConfig,
@@ -34,106 +36,6 @@ SCENARIO_SCHEMAS = {
     "object_size": ObjectSizeConfig,
     "overhead": OverheadConfig,
     "fault": FaultConfig,
-}
-
-
-@dataclass
-class BackendConfig:
-    name: str = "?"
-
-
-@dataclass
-class SerialConfig(BackendConfig):
-    """No framework: every role in the measuring process, one after another (the reference)."""
-
-    name: str = "serial"
-
-
-class Executor(str, Enum):
-    inline = "inline"
-    threads = "threads"
-    processes = "processes"
-
-
-class Placement(str, Enum):
-    cost = "cost"
-    even = "even"
-
-
-@dataclass
-class ReactorConfig(BackendConfig):
-    """The reactor runtime: a server reactor and a bank of worker reactors, multiport connections."""
-
-    name: str = "reactor"
-    executor: Executor = Executor.processes
-    #: processes executor: record where each worker process's time goes per round (role work,
-    #: transport, waiting, other) in the rows' ``extra`` (``bd_w<rank>_<part>_us``); a few clock reads
-    #: per level and tag
-    breakdown: bool = True
-    #: processes executor: ``even``: contiguous even parts; ``cost``: fewer bank members on process 0, which
-    #: also runs the server, by the server's measured cost per round in members' steps (throwaway roles, at
-    #: start-up). ``even`` is the default: in a round the server's scatter and gather never overlap the
-    #: steps, so the round is fastest when the largest share of members is smallest (docs/processes.md)
-    placement: Placement = Placement.even
-    #: processes executor, servers with ``incremental_gather``: the server gathers the results of the bank
-    #: members in its own process (worker 0) while the other processes still step, then the rest
-    split_gather: bool = True
-
-
-class RayMode(str, Enum):
-    actors = "actors"
-    compiled = "compiled"
-
-
-@dataclass
-class RayConfig(BackendConfig):
-    """Ray: one actor per role (``actors``) or the same rounds as a Compiled Graph (``compiled``)."""
-
-    name: str = "ray"
-    mode: RayMode = RayMode.actors
-    #: roles packed into one actor: 1 = the paper's one actor per role; ``auto`` = ceil(roles / workers),
-    #: one actor per worker; any integer >= 1 (a string so that ``auto`` fits; checked by
-    #: `ray_backend.actors.parse_envs_per_actor` before the job starts)
-    envs_per_actor: str = "1"
-    #: None starts a local instance for the job; ``auto`` or ``host:port`` joins an existing cluster
-    address: Optional[str] = None
-    #: seconds a compiled graph waits for a result before it reports a timeout
-    compiled_timeout_s: float = 60.0
-    #: actors mode: a broadcast known to be smaller than this is passed inline in each call (as Ray does
-    #: for small arguments); anything else is ``ray.put`` once per round. 0 = always ``ray.put``
-    broadcast_inline_max_bytes: int = 102400
-    #: bytes of shared memory for a local instance's object store; None = Ray's default (30% of RAM)
-    object_store_memory: Optional[int] = None
-
-
-@dataclass
-class VectorConfig(BackendConfig):
-    """gymnasium's AsyncVectorEnv: one process per env, shared-memory observations."""
-
-    name: str = "vector"
-
-
-@dataclass
-class AleVectorConfig(BackendConfig):
-    """ale-py's AtariVectorEnv: the emulators stepped by C++ threads, the env's own settings."""
-
-    name: str = "ale_vector"
-
-
-@dataclass
-class CapacityConfig(BackendConfig):
-    """The machine's ceiling: ``workers`` uncoordinated copies of the serial loop, one process each."""
-
-    name: str = "capacity"
-
-
-BACKEND_SCHEMAS = {
-    "serial": SerialConfig,
-    "reactor": ReactorConfig,
-    "ray": RayConfig,
-    "vector": VectorConfig,
-    "ale_vector": AleVectorConfig,
-    "capacity": CapacityConfig,
 }
 
 
@@ -179,7 +81,7 @@ def register_configs() -> None:
     cs.store(name="run_schema", node=RunConfig)
     for name, schema in SCENARIO_SCHEMAS.items():
         cs.store(group="scenario", name=f"{name}_schema", node=schema)
-    for name, schema in BACKEND_SCHEMAS.items():
+    for name, schema in backend_schemas().items():  # every module in backends/ (docs/design.md)
         cs.store(group="backend", name=f"{name}_schema", node=schema)
     cs.store(group="budget", name="budget_schema", node=BudgetConfig)
 
@@ -218,15 +120,13 @@ POSITIVE = Range(gt=0)
 PROBABILITY = Range(ge=0, le=1)
 
 #: schema -> numeric field -> its range. A subclass inherits its parents' entries (looked up along the MRO).
-#: ``tests/harness/test_ranges.py`` fails for any int or float field of any schema that has no entry here.
+#: A backend schema declares its ranges in its own fields' metadata instead (``metadata={"range": {...}}``,
+#: `backends.base.BackendConfig`), so that a backend is one file. ``tests/harness/test_ranges.py`` fails for
+#: any int or float field of any schema that has no range here or in its metadata.
 RANGES: dict[type, dict[str, Range]] = {
     RunConfig: {"workers": AT_LEAST_1, "seed": AT_LEAST_0, "threads_per_worker": AT_LEAST_1},
     BudgetConfig: {"rounds": AT_LEAST_1, "warmup_rounds": AT_LEAST_0, "repetitions": AT_LEAST_1,
                    "timeout_s": POSITIVE},
-    RayConfig: {"compiled_timeout_s": POSITIVE,
-                "broadcast_inline_max_bytes": AT_LEAST_0,
-                # Ray refuses a local object store under 75 MiB (ray_constants.OBJECT_STORE_MINIMUM_MEMORY_BYTES)
-                "object_store_memory": Range(ge=75 * 1024 * 1024)},
     GymConfig: {"num_envs": AT_LEAST_1},
     AtariConfig: {"num_envs": AT_LEAST_1},
     DqnConfig: {"num_rollouts": AT_LEAST_1, "steps_per_round": AT_LEAST_1, "epsilon": PROBABILITY,
@@ -245,7 +145,12 @@ class ConfigRangeError(ValueError):
 
 
 def range_of(schema: type, field_name: str) -> Optional[Range]:
-    """The range of ``schema.field_name``, inherited from the closest parent schema that has one."""
+    """The range of ``schema.field_name``: the field's own ``range`` metadata, else the entry in `RANGES`
+    of the closest parent schema that has one."""
+    if dataclasses.is_dataclass(schema):
+        for f in dataclasses.fields(schema):
+            if f.name == field_name and "range" in f.metadata:
+                return Range(**f.metadata["range"])
     for klass in schema.__mro__:
         if field_name in RANGES.get(klass, {}):
             return RANGES[klass][field_name]
@@ -258,10 +163,12 @@ def range_errors(cfg: Any) -> list[str]:
 
     plain = cfg if isinstance(cfg, dict) else OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
     sections: list[tuple[str, type, dict[str, Any]]] = [("", RunConfig, plain)]
-    for group, schemas in (("scenario", SCENARIO_SCHEMAS), ("backend", BACKEND_SCHEMAS)):
-        node = plain.get(group) or {}
-        if node.get("name") in schemas:
-            sections.append((f"{group}.", schemas[node["name"]], node))
+    scenario = plain.get("scenario") or {}
+    if scenario.get("name") in SCENARIO_SCHEMAS:
+        sections.append(("scenario.", SCENARIO_SCHEMAS[scenario["name"]], scenario))
+    backend = plain.get("backend") or {}
+    if backend.get("name") in backend_names():
+        sections.append(("backend.", backend_schema(backend["name"]), backend))
     sections.append(("budget.", BudgetConfig, plain.get("budget") or {}))
     errors = []
     for prefix, schema, values in sections:

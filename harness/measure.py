@@ -32,14 +32,14 @@ def pin_threads(threads: int) -> None:
 
 def measure(spec: dict[str, Any], send: Callable[[dict[str, Any]], None]) -> None:
     """Run the job described by ``spec`` and send its messages through ``send``."""
-    from backends import make_backend
+    from backends import backend_schema, make_backend  # imports this job's backend module only
     from harness.clock import Repetition, RoundClock
-    from harness.config import BACKEND_SCHEMAS, SCENARIO_SCHEMAS, config_object
+    from harness.config import SCENARIO_SCHEMAS, config_object
     from scenarios import make_scenario
 
     pin_threads(int(spec["threads_per_worker"]))
     scenario_cfg = config_object(SCENARIO_SCHEMAS[spec["scenario"]["name"]], spec["scenario"])
-    backend_cfg = config_object(BACKEND_SCHEMAS[spec["backend"]["name"]], spec["backend"])
+    backend_cfg = config_object(backend_schema(spec["backend"]["name"]), spec["backend"])
     budget = spec["budget"]
 
     scenario = make_scenario(scenario_cfg, spec["seed"])

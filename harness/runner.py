@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterator, Optional
 import numpy as np
 import psutil
 
-from harness.cleanup import ShmLedger, end_job
+from harness.cleanup import ShmLedger, end_job, kill_processes
 from harness.jobtree import JobTree
 from harness.memory import MEMORY_FILE, MemorySampler
 from harness.metadata import job_metadata
@@ -51,18 +51,12 @@ class JobOutcome:
 
 
 def backend_variant(backend: dict[str, Any]) -> str:
-    """The results row's ``variant``: the reactor executor, the Ray mode (``_packed`` when roles are packed
-    into fewer actors than roles, `ray_backend.actors.is_packed`), or ``-``. Raises ValueError on a bad
-    ``envs_per_actor``, so the job fails before it starts."""
-    if "executor" in backend:
-        return str(backend["executor"])
-    if "mode" in backend:
-        if "envs_per_actor" in backend:
-            from ray_backend.actors import is_packed  # imports numpy only, not Ray
+    """The results row's ``variant`` (the reactor executor, the Ray mode, or ``-``), as the backend's own
+    module says (`backends.backend_variant`). Raises ValueError on a bad value (e.g. Ray's
+    ``envs_per_actor``), so the job fails before it starts."""
+    from backends import backend_variant as variant
 
-            return str(backend["mode"]) + ("_packed" if is_packed(backend["envs_per_actor"]) else "")
-        return str(backend["mode"])
-    return "-"
+    return variant(backend)
 
 
 def job_spec(cfg: dict[str, Any]) -> dict[str, Any]:
@@ -82,12 +76,7 @@ def kill_tree(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
-    for proc in procs:
-        try:
-            proc.kill()
-        except psutil.NoSuchProcess:
-            pass
-    psutil.wait_procs(procs, timeout=5)
+    kill_processes(procs)
     for dead in pids:
         cleanup_after(dead)
 

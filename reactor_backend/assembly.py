@@ -1,4 +1,9 @@
-"""Assembly phase: turn a tree of reactor instances into an immutable, validated ``Program``.
+"""Assembly phase: turn a tree of reactor instances into a validated ``Program``, the plan an executor runs.
+
+A program is not frozen: its reactors hold user state, and the processes executor marks which reactions
+run in each process (``reaction.local``) and which process schedules delayed events while it runs, then
+restores them; per-run scheduling state lives in the core and the executor, so the same program runs
+again under any executor (``tests/reactor/test_plan.py``).
 
 Assembly and execution are separate phases (as in reactor-rs / reactor-cpp). ``assemble(main)``
 does everything knowable before the first tag: naming, resolving reaction declarations, flattening

@@ -179,13 +179,32 @@ class RunningChecksum:
     Arrays are folded through CRC-32 of their bytes (about 30 us per Atari frame) plus dtype and shape, and
     every piece feeds a BLAKE2b state, so the digest is cheap per round yet covers every byte.
 
+    The digest is BLAKE2b (16-byte digest) of the concatenated encodings of every value in order; the
+    encoding of one value (the definition of every checksum in the results, so it never changes):
+
+    ===================================  ====================================================================
+    value                                bytes
+    ===================================  ====================================================================
+    ``np.ndarray``                       ``f"{dtype.str}{shape}"`` (e.g. ``|u1(210, 160, 3)``), then the
+                                         CRC-32 of its C-order bytes as ``<I`` (of ``b""`` when empty); a
+                                         0-d array counts as shape ``(1,)``
+    ``bool``, ``np.bool_``               ``?1`` or ``?0``
+    ``int``, ``np.integer``              ``i`` + 16 bytes little-endian two's complement
+    ``float``, ``np.floating``           ``f`` + the float64 as ``<d``
+    ``tuple``, ``list``                  ``(`` + the length in decimal, then each item
+    ``dict``                             ``{`` + the length in decimal, then for each key in sorted order
+                                         ``str(key)`` then its value
+    ``str`` (UTF-8), ``bytes``           ``s`` + the byte length in decimal + ``:`` + the bytes
+    ``None``                             ``N``
+    ===================================  ====================================================================
+
     Why the encoder below looks the way it does: the server's checksum runs on the critical path of every
     round in the process that also gathers, and a generic ``isinstance`` chain per value cost more than a
     CartPole step. ``update`` therefore encodes a value into byte pieces with one dictionary lookup per
-    exact type (arrays reuse their cached ``dtype``/``shape`` header) and feeds BLAKE2b once per call;
-    BLAKE2b is a stream, so the digest is byte-for-byte the one of the original per-piece updates
-    (``_update_reference``, kept for the test that proves it). Subclasses (numpy scalars, ``np.bool_``)
-    take the original ordered checks.
+    exact type (arrays reuse their cached ``dtype``/``shape`` header) and feeds BLAKE2b once per call (a
+    stream: the digest does not depend on how the bytes are split). Subclasses (numpy scalars, ``np.bool_``)
+    take ordered ``isinstance`` checks. ``tests/scenarios/test_checksum_encoder.py`` checks the digest against
+    hashlib over the layout above, written out byte by byte.
     """
 
     def __init__(self) -> None:
@@ -203,36 +222,6 @@ class RunningChecksum:
         for v in values:
             enc(v, out)
         self._h.update(b"".join(out))
-
-    def _update_reference(self, value: Any) -> None:
-        """The original encoder, one BLAKE2b update per piece (the definition of the digest)."""
-        h = self._h
-        if isinstance(value, np.ndarray):
-            arr = np.ascontiguousarray(value)
-            h.update(f"{arr.dtype.str}{arr.shape}".encode())
-            h.update(struct.pack("<I", zlib.crc32(arr.data if arr.size else b"")))
-        elif isinstance(value, (bool, np.bool_)):
-            h.update(b"?1" if value else b"?0")
-        elif isinstance(value, (int, np.integer)):
-            h.update(b"i" + int(value).to_bytes(16, "little", signed=True))
-        elif isinstance(value, (float, np.floating)):
-            h.update(b"f" + struct.pack("<d", float(value)))
-        elif isinstance(value, (tuple, list)):
-            h.update(b"(%d" % len(value))
-            for item in value:
-                self._update_reference(item)
-        elif isinstance(value, dict):
-            h.update(b"{%d" % len(value))
-            for key in sorted(value):
-                self._update_reference(str(key))
-                self._update_reference(value[key])
-        elif isinstance(value, (str, bytes)):
-            data = value.encode() if isinstance(value, str) else value
-            h.update(b"s%d:" % len(data) + data)
-        elif value is None:
-            h.update(b"N")
-        else:
-            raise TypeError(f"cannot checksum a {type(value).__name__}")
 
     def hexdigest(self) -> str:
         return self._h.hexdigest()
@@ -304,7 +293,7 @@ _ENCODERS = {np.ndarray: _enc_array, bool: _enc_bool, int: _enc_int, float: _enc
 
 
 def _encode(value: Any, out: list) -> None:
-    """Append the checksum's byte pieces for ``value`` (the same bytes as ``_update_reference``)."""
+    """Append the checksum's byte pieces for ``value`` (the layout in `RunningChecksum`'s docstring)."""
     f = _ENCODERS.get(type(value))
     if f is not None:
         f(value, out)

@@ -211,20 +211,40 @@ def test_runtime_tests_pass_without_the_benchmark():
     assert " passed" in out.stdout
 
 
-def test_every_backend_has_its_module_registry_line_schema_and_preset():
-    """Adding a backend: a module in backends/, its line in backends.BACKENDS, a schema in harness.config and
-    a preset in conf/backend/ (docs/design.md, "Backend contract"); this names whichever is missing."""
+def test_every_backend_module_declares_itself_and_has_a_preset():
+    """Adding a backend: one module in backends/ declaring NAME, SCHEMA and BACKEND, and a preset in
+    conf/backend/ (docs/design.md, "Backend contract"); this names whichever is missing or wrong."""
     import re
 
-    from backends import BACKENDS
+    from backends import backend_module, backend_names, declaration_problems
     from backends.base import Backend
-    from harness.config import BACKEND_SCHEMAS
-    from scenarios.base import load_target
 
-    modules = {p.stem for p in (REPO / "backends").glob("*.py")} - {"__init__", "base"}
-    assert modules == {target.split(":")[0].split(".")[1] for target in BACKENDS.values()}
-    assert set(BACKENDS) == set(BACKEND_SCHEMAS)
-    for name in BACKENDS:
-        assert issubclass(load_target(BACKENDS, name, "backend"), Backend), name
+    names = backend_names()
+    assert names == sorted(p.stem for p in (REPO / "backends").glob("*.py")
+                           if p.stem not in ("__init__", "base") and not p.stem.startswith("_"))
+    assert {"serial", "vector", "reactor", "ray", "ale_vector", "capacity"} <= set(names)
+    for name in names:
+        module = backend_module(name)
+        assert declaration_problems(module, name) == [], name
+        assert isinstance(module.BACKEND, type) and issubclass(module.BACKEND, Backend), name
     presets = {re.search(r"- (\w+)_schema", p.read_text()).group(1) for p in (REPO / "conf" / "backend").glob("*.yaml")}
-    assert presets == set(BACKENDS)
+    assert presets == set(names), f"a backend without a preset or a preset without a backend: {presets ^ set(names)}"
+
+
+def test_a_wrong_declaration_is_named():
+    """The registry's check can fail: a module with a mismatched NAME and no BACKEND is refused by name."""
+    import types
+    from dataclasses import dataclass
+
+    from backends import declaration_problems
+    from backends.base import BackendConfig
+
+    @dataclass
+    class Schema(BackendConfig):
+        name: str = "other"
+
+    module = types.SimpleNamespace(NAME="other", SCHEMA=Schema)
+    problems = declaration_problems(module, "toy")
+    assert any("NAME must be 'toy'" in p for p in problems)
+    assert any("SCHEMA's name must default to 'toy'" in p for p in problems)
+    assert any("BACKEND must be" in p for p in problems)

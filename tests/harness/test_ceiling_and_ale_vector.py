@@ -29,7 +29,7 @@ def test_capacity_runs_k_serial_copies_with_the_serial_checksum(tmp_path):
 
 def test_capacity_copies_end_with_the_backend():
     from backends.capacity import CapacityBackend
-    from harness.config import CapacityConfig
+    from backends.capacity import CapacityConfig
     from scenarios import make_scenario
     from scenarios.configs import GymConfig
 

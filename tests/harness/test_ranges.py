@@ -8,11 +8,11 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 from harness.app import CONF_DIR
-from harness.config import (BACKEND_SCHEMAS, RANGES, SCENARIO_SCHEMAS, BudgetConfig, RunConfig, range_errors,
-                            range_of)
+from backends import backend_schemas
+from harness.config import RANGES, SCENARIO_SCHEMAS, BudgetConfig, RunConfig, range_errors, range_of
 from tests.conftest import run_cli
 
-SCHEMAS = [RunConfig, BudgetConfig, *SCENARIO_SCHEMAS.values(), *BACKEND_SCHEMAS.values()]
+SCHEMAS = [RunConfig, BudgetConfig, *SCENARIO_SCHEMAS.values(), *backend_schemas().values()]
 
 
 def _numeric_fields(schema: type) -> list[str]:
@@ -37,12 +37,16 @@ def test_the_walk_finds_the_known_numeric_fields():
 
 @pytest.mark.parametrize("schema,name", NUMERIC, ids=[f"{s.__name__}.{n}" for s, n in NUMERIC])
 def test_every_numeric_field_has_a_range(schema, name):
-    assert range_of(schema, name) is not None, f"add {schema.__name__}.{name} to harness.config.RANGES"
+    assert range_of(schema, name) is not None, \
+        f"add {schema.__name__}.{name} to harness.config.RANGES (a backend schema: to the field's metadata)"
 
 
 def test_every_range_names_a_numeric_field_of_its_schema():
     for schema, ranges in RANGES.items():
         assert set(ranges) <= set(_numeric_fields(schema)), schema.__name__
+    for schema in SCHEMAS:
+        declared = {f.name for f in dataclasses.fields(schema) if "range" in f.metadata}
+        assert declared <= set(_numeric_fields(schema)), schema.__name__
 
 
 def _job(group: str, schema: type, name: str, value) -> dict:

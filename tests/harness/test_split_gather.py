@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from backends.base import split_messages
-from backends.reactor import ServerReactor, SplitGatherServerReactor
-from harness.config import Executor, ReactorConfig
+from backends.reactor import Executor, ReactorConfig, ServerReactor, SplitGatherServerReactor
 from reactor_backend.model import class_declarations
 from scenarios import make_scenario
 from scenarios.configs import GymConfig, MarlConfig, MarlEnv

@@ -21,7 +21,9 @@ import psutil
 import pytest
 
 from backends import make_backend
-from harness.config import RayConfig, SerialConfig, config_object
+from backends.ray import RayConfig
+from backends.serial import SerialConfig
+from harness.config import config_object
 from ray_backend.actors import (actor_slices, is_packed, known_small, owned_copy, parse_envs_per_actor,
                                 resolve_envs_per_actor)
 from ray_backend.lifecycle import RayStartError, actor_num_cpus, thread_env

@@ -143,7 +143,7 @@ def test_dqn_sampling_is_the_longest_per_process_sum_of_rollouts():
 def test_dqn_split_on_the_serial_backend_has_almost_no_communication():
     """Serial communicates nothing: sampling is the sum of all rollouts and the rest is bookkeeping."""
     from backends.serial import SerialBackend
-    from harness.config import SerialConfig
+    from backends.serial import SerialConfig
 
     scenario = make_scenario(dqn_config(num_rollouts=4, steps_per_round=50), 0)
     server = scenario.make_server()
@@ -216,7 +216,7 @@ def test_atari_workers_deliver_full_frames_with_restricted_actions():
 
 def test_vector_backend_refuses_non_env_scenarios():
     from backends.vector import VectorBackend, VectorBackendUnsupported
-    from harness.config import VectorConfig
+    from backends.vector import VectorConfig
 
     scenario = make_scenario(dqn_config(), 0)
     with pytest.raises(VectorBackendUnsupported, match="gym"):
@@ -259,7 +259,8 @@ class _Ticks:
 def test_vector_backend_with_reset_every_step_equals_serial_in_process():
     from backends.serial import SerialBackend
     from backends.vector import VectorBackend
-    from harness.config import SerialConfig, VectorConfig
+    from backends.serial import SerialConfig
+    from backends.vector import VectorConfig
 
     scenario = make_scenario(AtariConfig(num_envs=2, reset_every_step=True), 4)
     assert scenario.row_fields()["env_id"] == "ALE/Pong-v5+reset_every_step"
@@ -280,7 +281,8 @@ def test_vector_backend_in_paper_mode_equals_serial_in_process():
     """budget=paper's Atari options (same seeding, full action set, reset quirk) on the vector backend."""
     from backends.serial import SerialBackend
     from backends.vector import VectorBackend
-    from harness.config import SerialConfig, VectorConfig
+    from backends.serial import SerialConfig
+    from backends.vector import VectorConfig
 
     scenario = make_scenario(AtariConfig(env_id="MsPacman-v4", num_envs=2, reset_every_step=True, actions="full",
                                          seeding="same"), 1)
