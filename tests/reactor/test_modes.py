@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from reactor_backend import (AssemblyError, Input, LogicalAction, Mode, ReactionError, Reactor, Timer, assemble, history,
+from reactor_backend import (AssemblyError, Input, LogicalAction, Mode, Output, ReactionError, Reactor, State, Timer,
+                             assemble, history,
                              msec, reaction, reset, run, sec, shutdown, startup)
 
 
@@ -313,3 +314,405 @@ def test_mode_local_action_history_and_reset(executor, cls):
         assert main.log == [(msec(500), 0, "home"), (msec(700), 0, "v")]
     else:                    # reset: dropped
         assert main.log == [(msec(500), 0, "home")]
+
+
+# ---- contained reactors and connections in modes (LF: ModalCycleBreaker, ModalNestedReactions,
+# ModalStateResetAuto, ModalAfter), nested modal reactors, reset state ----------------------------
+
+class CycleModal(Reactor):
+    """LF's ModalCycleBreaker: reaction(in2) of mode two precedes the in1 -> out reaction of mode one,
+    and out feeds in2: a cycle, were the two modes not exclusive."""
+
+    in1 = Input()
+    in2 = Input()
+    out = Output()
+    two = Mode()
+    one = Mode(initial=True)
+    wait = Timer(msec(150), sec(1), mode=two)
+
+    @reaction(in2, mode=two)
+    def got2(self):
+        pass
+
+    @reaction(wait, effects=[reset(one)], mode=two)
+    def back(self):
+        self.set_mode(self.one)
+
+    @reaction(in1, effects=[out], mode=one)
+    def forward(self):
+        self.out.set(self.in1.value)
+
+    @reaction(in1, effects=[reset(two)], mode=one)
+    def maybe_switch(self):
+        if self.in1.value % 5 == 4:
+            self.set_mode(self.two)
+
+
+class Counter(Reactor):
+    value = Output()
+    t = Timer(0, "period")
+
+    def __init__(self, period=sec(1)):
+        super().__init__()
+        self.period = period
+        self.curval = 0
+
+    @reaction(t, effects=[value])
+    def count(self):
+        self.value.set(self.curval)
+        self.curval += 1
+
+
+class CycleBreakerMain(Reactor):
+    def __init__(self, workers):
+        super().__init__()
+        self.log = []
+        self.counter = Counter(period=msec(100))
+        self.modal = CycleModal().place(workers - 1)
+        self.connect(self.counter.value, self.modal.in1)
+        self.connect(self.modal.out, self.modal.in2)
+
+    @reaction("modal.out")
+    def record(self):
+        self.log.append((self.elapsed, self.modal.out.value))
+
+
+def test_modal_cycle_breaker(executor):
+    main = CycleBreakerMain(executor.workers)
+    executor.run(main, timeout=sec(1))
+    ms = msec(1)
+    assert main.log == [(0, 0), (100 * ms, 1), (200 * ms, 2), (300 * ms, 3), (400 * ms, 4),
+                        (600 * ms, 6), (700 * ms, 7), (800 * ms, 8), (900 * ms, 9)]
+
+
+class Forward(Reactor):
+    inp = Input()
+    out = Output()
+
+    @reaction(inp, effects=[out])
+    def fwd(self):
+        self.out.set(self.inp.value)
+
+
+class CounterCycle(Reactor):
+    """LF's ModalNestedReactions: a Forward reactor and its connections live in mode two."""
+
+    next = Input()
+    count = Output()
+    only_in_two = Output()
+    neverp = Output()
+    one = Mode(initial=True)
+    two = Mode()
+    three = Mode()
+
+    def __init__(self):
+        super().__init__()
+        with self.in_mode(self.two):
+            self.fwd = Forward()
+            self.connect(self.next, self.fwd.inp)
+            self.connect(self.fwd.out, self.only_in_two)
+
+    @reaction(next, effects=[count, reset(two)], mode=one)
+    def in_one(self):
+        self.count.set(1)
+        self.set_mode(self.two)
+
+    @reaction(next, effects=[count, reset(one)], mode=two)
+    def in_two(self):
+        self.count.set(2)
+        self.set_mode(self.one)
+
+    @reaction(next, effects=[neverp], mode=three)
+    def in_three(self):
+        self.neverp.set(True)
+
+
+class NestedReactionsMain(Reactor):
+    stepper = Timer(0, msec(250))
+
+    def __init__(self, workers):
+        super().__init__()
+        self.log = []
+        self.counter = CounterCycle().place(workers - 1)
+
+    @reaction(stepper, effects=["counter.next"])
+    def step(self):
+        self.counter.next.set(True)
+
+    @reaction(stepper, sources=["counter.count", "counter.only_in_two"])
+    def check(self):
+        c = self.counter
+        self.log.append((self.elapsed, c.count.value if c.count.is_present else None, c.only_in_two.is_present))
+
+    @reaction("counter.neverp")
+    def never(self):
+        self.log.append((self.elapsed, "neverp"))
+
+
+def test_modal_nested_reactions(executor):
+    main = NestedReactionsMain(executor.workers)
+    executor.run(main, timeout=sec(2))
+    q = msec(250)
+    # mode two (count 2) and only there, the forwarder inside it answers; mode three never runs
+    assert main.log == [(k * q, 1 if k % 2 == 0 else 2, k % 2 == 1) for k in range(9)]
+
+
+class ModalStateResetAuto(Reactor):
+    """LF's ModalStateResetAuto: ``counter2`` is a reset state of mode two (re-initialized on each
+    reset entry, no reset reaction), ``counter1`` a plain state of mode one (kept across the history
+    entries), ``counter0`` a plain state outside the modes."""
+
+    next = Input()
+    one = Mode(initial=True)
+    two = Mode()
+    t1 = Timer(0, msec(250), mode=one)
+    t2 = Timer(0, msec(250), mode=two)
+    counter0 = State(0)
+    counter1 = State(0, mode=one)
+    counter2 = State(-2, reset=True, mode=two)
+
+    def __init__(self, log):
+        super().__init__()
+        self.log = log
+
+    def note(self, what, value):
+        self.log.append((self.elapsed, self.microstep, what, value))
+
+    @reaction(next)
+    def count0(self):
+        self.note("count0", self.counter0)
+        self.counter0 += 1
+
+    @reaction(t1, mode=one)
+    def count1(self):
+        self.note("count1", self.counter1)
+        self.counter1 += 1
+
+    @reaction(next, effects=[reset(two)], mode=one)
+    def to_two(self):
+        self.note("switch", 1)
+        self.set_mode(self.two)
+
+    @reaction(t2, mode=two)
+    def count2(self):
+        self.note("count2", self.counter2)
+        self.counter2 += 1
+
+    @reaction(next, effects=[history(one)], mode=two)
+    def to_one(self):
+        self.note("switch", 1)
+        self.set_mode(self.one)
+
+
+def test_modal_state_reset_auto(executor):
+    main = Stepper(ModalStateResetAuto, executor.workers)
+    executor.run(main, timeout=sec(4))
+    q = msec(250)
+    # LF's ModalStateResetAuto trace (the same as ModalStateReset's, without reset reactions)
+    expected = [(0, 0, "count1", 0), (q, 0, "count1", 1), (2 * q, 0, "count1", 2), (3 * q, 0, "count1", 3),
+                (4 * q, 0, "count0", 0), (4 * q, 0, "count1", 4), (4 * q, 0, "switch", 1),
+                (4 * q, 1, "count2", -2), (5 * q, 0, "count2", -1), (6 * q, 0, "count2", 0),
+                (7 * q, 0, "count2", 1),
+                (8 * q, 0, "count0", 1), (8 * q, 0, "count2", 2), (8 * q, 0, "switch", 1),
+                (9 * q, 0, "count1", 5), (10 * q, 0, "count1", 6), (11 * q, 0, "count1", 7),
+                (12 * q, 0, "count0", 2), (12 * q, 0, "count1", 8), (12 * q, 0, "switch", 1),
+                (12 * q, 1, "count2", -2), (13 * q, 0, "count2", -1), (14 * q, 0, "count2", 0),
+                (15 * q, 0, "count2", 1),
+                (16 * q, 0, "count0", 3), (16 * q, 0, "count2", 2), (16 * q, 0, "switch", 1)]
+    assert main.log == expected
+    if executor.name != "processes" or executor.workers == 1:   # (state lives where the reactor runs)
+        assert (main.modal.counter0, main.modal.counter1, main.modal.counter2) == (4, 9, 3)
+
+
+class Producer(Reactor):
+    product = Output()
+    t = Timer(0, msec(750))
+
+    @reaction(t, effects=[product])
+    def produce(self):
+        self.product.set(1)
+
+
+class Consumer(Reactor):
+    product = Input()
+    report = Output()
+
+    @reaction(product, effects=[report])
+    def consume(self):
+        self.report.set(1)
+
+
+class AfterModal(Reactor):
+    """LF's ModalAfter: a producer/consumer pair with an ``after 500 msec`` connection in each mode."""
+
+    next = Input()
+    mode_switch = Output()
+    produced1 = Output()
+    consumed1 = Output()
+    produced2 = Output()
+    consumed2 = Output()
+    one = Mode(initial=True)
+    two = Mode()
+
+    def __init__(self):
+        super().__init__()
+        with self.in_mode(self.one):
+            self.producer1 = Producer()
+            self.consumer1 = Consumer()
+            self.connect(self.producer1.product, self.produced1)
+            self.connect(self.producer1.product, self.consumer1.product, after=msec(500))
+            self.connect(self.consumer1.report, self.consumed1)
+        with self.in_mode(self.two):
+            self.producer2 = Producer()
+            self.consumer2 = Consumer()
+            self.connect(self.producer2.product, self.produced2)
+            self.connect(self.producer2.product, self.consumer2.product, after=msec(500))
+            self.connect(self.consumer2.report, self.consumed2)
+
+    @reaction(next, effects=[reset(two), mode_switch], mode=one)
+    def to_two(self):
+        self.mode_switch.set(1)
+        self.set_mode(self.two)
+
+    @reaction(next, effects=[history(one), mode_switch], mode=two)
+    def to_one(self):
+        self.mode_switch.set(1)
+        self.set_mode(self.one)
+
+
+class AfterMain(Reactor):
+    stepper = Timer(sec(1), sec(1))
+
+    def __init__(self, workers):
+        super().__init__()
+        self.log = []
+        self.modal = AfterModal().place(workers - 1)
+
+    @reaction(stepper, effects=["modal.next"])
+    def step(self):
+        self.modal.next.set(True)
+
+    @reaction("modal.mode_switch", "modal.produced1", "modal.consumed1", "modal.produced2", "modal.consumed2")
+    def record(self):
+        m = self.modal
+        for port in (m.mode_switch, m.produced1, m.consumed1, m.produced2, m.consumed2):
+            if port.is_present:
+                self.log.append((self.elapsed // msec(1), self.microstep, port.name))
+
+
+def test_modal_after(executor):
+    main = AfterMain(executor.workers)
+    executor.run(main, timeout=sec(4))
+    # LF's ModalAfter trace: delayed events of a mode left are suspended; a history entry delivers
+    # them shifted by the pause (750 -> 1250 pending at 1000, delivered at 2250), a reset drops them
+    assert main.log == [(0, 0, "produced1"), (500, 0, "consumed1"), (750, 0, "produced1"),
+                        (1000, 0, "mode_switch"), (1000, 1, "produced2"), (1500, 0, "consumed2"),
+                        (1750, 0, "produced2"), (2000, 0, "mode_switch"), (2250, 0, "consumed1"),
+                        (2500, 0, "produced1"), (3000, 0, "mode_switch"), (3000, 0, "consumed1"),
+                        (3000, 1, "produced2"), (3500, 0, "consumed2"), (3750, 0, "produced2"),
+                        (4000, 0, "mode_switch")]
+
+
+class Inner(Reactor):
+    """A modal reactor nested in mode ``b`` of ``Outer``; ``n`` is a reset state of that mode."""
+
+    x = Mode(initial=True)
+    y = Mode()
+    tick = Timer(0, msec(100))          # no mode=: belongs to the enclosing mode (Outer.b)
+    n = State(0, reset=True)
+
+    def __init__(self, log):
+        super().__init__()
+        self.log = log
+
+    @reaction(reset, mode=x)
+    def on_reset(self):
+        self.log.append((self.elapsed // msec(1), self.microstep, "reset-x"))
+
+    @reaction(tick, effects=[reset(y)], mode=x)
+    def in_x(self):
+        self.log.append((self.elapsed // msec(1), self.microstep, "x", self.n))
+        self.n += 1
+        if self.n == 2:
+            self.set_mode(self.y)
+
+    @reaction(tick, mode=y)
+    def in_y(self):
+        self.log.append((self.elapsed // msec(1), self.microstep, "y", self.n))
+        self.n += 1
+
+
+class OuterReset(Reactor):
+    next = Input()
+    a = Mode(initial=True)
+    b = Mode()
+
+    def __init__(self, log):
+        super().__init__()
+        self.log = log
+        with self.in_mode(self.b):
+            self.inner = Inner(log)
+
+    @reaction(next, effects=[reset(b)], mode=a)
+    def to_b(self):
+        self.set_mode(self.b)
+
+    @reaction(next, effects=[history(a)], mode=b)
+    def to_a(self):
+        self.set_mode(self.a)
+
+
+class OuterHistory(OuterReset):
+    @reaction(OuterReset.next, effects=[history(OuterReset.b)], mode=OuterReset.a)
+    def to_b(self):
+        self.set_mode(self.b)
+
+
+@pytest.mark.parametrize("cls", [OuterReset, OuterHistory])
+def test_nested_modal_reactor_reset_and_history(executor, cls):
+    main = Stepper(cls, executor.workers, offset=msec(250), period=msec(250))
+    executor.run(main, timeout=sec(1))
+    if cls is OuterReset:
+        # each reset entry of b resets the inner reactor: back to x, n = 0, its timer restarts
+        assert main.log == [(250, 1, "reset-x"), (250, 1, "x", 0), (350, 0, "x", 1), (450, 0, "y", 2),
+                            (750, 1, "reset-x"), (750, 1, "x", 0), (850, 0, "x", 1), (950, 0, "y", 2)]
+    else:
+        # history: the inner reactor stays in y, keeps n, its timer resumes its phase (550 -> 800)
+        assert main.log == [(250, 1, "x", 0), (350, 0, "x", 1), (450, 0, "y", 2),
+                            (800, 0, "y", 3), (900, 0, "y", 4), (1000, 0, "y", 5)]
+
+
+def test_mode_scope_errors():
+    class PassThrough(Reactor):
+        i = Input()
+        o = Output()
+        a = Mode(initial=True)
+
+        def __init__(self):
+            super().__init__()
+            with self.in_mode(self.a):
+                self.connect(self.i, self.o)
+
+    with pytest.raises(AssemblyError, match="must reach a reactor created in that mode"):
+        assemble(PassThrough())
+
+    class CrossMode(Reactor):
+        a = Mode(initial=True)
+        b = Mode()
+
+        def __init__(self):
+            super().__init__()
+            with self.in_mode(self.a):
+                self.f = Forward()
+            with self.in_mode(self.b):
+                self.g = Forward()
+                self.connect(self.f.out, self.g.inp)
+
+    with pytest.raises(AssemblyError, match="belongs to mode a"):
+        assemble(CrossMode())
+
+    class ResetStateNoMode(Reactor):
+        n = State(0, reset=True)
+
+    with pytest.raises(AssemblyError, match="a reset State needs a mode"):
+        assemble(ResetStateNoMode())
