@@ -401,6 +401,7 @@ cdef class Action(Trigger):
     cdef public ReactorCtx wctx
     cdef public uint64_t allowed_mask
     cdef public int id
+    cdef public ModeState mode         # its mode (own mode= or the enclosing one), or None
     cdef dict _pending_events          # (time, microstep) -> Event not yet fired
     cdef object _last_ev               # last scheduled Event
     cdef int64_t _last_t
@@ -417,6 +418,7 @@ cdef class Action(Trigger):
         self.wctx = None
         self.allowed_mask = 0
         self.id = -1
+        self.mode = None
         self._pending_events = {}
         self._last_ev = None
         self._has_last = False
@@ -879,6 +881,10 @@ cdef class Core:
                 m = self.mstep + 1
             else:
                 m = 0
+            if a.mode is not None and not a.mode.active:
+                # a physical action of an inactive mode: kept with the mode (history resumes it)
+                a.mode.suspended.append((a, t, m, item[2]))
+                continue
             if a.min_spacing >= 0:
                 a._place(t, m, item[2])
             else:

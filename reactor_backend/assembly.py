@@ -351,7 +351,8 @@ def _bind_modes(r: Reactor, decls: list) -> None:
         if isinstance(obj, Timer):
             obj.mode = state
             state.timers = state.timers + (obj,)
-        elif isinstance(obj, Action) and not obj.physical:
+        elif isinstance(obj, Action):
+            obj.mode = state
             state.actions = state.actions + (obj,)
 
 

@@ -138,8 +138,6 @@ class _ActionDecl(_Decl):
         super().__init__()
         if policy not in ("defer", "drop", "replace"):
             raise ValueError(f"policy must be 'defer', 'drop' or 'replace', not {policy!r}")
-        if mode is not None and self.physical:
-            raise TypeError("a physical action cannot be mode-local")
         self.mode = mode
         self.min_delay = min_delay if _const(min_delay) is None else int(min_delay)
         self.min_spacing = min_spacing if min_spacing is None or _const(min_spacing) is None else int(min_spacing)

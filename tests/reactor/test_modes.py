@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from reactor_backend import (AssemblyError, Input, LogicalAction, Mode, Output, ReactionError, Reactor, State, Timer,
+from reactor_backend import (AssemblyError, Input, LogicalAction, Mode, Output, PhysicalAction, ReactionError, Reactor,
+                             State, Timer,
                              assemble, history,
                              msec, reaction, reset, run, sec, shutdown, startup)
 
@@ -716,3 +717,58 @@ def test_mode_scope_errors():
 
     with pytest.raises(AssemblyError, match="a reset State needs a mode"):
         assemble(ResetStateNoMode())
+
+
+class ModalPhysical(Reactor):
+    """A physical action of mode ``one`` scheduled while ``one`` is inactive (from a reaction outside
+    the modes, at the tag of the switch away): kept with the mode, delivered on a history entry
+    shifted by the pause, dropped on a reset entry. In fast mode logical time runs ahead of the
+    physical clock, so the event's tag is the next microstep of the scheduling tag."""
+
+    next = Input()
+    one = Mode(initial=True)
+    two = Mode()
+    pa = PhysicalAction(mode=one)
+    back_kind = "history"
+
+    def __init__(self, log):
+        super().__init__()
+        self.log = log
+        self.steps = 0
+
+    @reaction(next)
+    def step(self):
+        self.steps += 1
+        if self.steps == 1:
+            self.pa.schedule(0, "p")
+
+    @reaction(pa, mode=one)
+    def fired(self):
+        self.log.append((self.elapsed // msec(1), self.microstep, self.pa.value))
+
+    @reaction(next, effects=[two], mode=one)
+    def away(self):
+        self.set_mode(self.two)
+
+    @reaction(next, effects=[history(one)], mode=two)
+    def home(self):
+        self.log.append((self.elapsed // msec(1), self.microstep, "home"))
+        self.set_mode(self.one)
+
+
+class ModalPhysicalReset(ModalPhysical):
+    @reaction(ModalPhysical.next, effects=[reset(ModalPhysical.one)], mode=ModalPhysical.two)
+    def home(self):
+        self.log.append((self.elapsed // msec(1), self.microstep, "home"))
+        self.set_mode(self.one)
+
+
+@pytest.mark.parametrize("cls", [ModalPhysical, ModalPhysicalReset])
+def test_mode_local_physical_action(executor, cls):
+    main = Stepper(cls, executor.workers)
+    executor.run(main, timeout=sec(2) + msec(500))
+    # scheduled at (1 s, 0) for (1 s, 1), while one is being left: suspended; back at 2 s
+    if cls is ModalPhysical:
+        assert main.log == [(2000, 0, "home"), (2000, 1, "p")]
+    else:
+        assert main.log == [(2000, 0, "home")]
