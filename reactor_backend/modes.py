@@ -144,9 +144,11 @@ def _enter(core: Any, target: Any, kind: str, t: int, m: int) -> None:
                 inner.__dict__["_current_mode"] = next(x for x in _modes_of(inner) if x.initial)
             _enter(core, inner.__dict__["_current_mode"], kind, t, m)
         return
-    pause = t - target.left_at
     for trig, at, am, value in target.suspended:
-        nt, nm = _next(t, m, at + pause, am)
+        # the delay it had left when the mode was left, from now (LF's C runtime: microstep 0
+        # after a positive remaining delay, else the next microstep)
+        left = at - target.left_at
+        nt, nm = (t + left, 0) if left > 0 else (t, m + 1)
         if isinstance(trig, Port):
             core.push_port_event(trig, nt, nm, value, target)
         elif hasattr(trig, "period"):

@@ -11,7 +11,7 @@ import pytest
 from reactor_backend import (AssemblyError, Input, LogicalAction, Mode, Output, PhysicalAction, ReactionError, Reactor,
                              State, Timer,
                              assemble, history,
-                             msec, reaction, reset, run, sec, shutdown, startup)
+                             msec, per_member, reaction, reset, run, sec, shutdown, startup)
 
 
 class Stepper(Reactor):
@@ -772,3 +772,82 @@ def test_mode_local_physical_action(executor, cls):
         assert main.log == [(2000, 0, "home"), (2000, 1, "p")]
     else:
         assert main.log == [(2000, 0, "home")]
+
+
+class BankStepper(Reactor):
+    """LF's BanksModalStateReset (the ModalStateResetAuto half): a bank of two modal reactors, split
+    over the workers, stepped together; each must follow the single reactor's trace."""
+
+    stepper = Timer(sec(1), sec(1))
+
+    def __init__(self):
+        super().__init__()
+        self.logs = [[], []]
+        self.modals = self.bank(ModalStateResetAuto, 2, log=per_member(self.logs))
+
+    @reaction(stepper, effects=["modals.next"])
+    def step(self):
+        for m in self.modals:
+            m.next.set(True)
+
+
+def test_bank_of_modal_reactors(executor):
+    single = Stepper(ModalStateResetAuto, 1)
+    run(single, timeout=sec(4))
+    main = BankStepper()
+    executor.run(main, timeout=sec(4))
+    assert len(single.log) == 27
+    assert main.logs == [single.log, single.log]
+
+
+class Outer2(Reactor):
+    """A bank created in a mode: its members (and their timers) belong to the mode."""
+
+    next = Input()
+    a = Mode(initial=True)
+    b = Mode()
+
+    def __init__(self, log):
+        super().__init__()
+        self.log = log
+        with self.in_mode(self.b):
+            self.inners = self.bank(Inner, 2, log=log)
+
+    @reaction(next, effects=[reset(b)], mode=a)
+    def to_b(self):
+        self.set_mode(self.b)
+
+    @reaction(next, effects=[history(a)], mode=b)
+    def to_a(self):
+        self.set_mode(self.a)
+
+
+def test_bank_in_mode(executor):
+    main = Stepper(Outer2, executor.workers, offset=msec(250), period=msec(250))
+    executor.run(main, timeout=sec(1))
+    one = [(250, 1, "reset-x"), (250, 1, "x", 0), (350, 0, "x", 1), (450, 0, "y", 2),
+           (750, 1, "reset-x"), (750, 1, "x", 0), (850, 0, "x", 1), (950, 0, "y", 2)]
+    assert main.log == [e for e in one for _ in range(2)]   # both members, in bank order
+
+
+def test_in_mode_scope_misuse():
+    class Nested(Reactor):
+        a = Mode(initial=True)
+        b = Mode()
+
+        def __init__(self):
+            super().__init__()
+            with self.in_mode(self.a):
+                with self.in_mode(self.b):
+                    pass
+
+    with pytest.raises(TypeError, match="do not nest"):
+        Nested()
+
+    class Foreign(Reactor):
+        def __init__(self):
+            super().__init__()
+            self.in_mode(Outer2.a)
+
+    with pytest.raises(TypeError, match="takes a mode of Foreign"):
+        Foreign()
