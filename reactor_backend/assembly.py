@@ -463,15 +463,22 @@ def _flatten_connections(reactors: list[Reactor], writers: dict[int, list[Reacti
                                         f"a multiple of the source width ({len(s)})")
             for i, q in enumerate(d):
                 p = s[i % len(s)]
-                if q.id in dst_seen:
+                if q.id in dst_seen and not _exclusive(dst_seen[q.id].mode, mode):
                     raise AssemblyError(f"{q.full_name} has two writers: {dst_seen[q.id]!r} and {where}")
-                if q.id in writers:
+                if q.id in writers and not all(_exclusive(w.mode, mode) for w in writers[q.id]):
                     raise AssemblyError(f"{q.full_name} has two writers: reaction {writers[q.id][0].full_name} "
                                         f"and {where}")
                 c = Connection(p, q, after, physical, r, mode)
                 dst_seen[q.id] = c
                 conns.append(c)
     return conns
+
+
+def _exclusive(a: ModeState | None, b: ModeState | None) -> bool:
+    """Two different modes of one reactor: what belongs to them never runs at one tag, so both may
+    drive one port (LF's MultipleOutputFeeder tests; a zero-delay connection in a mode starts in a
+    reactor of that mode, which sets nothing while the mode is inactive)."""
+    return a is not None and b is not None and a is not b and a.reactor is b.reactor
 
 
 def _check_mode_scope(r: Reactor, s: list, d: list, mode: ModeState | None, after: int | None,

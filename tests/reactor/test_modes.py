@@ -851,3 +851,198 @@ def test_in_mode_scope_misuse():
 
     with pytest.raises(TypeError, match="takes a mode of Foreign"):
         Foreign()
+
+
+class ResetCounter(Reactor):
+    """LF's Counter of the MultipleOutputFeeder tests: ``curval`` is a reset state (of the mode its
+    instance is created in)."""
+
+    value = Output()
+    t = Timer(0, "period")
+    curval = State(0, reset=True)
+
+    def __init__(self, period=sec(1)):
+        super().__init__()
+        self.period = period
+
+    @reaction(t, effects=[value])
+    def count(self):
+        self.value.set(self.curval)
+        self.curval += 1
+
+
+class Feeder2Connections(Reactor):
+    """LF's MultipleOutputFeeder_2Connections: one output fed by a connection in each mode."""
+
+    next = Input()
+    count = Output()
+    one = Mode(initial=True)
+    two = Mode()
+
+    def __init__(self):
+        super().__init__()
+        with self.in_mode(self.one):
+            self.counter1 = ResetCounter(period=msec(250))
+            self.connect(self.counter1.value, self.count)
+        with self.in_mode(self.two):
+            self.counter2 = self.make_counter2()
+
+    def make_counter2(self):
+        c = ResetCounter(period=msec(100))
+        self.connect(c.value, self.count)
+        return c
+
+    @reaction(next, effects=[reset(two)], mode=one)
+    def to_two(self):
+        self.set_mode(self.two)
+
+    @reaction(next, effects=[history(one)], mode=two)
+    def to_one(self):
+        self.set_mode(self.one)
+
+
+class FeederReactionConnections(Feeder2Connections):
+    """LF's MultipleOutputFeeder_ReactionConnections: in mode two a reaction drives the output."""
+
+    def make_counter2(self):
+        return ResetCounter(period=msec(100))
+
+    @reaction("counter2.value", effects=[Feeder2Connections.count], mode=Feeder2Connections.two)
+    def times_ten(self):
+        self.count.set(self.counter2.value.value * 10)
+
+
+class FeederMain(Reactor):
+    stepper = Timer(msec(500), msec(500))
+
+    def __init__(self, cls, workers):
+        super().__init__()
+        self.log = []
+        self.modal = cls().place(workers - 1)
+
+    @reaction(stepper, effects=["modal.next"])
+    def step(self):
+        self.modal.next.set(True)
+
+    @reaction("modal.count")
+    def record(self):
+        self.log.append((self.elapsed // msec(1), self.microstep, self.modal.count.value))
+
+
+@pytest.mark.parametrize("cls", [Feeder2Connections, FeederReactionConnections])
+def test_multiple_output_feeder(executor, cls):
+    main = FeederMain(cls, executor.workers)
+    executor.run(main, timeout=sec(2))
+    k = 1 if cls is Feeder2Connections else 10
+    two = [(0, 1, 0)] + [(d * 100, 0, d * k) for d in range(1, 6)]   # after a reset entry at 1 microstep
+    assert main.log == ([(0, 0, 0), (250, 0, 1), (500, 0, 2)]
+                        + [(500 + t, m, v) for t, m, v in two]
+                        + [(1250, 0, 3), (1500, 0, 4)]
+                        + [(1500 + t, m, v) for t, m, v in two])
+
+
+class Converter(Reactor):
+    raw = Input()
+    converted = Output()
+    upper = Mode(initial=True)
+    lower = Mode()
+
+    @reaction(raw, effects=[converted, reset(lower)], mode=upper)
+    def up(self):
+        c = self.raw.value.upper()
+        self.converted.set(c)
+        if c == " ":
+            self.set_mode(self.lower)
+
+    @reaction(raw, effects=[converted, reset(upper)], mode=lower)
+    def low(self):
+        c = self.raw.value.lower()
+        self.converted.set(c)
+        if c == " ":
+            self.set_mode(self.upper)
+
+
+class ResetProcessor(Reactor):
+    """LF's ConvertCaseTest: a modal Converter nested in mode ``converting``; the output is driven by
+    the converter's connection there and by a reaction in ``discarding``."""
+
+    discard = Input()
+    character = Input()
+    converted = Output()
+    converting = Mode(initial=True)
+    discarding = Mode()
+
+    def __init__(self):
+        super().__init__()
+        with self.in_mode(self.converting):
+            self.converter = Converter()
+            self.connect(self.character, self.converter.raw)
+            self.connect(self.converter.converted, self.converted)
+
+    @reaction(discard, effects=[reset(discarding)], mode=converting)
+    def to_discarding(self):
+        self.set_mode(self.discarding)
+
+    @reaction(character, effects=[converted], mode=discarding)
+    def underscore(self):
+        self.converted.set("_")
+
+    @reaction(character, effects=[reset(converting)], mode=discarding)
+    def back(self):
+        self.set_mode(self.converting)
+
+
+class HistoryProcessor(ResetProcessor):
+    @reaction(ResetProcessor.character, effects=[history(ResetProcessor.converting)],
+              mode=ResetProcessor.discarding)
+    def back(self):
+        self.set_mode(self.converting)
+
+
+class InputFeeder(Reactor):
+    character = Output()
+    t = Timer(0, msec(250))
+
+    def __init__(self, message):
+        super().__init__()
+        self.message = message
+        self.idx = 0
+
+    @reaction(t, effects=[character])
+    def feed(self):
+        if self.idx < len(self.message):
+            self.character.set(self.message[self.idx])
+            self.idx += 1
+
+
+class ConvertCaseMain(Reactor):
+    stepper = Timer(msec(500), sec(1))
+
+    def __init__(self, workers):
+        super().__init__()
+        self.log = []
+        self.feeder = InputFeeder("Hello World!")
+        self.reset_processor = ResetProcessor().place(workers - 1)
+        self.history_processor = HistoryProcessor().place(max(0, workers - 2))
+        self.connect(self.feeder.character, self.reset_processor.character)
+        self.connect(self.feeder.character, self.history_processor.character)
+
+    @reaction(stepper, effects=["reset_processor.discard", "history_processor.discard"])
+    def step(self):
+        self.reset_processor.discard.set(True)
+        self.history_processor.discard.set(True)
+
+    @reaction("reset_processor.converted", "history_processor.converted")
+    def record(self):
+        r, h = self.reset_processor.converted, self.history_processor.converted
+        self.log.append((self.elapsed // msec(1), r.value if r.is_present else None,
+                         h.value if h.is_present else None))
+
+
+def test_convert_case(executor):
+    main = ConvertCaseMain(executor.workers)
+    executor.run(main, timeout=sec(4))
+    # LF's ConvertCaseTest trace: a reset entry of `converting` puts the nested converter back in
+    # `upper`; a history entry leaves it in `lower` ("R" vs "r" after "w_")
+    expected = list(zip("HEL_O w_RLD_", "HEL_O w_rld_"))
+    assert main.log == [(250 * i, r, h) for i, (r, h) in enumerate(expected)]
