@@ -1046,3 +1046,141 @@ def test_convert_case(executor):
     # `upper`; a history entry leaves it in `lower` ("R" vs "r" after "w_")
     expected = list(zip("HEL_O w_RLD_", "HEL_O w_rld_"))
     assert main.log == [(250 * i, r, h) for i, (r, h) in enumerate(expected)]
+
+
+class CounterCycle3(Reactor):
+    """LF's Count3Modes CounterCycle: counts 1, 2, 3 in three modes, one step per ``next``."""
+
+    next = Input()
+    count = Output()
+    one = Mode(initial=True)
+    two = Mode()
+    three = Mode()
+
+    @reaction(next, effects=[count, reset(two)], mode=one)
+    def c1(self):
+        self.count.set(1)
+        self.set_mode(self.two)
+
+    @reaction(next, effects=[count, reset(three)], mode=two)
+    def c2(self):
+        self.count.set(2)
+        self.set_mode(self.three)
+
+    @reaction(next, effects=[count, reset(one)], mode=three)
+    def c3(self):
+        self.count.set(3)
+        self.set_mode(self.one)
+
+
+class MetaCounter(Reactor):
+    """LF's BanksCount3ModesComplex MetaCounter: banks of modal counters outside and inside modes,
+    fed by broadcast connections made in the modes."""
+
+    next = Input()
+    always = Output(2)
+    mode1 = Output(2)
+    mode2 = Output(2)
+    neverp = Output(2)
+    one = Mode(initial=True)
+    two = Mode()
+    three = Mode()
+    t1 = Timer(msec(500), msec(250), mode=one)
+    t2 = Timer(msec(500), msec(250), mode=two)
+
+    def __init__(self):
+        super().__init__()
+        self.outer_counters = self.bank(CounterCycle3, 2)
+        self.connect(self.next, self.outer_counters.next, broadcast=True)
+        self.connect(self.outer_counters.count, self.always)
+        for mode, name, out in ((self.one, "mode1_counters", self.mode1), (self.two, "mode2_counters", self.mode2),
+                                (self.three, "mode3_counters", self.neverp)):
+            with self.in_mode(mode):
+                bank = self.bank(CounterCycle3, 2)
+                setattr(self, name, bank)
+                self.connect(self.next, bank.next, broadcast=True)
+                self.connect(bank.count, out)
+
+    @reaction(t1, effects=[reset(two)], mode=one)
+    def to_two(self):
+        self.set_mode(self.two)
+
+    @reaction(t2, effects=[history(one)], mode=two)
+    def to_one(self):
+        self.set_mode(self.one)
+
+
+class BanksComplexMain(Reactor):
+    stepper = Timer(0, msec(250))
+
+    def __init__(self):
+        super().__init__()
+        self.log = []
+        self.counters = self.bank(MetaCounter, 2)
+
+    @reaction(stepper, effects=["counters.next"])
+    def step(self):
+        for c in self.counters:
+            c.next.set(True)
+
+    @reaction("counters.always", "counters.mode1", "counters.mode2", "counters.neverp")
+    def record(self):
+        row = []
+        for name in ("always", "mode1", "mode2", "neverp"):
+            vals = {p.value if p.is_present else None for c in self.counters for p in getattr(c, name)}
+            assert len(vals) == 1, (name, vals)          # all four channels of a group agree
+            row.append(vals.pop())
+        self.log.append((self.elapsed // msec(1), *row))
+
+
+def test_banks_count3_modes_complex(executor):
+    main = BanksComplexMain()
+    executor.run(main, timeout=sec(3))
+    # LF's BanksCount3ModesComplex trace, per group (always, mode1, mode2, neverp); None: absent
+    rows = [(1, 1, None), (2, 2, None), (3, 3, None), (1, None, 1), (2, None, 2), (3, 1, None),
+            (1, None, 1), (2, None, 2), (3, 2, None), (1, None, 1), (2, None, 2), (3, 3, None), (1, None, 1)]
+    assert main.log == [(250 * i, a, m1, m2, None) for i, (a, m1, m2) in enumerate(rows)]
+
+
+class ParamReset(Reactor):
+    """LF's ResetStateVariableWithParameterizedValue C: ``reset state i = init`` (a parameter)."""
+
+    trigger = Input()
+    i = State(lambda self: self.init, reset=True)
+
+    def __init__(self, log, init=0):
+        super().__init__()
+        self.log = log
+        self.init = init
+
+    @reaction(trigger)
+    def check(self):
+        self.log.append((self.elapsed // msec(1), self.i))
+        self.i += 10
+
+
+class ParamResetMain(Reactor):
+    t = Timer(0, sec(1))
+    a = Mode(initial=True)
+    b = Mode()
+
+    def __init__(self):
+        super().__init__()
+        self.log = []
+        with self.in_mode(self.a):
+            self.c = ParamReset(self.log, init=-1)
+
+    @reaction(t, effects=[reset(b), "c.trigger"], mode=a)
+    def in_a(self):
+        self.c.trigger.set(True)
+        self.set_mode(self.b)
+
+    @reaction(t, effects=[reset(a)], mode=b)
+    def in_b(self):
+        self.set_mode(self.a)
+
+
+def test_reset_state_with_parameterized_value(executor):
+    main = ParamResetMain()
+    executor.run(main, timeout=sec(4))
+    assert main.log == [(0, -1), (2000, -1), (4000, -1)]   # without the reset: -1, 9, 19
