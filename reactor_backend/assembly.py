@@ -324,6 +324,7 @@ def _bind_modes(r: Reactor, decls: list) -> None:
             raise AssemblyError(f"{r.name}: a modal reactor needs exactly one Mode(initial=True), "
                                 f"got {len(initial)}")
         r.__dict__["_current_mode"] = r.__dict__[initial[0].name]
+        r.__dict__["_modes"] = tuple(r.__dict__[d.name] for d in modes)
         for d in modes:
             state = r.__dict__[d.name]
             state.parent = enc

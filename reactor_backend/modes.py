@@ -30,8 +30,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from reactor_backend._core import Port
-
 _EV_TIMER = 0
 _EV_PORT = 2
 _EV_CANCELLED = 3
@@ -94,9 +92,10 @@ def _next(t: int, m: int, at: int, am: int) -> tuple[int, int]:
     return (at, am) if (at, am) > (t, m) else (t, m + 1)
 
 
-def _modes_of(reactor: Any) -> list[Any]:
-    from reactor_backend.model import Mode, class_declarations
-    return [reactor.__dict__[d.name] for d in class_declarations(type(reactor))[0] if isinstance(d, Mode)]
+def _modes_of(reactor: Any) -> tuple[Any, ...]:
+    """The reactor's ``ModeState``s (set by the assembly; this module imports neither ``_core``
+    nor ``model``, which sit below and above it)."""
+    return reactor.__dict__["_modes"]
 
 
 def _forget(reactor: Any) -> None:
@@ -149,7 +148,7 @@ def _enter(core: Any, target: Any, kind: str, t: int, m: int) -> None:
         # after a positive remaining delay, else the next microstep)
         left = at - target.left_at
         nt, nm = (t + left, 0) if left > 0 else (t, m + 1)
-        if isinstance(trig, Port):
+        if hasattr(trig, "fanout"):   # a port: a delayed connection's value
             core.push_port_event(trig, nt, nm, value, target)
         elif hasattr(trig, "period"):
             core.push_timer_event(trig, nt, nm)

@@ -136,7 +136,7 @@ _C_BREAKDOWN = 2   # slots 2..6: the time breakdown (see Breakdown)
 _perf_ns = time.perf_counter_ns
 _INTERNAL = frozenset({"_ctx", "bank_index", "_bank_member", "_connections", "_banks", "_placement", "_name",
                        "_core", "_assembled", "_scope_mode", "_in_mode", "_enclosing_mode",
-                       "_current_mode", "_mode_request"})
+                       "_current_mode", "_mode_request", "_modes"})
 
 
 class Breakdown:
