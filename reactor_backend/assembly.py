@@ -755,8 +755,9 @@ def _find_cycle(nodes: set[int], succ: list[set[int]]) -> list[int]:
 def assign_workers(program: Program, n_workers: int) -> dict[Reactor, int]:
     """Static placement of reactors onto ``n_workers`` processes (worker 0 = the calling process).
 
-    Rules, in order: an explicit hint (``Reactor.place(w)`` / ``Bank.place(...)``; taken modulo
-    ``n_workers``) wins; a member of a bank whose container was not itself split goes to
+    Rules, in order: a reactor inside a mode (``in_mode``, at any depth) goes where its modal
+    reactor goes (a transition changes the whole mode at once, in one process); an explicit hint
+    (``Reactor.place(w)`` / ``Bank.place(...)``; taken modulo ``n_workers``) wins; a member of a bank whose container was not itself split goes to
     ``index * n_workers // len(bank)`` (contiguous, even parts); any other reactor inherits its
     container's worker (main: worker 0). Deterministic: same program, same placement.
     """
