@@ -1184,3 +1184,84 @@ def test_reset_state_with_parameterized_value(executor):
     main = ParamResetMain()
     executor.run(main, timeout=sec(4))
     assert main.log == [(0, -1), (2000, -1), (4000, -1)]   # without the reset: -1, 9, 19
+
+
+class ActionsModal(Reactor):
+    """LF's ModalActions: a logical action (min_delay 500 ms) per mode, scheduled by a mode timer."""
+
+    next = Input()
+    mode_switch = Output()
+    action1_sched = Output()
+    action1_exec = Output()
+    action2_sched = Output()
+    action2_exec = Output()
+    one = Mode(initial=True)
+    two = Mode()
+    t1 = Timer(0, msec(750), mode=one)
+    delay1 = LogicalAction(msec(500), mode=one)
+    t2 = Timer(0, msec(750), mode=two)
+    delay2 = LogicalAction(msec(500), mode=two)
+
+    @reaction(t1, effects=[delay1, action1_sched], mode=one)
+    def sched1(self):
+        self.delay1.schedule(0)
+        self.action1_sched.set(1)
+
+    @reaction(delay1, effects=[action1_exec], mode=one)
+    def exec1(self):
+        self.action1_exec.set(1)
+
+    @reaction(next, effects=[reset(two), mode_switch], mode=one)
+    def to_two(self):
+        self.mode_switch.set(1)
+        self.set_mode(self.two)
+
+    @reaction(t2, effects=[delay2, action2_sched], mode=two)
+    def sched2(self):
+        self.delay2.schedule(0)
+        self.action2_sched.set(1)
+
+    @reaction(delay2, effects=[action2_exec], mode=two)
+    def exec2(self):
+        self.action2_exec.set(1)
+
+    @reaction(next, effects=[history(one), mode_switch], mode=two)
+    def to_one(self):
+        self.mode_switch.set(1)
+        self.set_mode(self.one)
+
+
+class ActionsMain(Reactor):
+    stepper = Timer(sec(1), sec(1))
+
+    def __init__(self, workers):
+        super().__init__()
+        self.log = []
+        self.modal = ActionsModal().place(workers - 1)
+
+    @reaction(stepper, effects=["modal.next"])
+    def step(self):
+        self.modal.next.set(True)
+
+    @reaction("modal.mode_switch", "modal.action1_sched", "modal.action1_exec", "modal.action2_sched",
+              "modal.action2_exec")
+    def record(self):
+        m = self.modal
+        for port in (m.mode_switch, m.action1_sched, m.action1_exec, m.action2_sched, m.action2_exec):
+            if port.is_present:
+                self.log.append((self.elapsed // msec(1), self.microstep, port.name))
+
+
+def test_modal_actions(executor):
+    main = ActionsMain(executor.workers)
+    executor.run(main, timeout=sec(4))
+    # LF's ModalActions trace (the same shape as ModalAfter's, with actions instead of delays)
+    names = {"produced1": "action1_sched", "consumed1": "action1_exec", "produced2": "action2_sched",
+             "consumed2": "action2_exec", "mode_switch": "mode_switch"}
+    after = [(0, 0, "produced1"), (500, 0, "consumed1"), (750, 0, "produced1"),
+             (1000, 0, "mode_switch"), (1000, 1, "produced2"), (1500, 0, "consumed2"),
+             (1750, 0, "produced2"), (2000, 0, "mode_switch"), (2250, 0, "consumed1"),
+             (2500, 0, "produced1"), (3000, 0, "mode_switch"), (3000, 0, "consumed1"),
+             (3000, 1, "produced2"), (3500, 0, "consumed2"), (3750, 0, "produced2"),
+             (4000, 0, "mode_switch")]
+    assert main.log == [(t, m, names[n]) for t, m, n in after]
