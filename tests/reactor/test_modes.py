@@ -1265,3 +1265,81 @@ def test_modal_actions(executor):
              (3000, 1, "produced2"), (3500, 0, "consumed2"), (3750, 0, "produced2"),
              (4000, 0, "mode_switch")]
     assert main.log == [(t, m, names[n]) for t, m, n in after]
+
+
+class Destination(Reactor):
+    req = Input(2)
+    rsp = Output(2)
+
+    def __init__(self, tag, log):
+        super().__init__()
+        self.tag_name, self.log = tag, log
+
+    @reaction(req, effects=[rsp])
+    def answer(self):
+        self.log.append((self.elapsed, self.tag_name))
+        for n in range(2):
+            if self.req[n].is_present:
+                self.rsp[n].set(self.req[n].value)
+
+
+class Selector(Reactor):
+    """LF's ModalMultiport: the same multiports wired to a different destination in each mode."""
+
+    in_req = Input(2)
+    out_rsp = Output(2)
+    dst_1 = Mode(initial=True)
+    dst_2 = Mode()
+
+    def __init__(self, log):
+        super().__init__()
+        self.log = log
+        with self.in_mode(self.dst_1):
+            self.dst1 = Destination("dst1", log)
+            self.connect(self.in_req, self.dst1.req)
+            self.connect(self.dst1.rsp, self.out_rsp)
+        with self.in_mode(self.dst_2):
+            self.dst2 = Destination("dst2", log)
+            self.connect(self.in_req, self.dst2.req)
+            self.connect(self.dst2.rsp, self.out_rsp)
+
+    @reaction(startup, effects=[reset(dst_2)], mode=dst_1)
+    def switch(self):
+        self.set_mode(self.dst_2)
+
+
+class MultiportSource(Reactor):
+    req = Output(2)
+    rsp = Input(2)
+    t = Timer(0, msec(1))
+
+    def __init__(self, log):
+        super().__init__()
+        self.log = log
+
+    @reaction(t, effects=[req])
+    def send(self):
+        for n in range(2):
+            self.req[n].set(n)
+
+    @reaction(rsp)
+    def check(self):
+        self.log.append((self.elapsed, "rsp", self.rsp.values))
+
+
+class MultiportMain(Reactor):
+    def __init__(self, workers):
+        super().__init__()
+        self.log, self.dlog = [], []        # one list per process that writes it
+        self.src = MultiportSource(self.log)
+        self.sel = Selector(self.dlog).place(workers - 1)
+        self.connect(self.src.req, self.sel.in_req)
+        self.connect(self.sel.out_rsp, self.src.rsp)
+
+
+def test_modal_multiport(executor):
+    main = MultiportMain(executor.workers)
+    executor.run(main, timeout=msec(1))
+    # the startup reaction of dst_1 switches to dst_2 at once: dst1 answers at 0 only, dst2 after
+    assert main.dlog == [(0, "dst1"), (msec(1), "dst2")]
+    assert main.log == [(0, "rsp", [0, 1]), (msec(1), "rsp", [0, 1])]
