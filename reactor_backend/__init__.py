@@ -13,7 +13,7 @@ A library: it imports nothing of the benchmark (docs/design.md, "Layers and impo
 from reactor_backend.assembly import Program, assemble, assign_workers
 from reactor_backend.diagrams import Diagram, diagram
 from reactor_backend.errors import AssemblyError, CausalityError, ReactionError
-from reactor_backend.model import (Input, LogicalAction, Mode, Output, PhysicalAction, Reactor, Timer, history,
+from reactor_backend.model import (Input, LogicalAction, Mode, Output, PhysicalAction, Reactor, State, Timer, history,
                                    interleaved, per_member, reaction, reset, shutdown, startup)
 from reactor_backend.runtime import RunStats, run
 from reactor_backend.segments import cleanup_after
@@ -24,5 +24,5 @@ __all__ = [
     "Reactor", "Input", "Output", "Timer", "LogicalAction", "PhysicalAction", "reaction", "startup",
     "shutdown", "run", "Tag", "AssemblyError", "CausalityError", "ReactionError", "nsec", "usec", "msec",
     "sec", "FOREVER", "Program", "assemble", "assign_workers", "RunStats", "diagram", "Diagram", "cleanup_after",
-    "per_member", "interleaved", "Mode", "reset", "history",
+    "per_member", "interleaved", "Mode", "reset", "history", "State",
 ]

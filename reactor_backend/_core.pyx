@@ -149,6 +149,10 @@ cdef class ModeState:
     cdef public tuple actions
     cdef public int64_t left_at      # logical time it was left (history re-entry shifts by the pause)
     cdef public list suspended       # (trigger, time, microstep, value) of events it had queued
+    cdef public ModeState parent     # the mode that contains its reactor (nested modal reactors), or None
+    cdef public list nested          # modal reactors contained (at any depth) directly in this mode
+    cdef public list reset_states    # (reactor, attribute, State declaration) re-initialized on reset entry
+    cdef public list pending_ports   # (Event, time, microstep) of delayed connections declared in it
 
     def __init__(self, reactor, str name, bint initial):
         self.reactor = reactor
@@ -162,6 +166,10 @@ cdef class ModeState:
         self.actions = ()
         self.left_at = 0
         self.suspended = []
+        self.parent = None
+        self.nested = []
+        self.reset_states = []
+        self.pending_ports = []
 
     def __repr__(self):
         return f"<Mode {getattr(self.reactor, 'name', '?')}.{self.name}{' active' if self.active else ''}>"
@@ -362,6 +370,8 @@ cdef class Port(Trigger):
             ev = Event(EV_PORT, d[0], value)
             core._push_event(t, m, ev)
             self._pending.append(ev)
+            if len(d) > 3:  # a delayed connection declared in a mode: the mode may suspend the event
+                _track_mode_event(<ModeState> d[3], ev, t, m, core)
 
 
 @cython.final
@@ -391,6 +401,7 @@ cdef class Action(Trigger):
     cdef public ReactorCtx wctx
     cdef public uint64_t allowed_mask
     cdef public int id
+    cdef public ModeState mode         # its mode (own mode= or the enclosing one), or None
     cdef dict _pending_events          # (time, microstep) -> Event not yet fired
     cdef object _last_ev               # last scheduled Event
     cdef int64_t _last_t
@@ -407,6 +418,7 @@ cdef class Action(Trigger):
         self.wctx = None
         self.allowed_mask = 0
         self.id = -1
+        self.mode = None
         self._pending_events = {}
         self._last_ev = None
         self._has_last = False
@@ -800,6 +812,13 @@ cdef class Core:
         Py_DECREF(ev)  # the heap's reference; `ev` holds its own
         return ev
 
+    def push_port_event(self, Port port, int64_t t, int64_t m, value, ModeState mode=None) -> None:
+        """Modes: queue a delayed connection's value for ``port`` at (t, m) (a history re-entry)."""
+        cdef Event ev = Event(EV_PORT, port, value)
+        self._push_event(t, m, ev)
+        if mode is not None:
+            _track_mode_event(mode, ev, t, m, self)
+
     def push_timer_event(self, Timer tm, int64_t t, int64_t m) -> None:
         """Modes: (re)start a timer at (t, m); its previous queued event must have been cancelled."""
         cdef Event ev = Event(EV_TIMER, tm, None)
@@ -862,6 +881,10 @@ cdef class Core:
                 m = self.mstep + 1
             else:
                 m = 0
+            if a.mode is not None and not a.mode.active:
+                # a physical action of an inactive mode: kept with the mode (history resumes it)
+                a.mode.suspended.append((a, t, m, item[2]))
+                continue
             if a.min_spacing >= 0:
                 a._place(t, m, item[2])
             else:
@@ -1136,3 +1159,12 @@ cdef class Core:
                 m = nm
         finally:
             self._running = False
+
+
+cdef _track_mode_event(ModeState mode, Event ev, int64_t t, int64_t m, Core core):
+    """Remember a mode-local delayed event (modes suspend it when the mode is left); fired ones are
+    dropped now and then so that the list stays short."""
+    cdef list lst = mode.pending_ports
+    if len(lst) >= 256:
+        lst[:] = [x for x in lst if (x[1], x[2]) > (core.time, core.mstep)]
+    lst.append((ev, t, m))

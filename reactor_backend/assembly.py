@@ -58,7 +58,7 @@ from typing import Any, Iterable
 
 from reactor_backend._core import Action, ModeState, Port, Reaction, SpecialTrigger, Timer, Trigger
 from reactor_backend.errors import AssemblyError, CausalityError
-from reactor_backend.model import (Bank, BankPortView, Mode, MultiPort, ReactionDecl, Reactor, _Special,
+from reactor_backend.model import (Bank, BankPortView, Mode, MultiPort, ReactionDecl, Reactor, State, _Special,
                                    _Transition, class_declarations, interleaved, reset, resolve_param,
                                    shutdown, startup)
 
@@ -74,6 +74,7 @@ class Connection:
     delay: int | None
     physical: bool
     owner: Reactor  # the reactor whose connect() made it
+    mode: ModeState | None = None  # the owner's mode it was declared in (``in_mode``), or None
 
     def __repr__(self) -> str:
         d = "" if self.delay is None else f" after {self.delay}ns"
@@ -123,7 +124,7 @@ class Program:
             seen_ports.add(p.id)
             for r in self.readers(p):
                 out[r.index] = r
-            for dst, _delay, _phys in p.delayed:
+            for dst, _delay, _phys, *_mode in p.delayed:
                 stack.append(dst)
         return tuple(out[i] for i in sorted(out))
 
@@ -213,6 +214,7 @@ def assemble(main: Reactor) -> Program:
     if main.__dict__.get("_assembled"):
         raise AssemblyError(f"{main.name}: this reactor instance was already assembled (build a new one)")
     reactors, parent = _name_hierarchy(main)
+    _enclosing_modes(reactors, parent)
     banks = [(r, attr, b) for r in reactors for attr, b in _bank_attrs(r)]
     ports, actions, timers = _collect_triggers(reactors)
     start_t = SpecialTrigger(main, "startup")
@@ -263,6 +265,19 @@ def _name_hierarchy(main: Reactor) -> tuple[list[Reactor], dict[Reactor, Reactor
     return reactors, parent
 
 
+def _enclosing_modes(reactors: list[Reactor], parent: dict[Reactor, Reactor | None]) -> None:
+    """Phase 1b: each reactor's enclosing mode (``_enclosing_mode``): the container's mode it was
+    created in (``in_mode``), else its container's enclosing mode; None outside every mode."""
+    for r in reactors:  # preorder: containers first
+        own = r.__dict__.get("_in_mode")
+        par = parent[r]
+        if own is not None and own.reactor is not par:
+            raise AssemblyError(f"{r.name} was created in mode {own.name} of {own.reactor.name}, "
+                                f"but is contained by {par.name if par is not None else 'nothing'}")
+        enc = own if own is not None else (par.__dict__.get("_enclosing_mode") if par is not None else None)
+        r.__dict__["_enclosing_mode"] = enc
+
+
 def _collect_triggers(reactors: list[Reactor]) -> tuple[list[Port], list[Action], list[Timer]]:
     """Phase 2: the port channels, actions and timers each reactor owns (ids assigned), with their
     per-instance parameters (timer offset/period, action min_delay/min_spacing) resolved."""
@@ -303,30 +318,48 @@ def _mode_of(r: Reactor, decl: Mode | None, where: str) -> ModeState | None:
 
 
 def _bind_modes(r: Reactor, decls: list) -> None:
-    """Modes of one reactor: exactly one initial; mode-local timers and actions attached to theirs."""
+    """Modes of one reactor: exactly one initial; nested in the enclosing mode (if any); timers,
+    logical actions and reset states attached to their mode: their own ``mode=``, else the mode
+    that contains the reactor (so everything inside a mode's contained reactors belongs to it)."""
+    enc = r.__dict__.get("_enclosing_mode")
     modes = [d for d in decls if isinstance(d, Mode)]
-    if not modes:
-        return
-    initial = [d for d in modes if d.initial]
-    if len(initial) != 1:
-        raise AssemblyError(f"{r.name}: a modal reactor needs exactly one Mode(initial=True), "
-                            f"got {len(initial)}")
-    r.__dict__["_current_mode"] = r.__dict__[initial[0].name]
-    local: dict[int, tuple[list, list]] = {id(r.__dict__[d.name]): ([], []) for d in modes}
+    if modes:
+        initial = [d for d in modes if d.initial]
+        if len(initial) != 1:
+            raise AssemblyError(f"{r.name}: a modal reactor needs exactly one Mode(initial=True), "
+                                f"got {len(initial)}")
+        r.__dict__["_current_mode"] = r.__dict__[initial[0].name]
+        r.__dict__["_modes"] = tuple(r.__dict__[d.name] for d in modes)
+        for d in modes:
+            state = r.__dict__[d.name]
+            state.parent = enc
+            # a nested modal reactor's initial mode is active only while its enclosing mode is
+            state.active = state.entered = d.initial and (enc is None or enc.active)
+        if enc is not None:
+            enc.nested.append(r)
     for decl in decls:
-        mode_decl = getattr(decl, "mode", None)
-        if mode_decl is None or isinstance(decl, Mode):
+        if isinstance(decl, Mode):
             continue
-        state = _mode_of(r, mode_decl, f"{r.name}.{decl.name}")
+        mode_decl = getattr(decl, "mode", None)
+        where = f"{r.name}.{decl.name}"
+        state = _mode_of(r, mode_decl, where) if mode_decl is not None else enc
+        if isinstance(decl, State):
+            if callable(decl.initial):
+                r.__dict__[decl.name] = decl.initial_value(r)
+            if decl.reset:
+                if state is None:
+                    raise AssemblyError(f"{where}: a reset State needs a mode (mode=, or a container's in_mode)")
+                state.reset_states.append((r, decl.name, decl))
+            continue
+        if state is None:
+            continue
         obj = r.__dict__[decl.name]
         if isinstance(obj, Timer):
             obj.mode = state
-            local[id(state)][0].append(obj)
-        else:
-            local[id(state)][1].append(obj)
-    for d in modes:
-        state = r.__dict__[d.name]
-        state.timers, state.actions = (tuple(x) for x in local[id(state)])
+            state.timers = state.timers + (obj,)
+        elif isinstance(obj, Action):
+            obj.mode = state
+            state.actions = state.actions + (obj,)
 
 
 def _build_reactions(reactors: list[Reactor], is_child, start_t: SpecialTrigger, shut_t: SpecialTrigger
@@ -348,12 +381,13 @@ def _build_reactions(reactors: list[Reactor], is_child, start_t: SpecialTrigger,
             deadline = -1 if rd.deadline is None else resolve_param(r, rd.deadline, f"{rd.name}.deadline")
             rx = Reaction(fn, handler, r, rd.name, li, deadline, r._ctx)
             rx.full_name = where
-            rx.mode = _mode_of(r, rd.mode, where)
+            rx.mode = _mode_of(r, rd.mode, where) if rd.mode is not None else r.__dict__.get("_enclosing_mode")
             trig = []
             for spec in rd.triggers:
                 if spec is reset:
                     if rx.mode is None:
-                        raise AssemblyError(f"{where}: the reset trigger needs a mode-local reaction (mode=)")
+                        raise AssemblyError(f"{where}: the reset trigger needs a mode-local reaction (mode=) "
+                                            f"or a reactor inside a mode")
                     trig.append(rx.mode.reset_timer)
                     continue
                 trig.extend(_resolve_spec(r, spec, where, "trigger", is_child, start_t, shut_t))
@@ -407,10 +441,11 @@ def _flatten_connections(reactors: list[Reactor], writers: dict[int, list[Reacti
     conns: list[Connection] = []
     dst_seen: dict[int, Connection] = {}
     for r in reactors:
-        for (src, dst, after, physical, broadcast) in r._connections:
+        for (src, dst, after, physical, broadcast, mode) in r._connections:
             where = f"{r.name}.connect({_describe(src)}, {_describe(dst)})"
             s = _flatten(src, where)
             d = _flatten(dst, where)
+            _check_mode_scope(r, s, d, mode, after, physical, where)
             for p in s:
                 if not isinstance(p, Port):
                     raise AssemblyError(f"{where}: {p.full_name} is not a port")
@@ -434,15 +469,48 @@ def _flatten_connections(reactors: list[Reactor], writers: dict[int, list[Reacti
                                         f"a multiple of the source width ({len(s)})")
             for i, q in enumerate(d):
                 p = s[i % len(s)]
-                if q.id in dst_seen:
+                if q.id in dst_seen and not _exclusive(dst_seen[q.id].mode, mode):
                     raise AssemblyError(f"{q.full_name} has two writers: {dst_seen[q.id]!r} and {where}")
-                if q.id in writers:
+                if q.id in writers and not all(_exclusive(w.mode, mode) for w in writers[q.id]):
                     raise AssemblyError(f"{q.full_name} has two writers: reaction {writers[q.id][0].full_name} "
                                         f"and {where}")
-                c = Connection(p, q, after, physical, r)
+                c = Connection(p, q, after, physical, r, mode)
                 dst_seen[q.id] = c
                 conns.append(c)
     return conns
+
+
+def _exclusive(a: ModeState | None, b: ModeState | None) -> bool:
+    """Two different modes of one reactor: what belongs to them never runs at one tag, so both may
+    drive one port (LF's MultipleOutputFeeder tests; a zero-delay connection in a mode starts in a
+    reactor of that mode, which sets nothing while the mode is inactive)."""
+    return a is not None and b is not None and a is not b and a.reactor is b.reactor
+
+
+def _check_mode_scope(r: Reactor, s: list, d: list, mode: ModeState | None, after: int | None,
+                      physical: bool, where: str) -> None:
+    """A connection reaches only reactors of its own scope (LF: a mode's instances are referenced
+    inside that mode only). In a mode: a zero-delay one must reach a reactor of the mode (a direct
+    pass-through between ports of ``r`` would stay active while the mode is not); a delayed one must
+    leave a reactor of the mode (its events live with the mode); physical ones are not supported."""
+    for p in list(s) + list(d):
+        if isinstance(p, Port) and p.owner is not r and p.owner.__dict__.get("_in_mode") is not mode:
+            other = p.owner.__dict__.get("_in_mode")
+            raise AssemblyError(f"{where}: {p.full_name} belongs to "
+                                f"{'mode ' + other.name if other is not None else 'no mode'} of {r.name}, "
+                                f"the connection to {'mode ' + mode.name if mode is not None else 'no mode'}")
+    if mode is None:
+        return
+    if physical:
+        raise AssemblyError(f"{where}: physical connections inside a mode are not supported")
+    if after is None:
+        if all(p.owner is r for p in list(s) + list(d) if isinstance(p, Port)):
+            raise AssemblyError(f"{where}: a zero-delay connection inside a mode must reach a reactor created "
+                                f"in that mode (a direct pass-through between {r.name}'s own ports is not "
+                                f"supported)")
+    elif any(isinstance(p, Port) and p.owner is r for p in s):
+        raise AssemblyError(f"{where}: a delayed connection inside a mode must start at an output of a reactor "
+                            f"created in that mode")
 
 
 def _fanout_tables(ports: list[Port], conns: list[Connection]) -> dict[int, list[Port]]:
@@ -453,7 +521,8 @@ def _fanout_tables(ports: list[Port], conns: list[Connection]) -> dict[int, list
         if c.delay is None and not c.physical:
             direct.setdefault(c.src.id, []).append(c.dst)
         else:
-            delayed_edges.setdefault(c.src.id, []).append((c.dst, c.delay or 0, c.physical))
+            edge = (c.dst, c.delay or 0, c.physical) if c.mode is None else (c.dst, c.delay or 0, c.physical, c.mode)
+            delayed_edges.setdefault(c.src.id, []).append(edge)
     closure: dict[int, list[Port]] = {}
     for p in ports:
         out: list[Port] = []
@@ -496,9 +565,17 @@ def _precedence(reactions: list[Reaction], by_reactor: dict[Reactor, list[Reacti
     n = len(reactions)
     pos = {id(rx): i for i, rx in enumerate(reactions)}
     succ: list[set[int]] = [set() for _ in range(n)]
-    for mine in by_reactor.values():
-        for a, b in zip(mine, mine[1:]):
-            succ[pos[id(a)]].add(pos[id(b)])
+    for r, mine in by_reactor.items():
+        own = {id(r.__dict__[d.name]) for d in class_declarations(type(r))[0] if isinstance(d, Mode)}
+        if not own:
+            for a, b in zip(mine, mine[1:]):
+                succ[pos[id(a)]].add(pos[id(b)])
+            continue
+        # reactions of two different modes of one reactor never run at one tag: not ordered (LF)
+        for k, b in enumerate(mine):
+            for a in mine[:k]:
+                if not (id(a.mode) in own and id(b.mode) in own and a.mode is not b.mode):
+                    succ[pos[id(a)]].add(pos[id(b)])
     for rx in reactions:
         i = pos[id(rx)]
         for e in rx.effects:
@@ -683,8 +760,9 @@ def _find_cycle(nodes: set[int], succ: list[set[int]]) -> list[int]:
 def assign_workers(program: Program, n_workers: int) -> dict[Reactor, int]:
     """Static placement of reactors onto ``n_workers`` processes (worker 0 = the calling process).
 
-    Rules, in order: an explicit hint (``Reactor.place(w)`` / ``Bank.place(...)``; taken modulo
-    ``n_workers``) wins; a member of a bank whose container was not itself split goes to
+    Rules, in order: a reactor inside a mode (``in_mode``, at any depth) goes where its modal
+    reactor goes (a transition changes the whole mode at once, in one process); an explicit hint
+    (``Reactor.place(w)`` / ``Bank.place(...)``; taken modulo ``n_workers``) wins; a member of a bank whose container was not itself split goes to
     ``index * n_workers // len(bank)`` (contiguous, even parts); any other reactor inherits its
     container's worker (main: worker 0). Deterministic: same program, same placement.
     """
@@ -700,7 +778,12 @@ def assign_workers(program: Program, n_workers: int) -> dict[Reactor, int]:
         par = program.parent[r]
         inherited = out[par] if par is not None else 0
         par_split = split[par] if par is not None else False
-        if r._placement is not None:
+        enc = r.__dict__.get("_enclosing_mode")
+        if enc is not None:
+            # a mode's contents run where the modal reactor runs (transitions change them at once)
+            out[r] = out[enc.reactor]
+            split[r] = True
+        elif r._placement is not None:
             out[r] = r._placement % n_workers
             split[r] = True
         elif r in bank_of and not par_split:

@@ -138,8 +138,6 @@ class _ActionDecl(_Decl):
         super().__init__()
         if policy not in ("defer", "drop", "replace"):
             raise ValueError(f"policy must be 'defer', 'drop' or 'replace', not {policy!r}")
-        if mode is not None and self.physical:
-            raise TypeError("a physical action cannot be mode-local")
         self.mode = mode
         self.min_delay = min_delay if _const(min_delay) is None else int(min_delay)
         self.min_spacing = min_spacing if min_spacing is None or _const(min_spacing) is None else int(min_spacing)
@@ -196,6 +194,68 @@ class Mode(_Decl):
 
     def __repr__(self) -> str:
         return f"Mode({self.name!r})"
+
+
+class State(_Decl):
+    """A state variable declared at class level: ``count = State(0)``; each instance starts with its
+    own (deep) copy of ``initial`` (or ``initial(self)`` for a callable, evaluated at assembly, after
+    ``__init__``). ``reset=True`` (LF's ``reset state``): re-initialized whenever its mode is entered
+    by a reset transition. Its mode is ``mode=`` when given, else the mode that contains the reactor
+    (``with self.in_mode(...)`` in a container); history transitions leave it untouched."""
+
+    def __init__(self, initial: Any = None, *, reset: bool = False, mode: "Mode | None" = None) -> None:
+        super().__init__()
+        self.initial = initial
+        self.reset = bool(reset)
+        self.mode = mode
+
+    def initial_value(self, reactor: "Reactor") -> Any:
+        """A fresh initial value (why deep: a list state must not share its initial object)."""
+        import copy
+        return self.initial(reactor) if callable(self.initial) else copy.deepcopy(self.initial)
+
+    def _instantiate(self, reactor: "Reactor") -> Any:
+        return None if callable(self.initial) else self.initial_value(reactor)
+
+    def __repr__(self) -> str:
+        return f"State({self.name!r}{', reset' if self.reset else ''})"
+
+
+class _ModeScope:
+    """``with self.in_mode(self.two):`` in ``__init__``: the reactors created and the connections made
+    inside belong to mode ``two`` (LF: instances and connections declared inside ``mode Two {...}``)."""
+
+    def __init__(self, reactor: "Reactor", mode: Any) -> None:
+        self.reactor = reactor
+        self.mode = mode
+
+    def __enter__(self) -> "_ModeScope":
+        d = self.reactor.__dict__
+        if d.get("_scope_mode") is not None:
+            raise TypeError("in_mode() scopes do not nest (a mode's contents belong to one mode)")
+        self._before = {id(v) for v in d.values()}
+        self._n_banks = len(d["_banks"])
+        d["_scope_mode"] = self.mode
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        d = self.reactor.__dict__
+        d["_scope_mode"] = None
+        found: list[Reactor] = []
+        for k, v in list(d.items()):
+            if id(v) in self._before or k.startswith("_"):
+                continue
+            if isinstance(v, Reactor):
+                found.append(v)
+            elif isinstance(v, Bank):
+                found.extend(v.members)
+            elif isinstance(v, (list, tuple)) and v and all(isinstance(x, Reactor) for x in v):
+                found.extend(v)
+        for b in d["_banks"][self._n_banks:]:
+            found.extend(b.members)
+        for child in found:
+            if child.__dict__.get("_in_mode") is None:
+                child.__dict__["_in_mode"] = self.mode
 
 
 class _Transition:
@@ -478,6 +538,8 @@ class Reactor:
         d["_core"] = None
         d["_current_mode"] = None
         d["_mode_request"] = None
+        d["_scope_mode"] = None          # the mode of an open ``in_mode`` scope (construction only)
+        d["_in_mode"] = None             # the container's mode this reactor was created in, or None
         decls, _ = class_declarations(cls)
         for decl in decls:
             d[decl.name] = decl._instantiate(self)
@@ -506,7 +568,15 @@ class Reactor:
                 broadcast: bool = False) -> None:
         """Connect ports / multiports / bank views / lists of them (checked at assembly)."""
         self._connections.append((src, dst, None if after is None else int(after), bool(physical),
-                                  bool(broadcast)))
+                                  bool(broadcast), self.__dict__.get("_scope_mode")))
+
+    def in_mode(self, mode: Any) -> _ModeScope:
+        """In ``__init__``: ``with self.in_mode(self.two): ...`` makes the reactors created and the
+        connections made in the block part of mode ``two`` (active only while it is; reset with it)."""
+        target = self.__dict__.get(mode.name) if isinstance(mode, Mode) else mode
+        if not isinstance(target, _ModeState) or target.reactor is not self:
+            raise TypeError(f"in_mode() takes a mode of {type(self).__name__}, not {mode!r}")
+        return _ModeScope(self, target)
 
     def place(self, worker: int) -> "Reactor":
         """Placement hint: run this reactor (and its unplaced children) on ``worker`` (processes)."""

@@ -117,7 +117,7 @@ from reactor_backend._procgroup import ProcessGroup, WorkerDied, WorkerError
 from reactor_backend.assembly import Program, assign_workers
 from reactor_backend.errors import ReactionError
 from reactor_backend.executors import Executor
-from reactor_backend.model import Reactor, class_declarations
+from reactor_backend.model import Reactor, State, class_declarations
 from reactor_backend.timeutil import Tag
 from reactor_backend.transport import SlotTable, create_segment, open_segment
 
@@ -135,7 +135,8 @@ _C_STATE = 1
 _C_BREAKDOWN = 2   # slots 2..6: the time breakdown (see Breakdown)
 _perf_ns = time.perf_counter_ns
 _INTERNAL = frozenset({"_ctx", "bank_index", "_bank_member", "_connections", "_banks", "_placement", "_name",
-                       "_core", "_assembled"})
+                       "_core", "_assembled", "_scope_mode", "_in_mode", "_enclosing_mode",
+                       "_current_mode", "_mode_request", "_modes"})
 
 
 class Breakdown:
@@ -200,7 +201,7 @@ class Plan:
         by_id = {p.id: p for p in program.ports}
         while work:
             pid = work.pop()
-            for dst, _delay, _phys in by_id[pid].delayed:
+            for dst, _delay, _phys, *_mode in by_id[pid].delayed:
                 if dst.id not in owner:
                     owner[dst.id] = owner[pid]
                     wlevel[dst.id] = -1
@@ -500,7 +501,7 @@ class ProcessExecutor(Executor):
     # ---- end ------------------------------------------------------------------------------
     def _state_of(self, reactor: Reactor) -> dict[str, Any]:
         """The reactor's plain-data attributes (numbers, strings, containers, numpy arrays)."""
-        decls = {d.name for d in class_declarations(type(reactor))[0]}
+        decls = {d.name for d in class_declarations(type(reactor))[0] if not isinstance(d, State)}
         return {k: v for k, v in reactor.__dict__.items() if k not in _INTERNAL and k not in decls and _plain(v)}
 
     def _send_state(self, rank: int, barrier: _sync.Barrier) -> None:
