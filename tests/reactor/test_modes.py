@@ -1343,3 +1343,64 @@ def test_modal_multiport(executor):
     # the startup reaction of dst_1 switches to dst_2 at once: dst1 answers at 0 only, dst2 after
     assert main.dlog == [(0, "dst1"), (msec(1), "dst2")]
     assert main.log == [(0, "rsp", [0, 1]), (msec(1), "rsp", [0, 1])]
+
+
+class BankSelector(Reactor):
+    """LF's ModalMultiportBank: a bank of two destinations per mode behind 4-wide multiports."""
+
+    in_req = Input(4)
+    out_rsp = Output(4)
+    dst_1 = Mode(initial=True)
+    dst_2 = Mode()
+
+    def __init__(self, log):
+        super().__init__()
+        self.log = log
+        with self.in_mode(self.dst_1):
+            self.dst1 = self.bank(Destination, 2, tag="dst1", log=log)
+            self.connect(self.in_req, self.dst1.req)
+            self.connect(self.dst1.rsp, self.out_rsp)
+        with self.in_mode(self.dst_2):
+            self.dst2 = self.bank(Destination, 2, tag="dst2", log=log)
+            self.connect(self.in_req, self.dst2.req)
+            self.connect(self.dst2.rsp, self.out_rsp)
+
+    @reaction(startup, effects=[reset(dst_2)], mode=dst_1)
+    def switch(self):
+        self.set_mode(self.dst_2)
+
+
+class Source4(Reactor):
+    req = Output(4)
+    rsp = Input(4)
+    t = Timer(0, msec(1))
+
+    def __init__(self, log):
+        super().__init__()
+        self.log = log
+
+    @reaction(t, effects=[req])
+    def send(self):
+        for n in range(4):
+            self.req[n].set(n)
+
+    @reaction(rsp)
+    def check(self):
+        self.log.append((self.elapsed, "rsp", self.rsp.values))
+
+
+class BankMultiportMain(Reactor):
+    def __init__(self, workers):
+        super().__init__()
+        self.log, self.dlog = [], []
+        self.src = Source4(self.log)
+        self.sel = BankSelector(self.dlog).place(workers - 1)
+        self.connect(self.src.req, self.sel.in_req)
+        self.connect(self.sel.out_rsp, self.src.rsp)
+
+
+def test_modal_multiport_bank(executor):
+    main = BankMultiportMain(executor.workers)
+    executor.run(main, timeout=msec(1))
+    assert main.dlog == [(0, "dst1"), (0, "dst1"), (msec(1), "dst2"), (msec(1), "dst2")]
+    assert main.log == [(0, "rsp", [0, 1, 2, 3]), (msec(1), "rsp", [0, 1, 2, 3])]
