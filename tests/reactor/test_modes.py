@@ -712,6 +712,29 @@ def test_mode_scope_errors():
     with pytest.raises(AssemblyError, match="belongs to mode a"):
         assemble(CrossMode())
 
+    class Through(Reactor):
+        i = Input()
+        o = Output()
+
+        def __init__(self):
+            super().__init__()
+            self.connect(self.i, self.o)
+
+    class HiddenPassThrough(Reactor):
+        i = Input()
+        o = Output()
+        a = Mode(initial=True)
+
+        def __init__(self):
+            super().__init__()
+            with self.in_mode(self.a):
+                self.t = Through()
+                self.connect(self.i, self.t.i)
+                self.connect(self.t.o, self.o)
+
+    with pytest.raises(AssemblyError, match="a pass-through out of a mode is not supported"):
+        assemble(HiddenPassThrough())
+
     class ResetStateNoMode(Reactor):
         n = State(0, reset=True)
 
