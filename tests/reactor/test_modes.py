@@ -1427,3 +1427,47 @@ def test_modal_multiport_bank(executor):
     executor.run(main, timeout=msec(1))
     assert main.dlog == [(0, "dst1"), (0, "dst1"), (msec(1), "dst2"), (msec(1), "dst2")]
     assert main.log == [(0, "rsp", [0, 1, 2, 3]), (msec(1), "rsp", [0, 1, 2, 3])]
+
+
+class MixedReactions(Reactor):
+    """LF's MixedReactions (C): reactions declared between and after modes keep declaration order."""
+
+    t = Timer(0, msec(100))
+    a = Mode(initial=True)
+    b = Mode()
+    x = State(0)
+
+    def __init__(self):
+        super().__init__()
+        self.seen = []
+
+    @reaction(t)
+    def r1(self):
+        self.x = self.x * 10 + 1
+
+    @reaction(t)
+    def r2(self):
+        self.x = self.x * 10 + 2
+
+    @reaction(t, effects=[reset(b)], mode=a)
+    def r3(self):
+        self.x = self.x * 10 + 3
+        self.set_mode(self.b)
+
+    @reaction(t)
+    def r4(self):
+        self.x = self.x * 10 + 4
+
+    @reaction(t, mode=b)
+    def r5(self):
+        self.x = self.x * 10 + 5
+
+    @reaction(t)
+    def r6(self):
+        self.seen.append(self.x)
+
+
+def test_mixed_reactions(executor):
+    main = MixedReactions()
+    executor.run(main, timeout=msec(110))
+    assert main.seen == [1234, 12341245]
