@@ -798,15 +798,15 @@ def test_mode_local_physical_action(executor, cls):
 
 
 class BankStepper(Reactor):
-    """LF's BanksModalStateReset (the ModalStateResetAuto half): a bank of two modal reactors, split
-    over the workers, stepped together; each must follow the single reactor's trace."""
+    """LF's BanksModalStateReset: banks of two modal reactors (reset reactions, or reset states),
+    split over the workers, stepped together; each must follow the single reactor's trace."""
 
     stepper = Timer(sec(1), sec(1))
 
-    def __init__(self):
+    def __init__(self, cls):
         super().__init__()
         self.logs = [[], []]
-        self.modals = self.bank(ModalStateResetAuto, 2, log=per_member(self.logs))
+        self.modals = self.bank(cls, 2, log=per_member(self.logs))
 
     @reaction(stepper, effects=["modals.next"])
     def step(self):
@@ -814,10 +814,11 @@ class BankStepper(Reactor):
             m.next.set(True)
 
 
-def test_bank_of_modal_reactors(executor):
-    single = Stepper(ModalStateResetAuto, 1)
+@pytest.mark.parametrize("cls", [ModalStateReset, ModalStateResetAuto])
+def test_bank_of_modal_reactors(executor, cls):
+    single = Stepper(cls, 1)
     run(single, timeout=sec(4))
-    main = BankStepper()
+    main = BankStepper(cls)
     executor.run(main, timeout=sec(4))
     assert len(single.log) == 27
     assert main.logs == [single.log, single.log]
