@@ -227,6 +227,7 @@ def assemble(main: Reactor) -> Program:
     writers = _bind_writers(reactions)
     conns = _flatten_connections(reactors, writers, is_child)
     closure = _fanout_tables(ports, conns)
+    _check_mode_leaks(conns, closure)
     succ, levels_of = _precedence(reactions, by_reactor, closure)
     preorder = {r: i for i, r in enumerate(reactors)}
     sorted_rx, levels, edges = _global_order(reactions, succ, levels_of, preorder)
@@ -511,6 +512,30 @@ def _check_mode_scope(r: Reactor, s: list, d: list, mode: ModeState | None, afte
     elif any(isinstance(p, Port) and p.owner is r for p in s):
         raise AssemblyError(f"{where}: a delayed connection inside a mode must start at an output of a reactor "
                             f"created in that mode")
+
+
+def _inside(r: Reactor, mode: ModeState) -> bool:
+    """``r`` is created in ``mode`` or in a mode nested in it (at any depth)."""
+    m = r.__dict__.get("_enclosing_mode")
+    while m is not None:
+        if m is mode:
+            return True
+        m = m.parent
+    return False
+
+
+def _check_mode_leaks(conns: list[Connection], closure: dict[int, list[Port]]) -> None:
+    """A zero-delay connection that enters a mode from outside must not lead, through zero-delay
+    connections alone (a pass-through inside a contained reactor), back out of the mode: that value
+    would flow while the mode is inactive (connections are not switched at run time)."""
+    for c in conns:
+        if c.mode is None or c.delay is not None or c.physical or _inside(c.src.owner, c.mode):
+            continue
+        for q in closure[c.dst.id]:
+            if not _inside(q.owner, c.mode):
+                raise AssemblyError(f"{c!r} (mode {c.mode.name}): its value reaches {q.full_name}, outside the "
+                                    f"mode, through zero-delay connections only; a pass-through out of a mode "
+                                    f"is not supported (put a reaction on the way)")
 
 
 def _fanout_tables(ports: list[Port], conns: list[Connection]) -> dict[int, list[Port]]:

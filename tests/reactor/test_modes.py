@@ -712,6 +712,29 @@ def test_mode_scope_errors():
     with pytest.raises(AssemblyError, match="belongs to mode a"):
         assemble(CrossMode())
 
+    class Through(Reactor):
+        i = Input()
+        o = Output()
+
+        def __init__(self):
+            super().__init__()
+            self.connect(self.i, self.o)
+
+    class HiddenPassThrough(Reactor):
+        i = Input()
+        o = Output()
+        a = Mode(initial=True)
+
+        def __init__(self):
+            super().__init__()
+            with self.in_mode(self.a):
+                self.t = Through()
+                self.connect(self.i, self.t.i)
+                self.connect(self.t.o, self.o)
+
+    with pytest.raises(AssemblyError, match="a pass-through out of a mode is not supported"):
+        assemble(HiddenPassThrough())
+
     class ResetStateNoMode(Reactor):
         n = State(0, reset=True)
 
@@ -775,15 +798,15 @@ def test_mode_local_physical_action(executor, cls):
 
 
 class BankStepper(Reactor):
-    """LF's BanksModalStateReset (the ModalStateResetAuto half): a bank of two modal reactors, split
-    over the workers, stepped together; each must follow the single reactor's trace."""
+    """LF's BanksModalStateReset: banks of two modal reactors (reset reactions, or reset states),
+    split over the workers, stepped together; each must follow the single reactor's trace."""
 
     stepper = Timer(sec(1), sec(1))
 
-    def __init__(self):
+    def __init__(self, cls):
         super().__init__()
         self.logs = [[], []]
-        self.modals = self.bank(ModalStateResetAuto, 2, log=per_member(self.logs))
+        self.modals = self.bank(cls, 2, log=per_member(self.logs))
 
     @reaction(stepper, effects=["modals.next"])
     def step(self):
@@ -791,10 +814,11 @@ class BankStepper(Reactor):
             m.next.set(True)
 
 
-def test_bank_of_modal_reactors(executor):
-    single = Stepper(ModalStateResetAuto, 1)
+@pytest.mark.parametrize("cls", [ModalStateReset, ModalStateResetAuto])
+def test_bank_of_modal_reactors(executor, cls):
+    single = Stepper(cls, 1)
     run(single, timeout=sec(4))
-    main = BankStepper()
+    main = BankStepper(cls)
     executor.run(main, timeout=sec(4))
     assert len(single.log) == 27
     assert main.logs == [single.log, single.log]
@@ -1343,3 +1367,108 @@ def test_modal_multiport(executor):
     # the startup reaction of dst_1 switches to dst_2 at once: dst1 answers at 0 only, dst2 after
     assert main.dlog == [(0, "dst1"), (msec(1), "dst2")]
     assert main.log == [(0, "rsp", [0, 1]), (msec(1), "rsp", [0, 1])]
+
+
+class BankSelector(Reactor):
+    """LF's ModalMultiportBank: a bank of two destinations per mode behind 4-wide multiports."""
+
+    in_req = Input(4)
+    out_rsp = Output(4)
+    dst_1 = Mode(initial=True)
+    dst_2 = Mode()
+
+    def __init__(self, log):
+        super().__init__()
+        self.log = log
+        with self.in_mode(self.dst_1):
+            self.dst1 = self.bank(Destination, 2, tag="dst1", log=log)
+            self.connect(self.in_req, self.dst1.req)
+            self.connect(self.dst1.rsp, self.out_rsp)
+        with self.in_mode(self.dst_2):
+            self.dst2 = self.bank(Destination, 2, tag="dst2", log=log)
+            self.connect(self.in_req, self.dst2.req)
+            self.connect(self.dst2.rsp, self.out_rsp)
+
+    @reaction(startup, effects=[reset(dst_2)], mode=dst_1)
+    def switch(self):
+        self.set_mode(self.dst_2)
+
+
+class Source4(Reactor):
+    req = Output(4)
+    rsp = Input(4)
+    t = Timer(0, msec(1))
+
+    def __init__(self, log):
+        super().__init__()
+        self.log = log
+
+    @reaction(t, effects=[req])
+    def send(self):
+        for n in range(4):
+            self.req[n].set(n)
+
+    @reaction(rsp)
+    def check(self):
+        self.log.append((self.elapsed, "rsp", self.rsp.values))
+
+
+class BankMultiportMain(Reactor):
+    def __init__(self, workers):
+        super().__init__()
+        self.log, self.dlog = [], []
+        self.src = Source4(self.log)
+        self.sel = BankSelector(self.dlog).place(workers - 1)
+        self.connect(self.src.req, self.sel.in_req)
+        self.connect(self.sel.out_rsp, self.src.rsp)
+
+
+def test_modal_multiport_bank(executor):
+    main = BankMultiportMain(executor.workers)
+    executor.run(main, timeout=msec(1))
+    assert main.dlog == [(0, "dst1"), (0, "dst1"), (msec(1), "dst2"), (msec(1), "dst2")]
+    assert main.log == [(0, "rsp", [0, 1, 2, 3]), (msec(1), "rsp", [0, 1, 2, 3])]
+
+
+class MixedReactions(Reactor):
+    """LF's MixedReactions (C): reactions declared between and after modes keep declaration order."""
+
+    t = Timer(0, msec(100))
+    a = Mode(initial=True)
+    b = Mode()
+    x = State(0)
+
+    def __init__(self):
+        super().__init__()
+        self.seen = []
+
+    @reaction(t)
+    def r1(self):
+        self.x = self.x * 10 + 1
+
+    @reaction(t)
+    def r2(self):
+        self.x = self.x * 10 + 2
+
+    @reaction(t, effects=[reset(b)], mode=a)
+    def r3(self):
+        self.x = self.x * 10 + 3
+        self.set_mode(self.b)
+
+    @reaction(t)
+    def r4(self):
+        self.x = self.x * 10 + 4
+
+    @reaction(t, mode=b)
+    def r5(self):
+        self.x = self.x * 10 + 5
+
+    @reaction(t)
+    def r6(self):
+        self.seen.append(self.x)
+
+
+def test_mixed_reactions(executor):
+    main = MixedReactions()
+    executor.run(main, timeout=msec(110))
+    assert main.seen == [1234, 12341245]
