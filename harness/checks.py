@@ -5,7 +5,8 @@ than memory).
 
 Hydra's structured configs already refuse unknown keys, wrong types and unknown options at composition; the
 ranges (``workers >= 1``, ``budget.rounds >= 1``, probabilities in [0, 1], ...) live in
-`harness.config.RANGES`. ``on_run_start`` and ``on_multirun_start`` run before Hydra creates any output
+`harness.config.RANGES` (a backend's in its schema's field metadata, `backends.base.BackendConfig`).
+``on_run_start`` and ``on_multirun_start`` run before Hydra creates any output
 folder, so a bad value, even in one job of a sweep, writes nothing and runs nothing.
 """
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """Equal work on every backend: for each scenario at budget=smoke, every backend's checksums equal serial's.
 
 A speedup between runs whose checksums differ would be a bug, so this is the project's central check. One
-multirun per scenario over every backend that can run it (vector: gym and atari only).
+multirun per scenario over every backend that can run it (vector: gym and atari only); the fast gate keeps
+one check of every backend and of every scenario's data path, ``make test-slow`` runs the rest (`RUNS`).
 """
 from __future__ import annotations
 
@@ -29,9 +30,38 @@ def backends_for(scenario: str) -> list[str]:
     return ROLE_BACKENDS + extra
 
 
-@pytest.mark.parametrize("scenario", sorted(CASES))
-def test_every_backend_computes_the_same_checksums(tmp_path, scenario):
-    backends = backends_for(scenario)
+def _slow(reason: str) -> pytest.MarkDecorator:
+    """Behind ``slow`` (``make test-slow``); ``reason`` names the fast test that still covers the behaviour."""
+    return pytest.mark.slow(reason=reason)
+
+
+#: (scenario, backends) of the fast gate and of ``make test-slow``. The fast gate runs every backend on gym
+#: (the one full per-backend check), atari's frames on the reactor's processes executor and on vector,
+#: object_size's large payloads and overhead's chain/fan programs everywhere; the rest repeats a data path
+#: that a fast test already checks against serial.
+RUNS = [
+    pytest.param("gym", backends_for("gym"), id="gym"),
+    pytest.param("atari", ["serial", "reactor", "vector"], id="atari"),
+    pytest.param("atari", ["serial", "reactor_inline", "reactor_threads", "ray", "ray_compiled"], id="atari-more",
+                 marks=_slow("executors and Ray modes: [gym] here; frames through Ray: [object_size]'s "
+                             "100 kB arrays; atari on reactor and vector: [atari]")),
+    pytest.param("dqn", backends_for("dqn"), id="dqn",
+                 marks=_slow("dqn on serial, reactor and ray: test_paper_mode_checksums_equal_on_serial_reactor_"
+                             "and_ray[dqn] (replay role, state_dict broadcasts); the other backends: [gym]")),
+    pytest.param("marl", backends_for("marl"), id="marl",
+                 marks=_slow("marl on serial, reactor and ray: test_paper_mode_checksums_equal_on_serial_reactor_"
+                             "and_ray[marl] (trained policies); simple_spread determinism: tests/scenarios/"
+                             "test_cli.py; the other backends: [gym]")),
+    pytest.param("actors", backends_for("actors"), id="actors",
+                 marks=_slow("the same client and server roles as [object_size], with smaller payloads; actors "
+                             "determinism: tests/scenarios/test_cli.py")),
+    pytest.param("object_size", backends_for("object_size"), id="object_size"),
+    pytest.param("overhead", backends_for("overhead"), id="overhead"),
+]
+
+
+@pytest.mark.parametrize("scenario,backends", RUNS)
+def test_every_backend_computes_the_same_checksums(tmp_path, scenario, backends):
     proc = run_cli(f"scenario={scenario}", f"backend={','.join(backends)}", "budget=smoke",
                    "budget.rounds=4", "budget.repetitions=2", "budget.warmup_rounds=1", "workers=2",
                    *CASES[scenario], run_dir=tmp_path, multirun=True, timeout=600)
