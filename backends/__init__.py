@@ -19,9 +19,10 @@ A backend module ``backends/<name>.py`` declares
 
 Modules are discovered with `pkgutil` on this package's ``__path__`` (names starting with ``_`` and
 ``base`` are not backends) and imported only when asked for: the measuring child of a serial run imports
-``backends.serial`` alone, never Ray or the reactor runtime. A module's top level should import no framework
-(Ray is imported inside `backends.ray`'s methods) because the harness imports every backend module to
-register the schemas.
+``backends.serial`` alone, never Ray or the reactor runtime. A module's top level should import no heavy
+framework (Ray is imported inside `backends.ray`'s methods) because the harness's parent process imports
+every backend module to register the schemas (the reactor runtime, imported by `backends.reactor`, is
+loaded there anyway: the runner calls its clean-up).
 """
 from __future__ import annotations
 
