@@ -230,22 +230,17 @@ class SlotWriter:
         """Lay out a flat record (see ``_record_fields``) in the segment: a pickled descriptor, then
         8 bytes per scalar, then each array, aligned. The header's layout counter changes, so readers
         decode the descriptor once, then read the data directly."""
-        pos = 0
-        rel = []
-        for f in fields:
-            if f[0] == "a":
-                continue
-            rel.append(pos)
-            pos += SCALAR_BYTES if f[0] != "n" else 0
-        pos = _aligned(pos)
-        scalar_offs = iter(rel)
+        # scalars first (8 bytes each, None takes none), then each array, aligned
+        scalar_pos = 0
+        pos = _aligned(SCALAR_BYTES * sum(f[0] in ("f", "i", "b") for f in fields))
         offsets = []
         for f in fields:
             if f[0] == "a":
                 offsets.append(pos)
                 pos = _aligned(pos + f[3])
             else:
-                offsets.append(next(scalar_offs))
+                offsets.append(scalar_pos)
+                scalar_pos += SCALAR_BYTES if f[0] != "n" else 0
         # offsets are relative to the data area, which starts after the descriptor
         desc = pickle.dumps((type(value) is tuple, fields, offsets), protocol=5)
         base = _aligned(8 + len(desc))

@@ -1,4 +1,5 @@
-"""Shared test helpers: run the real CLI into a temporary directory and read its rows."""
+"""Shared test helpers: run the real CLI into a temporary directory and read its rows; run a scenario's
+roles in-process with a counting clock."""
 from __future__ import annotations
 
 import subprocess
@@ -25,6 +26,32 @@ def run_cli(*overrides: str, run_dir: Path | None = None, multirun: bool = False
 
 def read_rows(run_dir: Path) -> pd.DataFrame:
     return pd.read_csv(run_dir / "results.csv", keep_default_na=False)
+
+
+class TickClock:
+    """The smallest `backends.base.Clock`: counts rounds."""
+
+    def __init__(self) -> None:
+        self.ticks = 0
+
+    def begin(self) -> None:
+        pass
+
+    def tick(self) -> None:
+        self.ticks += 1
+
+
+def run_rounds(scenario, rounds: int, workers=None):
+    """The serial loop in-process: ``rounds`` rounds of the scenario's server and workers (built here
+    unless given); returns ``(server, workers)``."""
+    from backends.base import split_messages  # imported here: tests/reactor run without the harness
+
+    server = scenario.make_server()
+    workers = workers or [scenario.make_worker(i) for i in range(scenario.num_workers)]
+    for _ in range(rounds):
+        msgs = split_messages(server.scatter(), len(workers))
+        server.gather([w.step(m) for w, m in zip(workers, msgs)])
+    return server, workers
 
 
 @pytest.fixture

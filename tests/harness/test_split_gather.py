@@ -4,27 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from backends.base import split_messages
-from backends.reactor import Executor, ReactorConfig, ServerReactor, SplitGatherServerReactor
+from backends.reactor import Executor, ReactorBackend, ReactorConfig, ServerReactor, SplitGatherServerReactor
 from reactor_backend.model import class_declarations
 from scenarios import make_scenario
 from scenarios.configs import GymConfig, MarlConfig, MarlEnv
-
-
-class _Clock:
-    def __init__(self) -> None:
-        self.ticks = 0
-
-    def begin(self) -> None:
-        pass
-
-    def tick(self) -> None:
-        self.ticks += 1
+from tests.conftest import TickClock, run_rounds
 
 
 def _backend(scenario, workers: int, **config):
-    from backends.reactor import ReactorBackend
-
     backend = ReactorBackend(ReactorConfig(**config), workers)
     server = scenario.make_server()
     backend.start(scenario, server)
@@ -32,11 +19,7 @@ def _backend(scenario, workers: int, **config):
 
 
 def _serial_checksum(scenario, rounds: int) -> str:
-    server = scenario.make_server()
-    workers = [scenario.make_worker(i) for i in range(scenario.num_workers)]
-    for _ in range(rounds):
-        msgs = split_messages(server.scatter(), len(workers))
-        server.gather([w.step(m) for w, m in zip(workers, msgs)])
+    server, workers = run_rounds(scenario, rounds)
     for w in workers:
         w.close()
     return server.checksum()
@@ -45,7 +28,7 @@ def _serial_checksum(scenario, rounds: int) -> str:
 def test_gym_server_gathers_its_own_members_first():
     scenario = make_scenario(GymConfig(num_envs=15), seed=3)
     backend, _ = _backend(scenario, 2)
-    top = backend.program(5, _Clock())
+    top = backend.program(5, TickClock())
     assert type(top.server) is SplitGatherServerReactor
     assert top.server.n_local == 8 and top.server.local.width == 8 and top.server.results.width == 7
     names = [r.name for r in class_declarations(SplitGatherServerReactor)[1]]
@@ -60,14 +43,14 @@ def test_gym_server_gathers_its_own_members_first():
 def test_gather_is_whole_where_a_split_cannot_help(workers, config, why):
     scenario = make_scenario(GymConfig(num_envs=6), seed=0)
     backend, _ = _backend(scenario, workers, **config)
-    assert type(backend.program(3, _Clock()).server) is ServerReactor, why
+    assert type(backend.program(3, TickClock()).server) is ServerReactor, why
 
 
 def test_a_server_without_streaming_gather_is_not_split():
     scenario = make_scenario(MarlConfig(env=MarlEnv.synthetic, num_agents=4), seed=0)
     backend, server = _backend(scenario, 2)
     assert not server.incremental_gather
-    assert type(backend.program(3, _Clock()).server) is ServerReactor
+    assert type(backend.program(3, TickClock()).server) is ServerReactor
 
 
 @pytest.mark.parametrize("workers", [2, 3])
@@ -75,7 +58,7 @@ def test_split_gather_keeps_the_serial_checksum(workers):
     scenario = make_scenario(GymConfig(num_envs=7), seed=11)
     rounds = 40
     backend, server = _backend(scenario, workers, breakdown=False)
-    clock = _Clock()
+    clock = TickClock()
     assert type(backend.program(rounds, clock).server) is SplitGatherServerReactor
     backend.run(rounds, clock)
     assert clock.ticks == rounds

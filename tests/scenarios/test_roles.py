@@ -8,19 +8,10 @@ import numpy as np
 import pytest
 
 from scenarios import make_scenario
-from backends.base import split_messages
+from tests.conftest import TickClock, run_rounds
 from scenarios.base import Broadcast
 from scenarios.configs import ActorsConfig, AtariConfig, DqnConfig, MarlConfig, MarlEnv, ObjectSizeConfig
 from scenarios.micro import BroadcastServer, PayloadCorrupted
-
-
-def run_rounds(scenario, rounds: int, workers=None):
-    server = scenario.make_server()
-    workers = workers or [scenario.make_worker(i) for i in range(scenario.num_workers)]
-    for _ in range(rounds):
-        msgs = split_messages(server.scatter(), len(workers))
-        server.gather([w.step(m) for w, m in zip(workers, msgs)])
-    return server, workers
 
 
 # ---- object_size / actors ---------------------------------------------------------------------------
@@ -150,7 +141,7 @@ def test_dqn_split_on_the_serial_backend_has_almost_no_communication():
     backend = SerialBackend(SerialConfig(), 2)
     backend.start(scenario, server)
     try:
-        backend.run(10, _Ticks())
+        backend.run(10, TickClock())
     finally:
         backend.stop()
     m = server.metrics()
@@ -243,19 +234,6 @@ def test_policies_built_in_concurrent_threads_equal_sequential_ones():
             assert np.array_equal(p.detach().numpy(), q.detach().numpy())
 
 
-class _Ticks:
-    """The smallest Clock: counts rounds."""
-
-    def __init__(self) -> None:
-        self.ticks = 0
-
-    def begin(self) -> None:
-        pass
-
-    def tick(self) -> None:
-        self.ticks += 1
-
-
 def test_vector_backend_with_reset_every_step_equals_serial_in_process():
     from backends.serial import SerialBackend
     from backends.vector import VectorBackend
@@ -266,7 +244,7 @@ def test_vector_backend_with_reset_every_step_equals_serial_in_process():
     assert scenario.row_fields()["env_id"] == "ALE/Pong-v5+reset_every_step"
     sums = []
     for backend in (SerialBackend(SerialConfig(), 2), VectorBackend(VectorConfig(), 2)):
-        server, clock = scenario.make_server(), _Ticks()
+        server, clock = scenario.make_server(), TickClock()
         try:
             backend.start(scenario, server)
             backend.run(3, clock)
@@ -288,7 +266,7 @@ def test_vector_backend_in_paper_mode_equals_serial_in_process():
                                          seeding="same"), 1)
     sums = []
     for backend in (SerialBackend(SerialConfig(), 2), VectorBackend(VectorConfig(), 2)):
-        server, clock = scenario.make_server(), _Ticks()
+        server, clock = scenario.make_server(), TickClock()
         try:
             backend.start(scenario, server)
             backend.run(4, clock)
