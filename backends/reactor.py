@@ -55,8 +55,9 @@ class ReactorConfig(BackendConfig):
     breakdown: bool = True
     #: processes executor: ``even``: contiguous even parts; ``cost``: fewer bank members on process 0, which
     #: also runs the server, by the server's measured cost per round in members' steps (throwaway roles, at
-    #: start-up). ``even`` is the default: in a round the server's scatter and gather never overlap the
-    #: steps, so the round is fastest when the largest share of members is smallest (docs/processes.md)
+    #: start-up). ``even`` is the default: the server's scatter and (apart from the split gather's local part)
+    #: its gather do not overlap the steps, so the round is fastest when the largest share of members is
+    #: smallest (docs/processes.md)
     placement: Placement = Placement.even
     #: processes executor, servers with ``incremental_gather``: the server gathers the results of the bank
     #: members in its own process (worker 0) while the other processes still step, then the rest
