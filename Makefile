@@ -96,8 +96,9 @@ bench-overhead: install ## The reactor runtime's own overhead (chain and fan-out
 # the scaling curve: workers above this machine's cores must degrade gracefully (issue 12), drawn by the
 # report's throughput-against-workers figure with the ceiling line
 SCALING_WORKERS ?= 1,2,4,8,16
-SCALING_BACKENDS ?= serial,reactor,ray_packed
-bench-scaling: install ## Gym and Atari at SCALING_WORKERS (1..16) workers on serial, reactor and packed Ray, then the report
+# reactor: processes capped at the usable cores (the default); reactor_per_worker: one process per worker
+SCALING_BACKENDS ?= serial,reactor,reactor_per_worker,ray_packed
+bench-scaling: install ## Gym and Atari at SCALING_WORKERS (1..16) workers on serial, reactor (capped at the cores and one process per worker) and packed Ray, then the report
 	-$(SWEEP) scenario=gym backend=$(SCALING_BACKENDS) workers=$(SCALING_WORKERS) hydra.sweep.dir=$(BENCH_DIR)/scaling/gym
 	-$(SWEEP) scenario=atari backend=$(SCALING_BACKENDS) workers=$(SCALING_WORKERS) hydra.sweep.dir=$(BENCH_DIR)/scaling/atari
 	$(MAKE) --no-print-directory report BENCH_DIR=$(BENCH_DIR)/scaling

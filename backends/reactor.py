@@ -21,7 +21,8 @@ over the worker processes. Each worker role is built by a ``startup`` reaction i
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Callable
 
@@ -62,11 +63,36 @@ class ReactorConfig(BackendConfig):
     #: processes executor, servers with ``incremental_gather``: the server gathers the results of the bank
     #: members in its own process (worker 0) while the other processes still step, then the rest
     split_gather: bool = True
+    #: processes executor: the most worker processes to run; ``workers`` bank parts beyond it share them
+    #: (the bank still has the scenario's members; only where they run changes). 0: the usable cores
+    #: (``os.sched_getaffinity``), as LF's runtime defaults its worker threads to the cores: processes
+    #: beyond the cores only add context switches to every round. Set it at or above ``workers`` (e.g.
+    #: 1024) for one process per worker, oversubscribed (docs/processes.md, "More workers than cores")
+    max_processes: int = field(default=0, metadata={"range": {"ge": 0}})
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity), at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # no affinity API on this platform
+        return max(1, os.cpu_count() or 1)
+
+
+def process_count(executor: str, workers: int, max_processes: int) -> int:
+    """The worker processes the processes executor runs for ``workers``: at most ``max_processes``
+    (0: the usable cores); other executors run ``workers`` as given."""
+    if executor != "processes":
+        return workers
+    return max(1, min(workers, max_processes or usable_cores()))
 
 
 def variant(config: dict[str, Any]) -> str:
-    """The results row's variant: the executor."""
-    return str(config["executor"])
+    """The results row's variant: the executor, and for processes a cap other than the cores
+    (``processes-max1024``: one process per worker up to 1024), so both curves stay apart in reports."""
+    executor = str(getattr(config["executor"], "value", config["executor"]))
+    cap = int(config.get("max_processes", 0) or 0)
+    return f"{executor}-max{cap}" if executor == "processes" and cap else executor
 
 
 class RoleReactor(Reactor):
@@ -319,6 +345,10 @@ class ReactorBackend(Backend):
         self._counted: _CountingClock | None = None
         self._bd_prev: list[dict[str, int]] = []
         self._bd_rounds = 0
+        #: the worker processes the processes executor runs (``workers`` capped by ``max_processes``)
+        self.processes = process_count(self.executor, self.workers, int(getattr(config, "max_processes", 0) or 0))
+        if self.executor == "processes":
+            self.startup_breakdown["processes"] = float(self.processes)
 
     def start(self, scenario: Scenario, server: Server) -> None:
         # assembly happens in run(): the program needs the clock; worker roles are built at startup
@@ -328,12 +358,12 @@ class ReactorBackend(Backend):
         self.placement: list[int] | None = None
         chain = getattr(scenario, "topology", "star") == "chain"
         mode = getattr(self.config, "placement", "even")
-        if self.executor == "processes" and self.workers > 1 and not chain and \
+        if self.executor == "processes" and self.processes > 1 and not chain and \
                 getattr(scenario, "costs_measurable", True) and \
                 str(getattr(mode, "value", mode)) == "cost":
             step_s, server_s = measure_role_costs(scenario)
             cost = server_s / step_s if step_s > 0 else 0.0
-            self.placement = split_by_cost(scenario.num_workers, self.workers, cost)
+            self.placement = split_by_cost(scenario.num_workers, self.processes, cost)
             self.startup_breakdown["placement_server_cost"] = cost
             self.startup_breakdown["placement_members_w0"] = float(self.placement.count(0))
 
@@ -342,7 +372,7 @@ class ReactorBackend(Backend):
         if self._splits_gather():
             n = self.scenario.num_workers
             if placement is None:  # the executor's default, made explicit: contiguous even parts
-                placement = [(i * self.workers) // n for i in range(n)]
+                placement = [(i * self.processes) // n for i in range(n)]
             n_local = placement.count(0)
             if placement[:n_local] != [0] * n_local:  # process 0's members must lead the bank
                 n_local = 0
@@ -350,7 +380,7 @@ class ReactorBackend(Backend):
 
     def _splits_gather(self) -> bool:
         """Split the server's gather (process-0 members first) where it can overlap other processes' steps."""
-        return (self.executor == "processes" and self.workers > 1
+        return (self.executor == "processes" and self.processes > 1
                 and bool(getattr(self.config, "split_gather", False))
                 and getattr(self.server, "incremental_gather", False)
                 and getattr(self.scenario, "topology", "star") == "star" and not self.scenario.has_relay())
@@ -367,11 +397,11 @@ class ReactorBackend(Backend):
             options["copy_arrays"] = bool(getattr(self.scenario, "inputs_retained", True))
             if self.breakdown is not None:
                 options["breakdown"] = self.breakdown
-            where = assign_workers(program, self.workers)  # the placement the executor will use
+            where = assign_workers(program, self.processes)  # the placement the executor will use
             self.server.placement([where[w] for w in top.workers])
         else:  # inline and threads: every role in this process
             self.server.placement([0] * self.scenario.num_workers)
-        self.stats = run(program, executor=self.executor, workers=self.workers, **options)
+        self.stats = run(program, executor=self.executor, workers=self.processes, **options)
 
     def metrics(self) -> dict[str, float]:
         """Per round since the last call, per worker process: microseconds of role work, transport,

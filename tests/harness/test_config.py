@@ -35,12 +35,14 @@ def test_command_line_beats_budget_sizes():
 @pytest.mark.parametrize("backend,field,value", [
     ("reactor", "executor", "processes"),
     ("reactor_threads", "executor", "threads"),
+    ("reactor", "max_processes", 0),
+    ("reactor_per_worker", "max_processes", 1024),
     ("ray", "mode", "actors"),
     ("ray_compiled", "mode", "compiled"),
 ])
 def test_backend_presets(backend, field, value):
     cfg = _compose(f"backend={backend}")
-    assert str(OmegaConf.to_container(cfg.backend, enum_to_str=True)[field]) == value
+    assert str(OmegaConf.to_container(cfg.backend, enum_to_str=True)[field]) == str(value)
 
 
 @pytest.mark.parametrize("override,needle", [

@@ -57,7 +57,8 @@ def test_a_server_without_streaming_gather_is_not_split():
 def test_split_gather_keeps_the_serial_checksum(workers):
     scenario = make_scenario(GymConfig(num_envs=7), seed=11)
     rounds = 40
-    backend, server = _backend(scenario, workers, breakdown=False)
+    backend, server = _backend(scenario, workers, breakdown=False, max_processes=workers)
+    assert backend.processes == workers
     clock = TickClock()
     assert type(backend.program(rounds, clock).server) is SplitGatherServerReactor
     backend.run(rounds, clock)
