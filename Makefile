@@ -18,11 +18,12 @@ HARNESS := $(SWEEP) workers=$(WORKERS)
 SCENARIOS := gym atari dqn marl actors object_size overhead
 # every backend that can run the Gym / Atari workloads: Ray in the paper's layout (ray, ray_compiled: one
 # actor per role) and at its best on few cores (ray_packed, ray_compiled_packed: one actor per worker), and
-# capacity: the machine's measured ceiling (`workers` uncoordinated serial copies; docs/report.md)
-ENV_BACKENDS := serial,reactor,reactor_threads,reactor_inline,ray,ray_compiled,ray_packed,ray_compiled_packed,vector,capacity
+# capacity: the machine's measured ceiling (`workers` uncoordinated serial copies); capacity_lockstep: the
+# ceiling of synchronized rounds (the same copies meeting once per round; docs/report.md)
+ENV_BACKENDS := serial,reactor,reactor_threads,reactor_inline,ray,ray_compiled,ray_packed,ray_compiled_packed,vector,capacity,capacity_lockstep
 # Atari adds ale-py's own C++-threaded vector env
 ATARI_BACKENDS := $(ENV_BACKENDS),ale_vector
-ROLE_BACKENDS := serial,reactor,reactor_threads,reactor_inline,ray,ray_compiled,ray_packed,ray_compiled_packed,capacity
+ROLE_BACKENDS := serial,reactor,reactor_threads,reactor_inline,ray,ray_compiled,ray_packed,ray_compiled_packed,capacity,capacity_lockstep
 # the paper's configurations (scripts/paper_bench.py): the paper's pair (reactor, Ray one actor per role),
 # the reference, and Ray at its best (packed layouts; names as issue 11's backend configs define them)
 PAPER_RAY_BEST ?= ray_packed,ray_compiled_packed

@@ -10,12 +10,20 @@ The measuring process runs copy 0 with the real server (its checksum equals seri
 k - 1 forked processes each build their own server and workers and run the same serial rounds, released
 together with copy 0 and kept running until copy 0 has finished, so every timed round of copy 0 runs under
 k-way load. The copies are symmetric, so the aggregate throughput is k x copy 0's (``units_factor = k``).
+
+``lockstep=true`` (preset ``capacity_lockstep``, variant ``lockstep``): the copies also meet once per round at
+the reactor runtime's shared-memory barrier, so every round lasts as long as the slowest copy's. That is the
+ceiling of any orchestration whose rounds are synchronized (the reactor, Ray's gather, vector envs): on a VM
+whose vCPUs run at different and changing speeds (the host's other tenants), k synchronized processes get k x
+the slowest vCPU, not the sum, and no runtime can do better with a static split of the work
+(docs/processes.md, "The remaining gap to the ceiling").
 """
 from __future__ import annotations
 
+import mmap
 import multiprocessing as mp
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Optional
 
 from backends.serial import SerialBackend
 from backends.base import BackendConfig, Clock
@@ -29,6 +37,13 @@ class CapacityConfig(BackendConfig):
     """The machine's ceiling: ``workers`` uncoordinated copies of the serial loop, one process each."""
 
     name: str = "capacity"
+    #: the copies meet once per round (a shared-memory barrier): the ceiling of synchronized rounds
+    lockstep: bool = False
+
+
+def variant(config: dict[str, Any]) -> str:
+    """The results row's variant: ``lockstep`` for the synchronized ceiling, else ``-``."""
+    return "lockstep" if bool(config.get("lockstep", False)) else "-"
 
 
 #: seconds a copy may take to build its roles before the job fails
@@ -40,28 +55,62 @@ class _Stopped(Exception):
 
 
 class _LoadClock:
-    """A clock for a load copy: counts nothing, ends the loop once ``stop`` is set."""
+    """A clock for a load copy: counts nothing, ends the loop once ``stop`` is set; in lockstep it first
+    meets the other copies at ``barrier`` (copy 0 ends the run through the barrier's stop word)."""
 
-    def __init__(self, stop: Any):
+    def __init__(self, stop: Any, barrier: Any = None):
         self.stop = stop
+        self.barrier = barrier
 
     def begin(self) -> None:
         pass
 
     def tick(self) -> None:
+        if self.barrier is not None:
+            from reactor_backend._sync import Aborted
+
+            try:
+                self.barrier.arrive()
+            except Aborted:
+                raise _Stopped from None
         if self.stop.is_set():
             raise _Stopped
 
 
-def _load_copy(scenario: Scenario, ready: Any, start: Any, stop: Any) -> None:
-    """One uncoordinated copy: its own server and workers, serial rounds from ``start`` until ``stop``."""
+class _LockstepClock:
+    """Copy 0's clock in lockstep: a round ends when every copy has finished it."""
+
+    def __init__(self, clock: Clock, barrier: Any):
+        self.clock = clock
+        self.barrier = barrier
+
+    def begin(self) -> None:
+        self.clock.begin()
+
+    def tick(self) -> None:
+        self.barrier.arrive()
+        self.clock.tick()
+
+
+def _barrier(buf: Optional[mmap.mmap], copies: int, rank: int, check: Any = None) -> Any:
+    if buf is None:
+        return None
+    from reactor_backend._sync import Barrier
+
+    return Barrier(buf, copies, rank, check)
+
+
+def _load_copy(scenario: Scenario, ready: Any, start: Any, stop: Any, buf: Optional[mmap.mmap] = None,
+               copies: int = 1, rank: int = 1) -> None:
+    """One copy: its own server and workers, serial rounds from ``start`` until ``stop`` (in lockstep:
+    meeting the others at the barrier in ``buf`` after every round, until copy 0 stops the barrier)."""
     server = scenario.make_server()
     copy = SerialBackend(None, 1)
     try:
         copy.start(scenario, server)
         ready.put(True)
         start.wait()
-        copy.run(2**62, _LoadClock(stop))
+        copy.run(2**62, _LoadClock(stop, _barrier(buf, copies, rank)))
     except _Stopped:
         pass
     finally:
@@ -82,6 +131,11 @@ class CapacityBackend(SerialBackend):
         #: the harness multiplies a round's units by this: k symmetric copies ran each round
         self.units_factor = self.workers
         self.row_extra["copies"] = self.workers
+        self.lockstep = bool(getattr(config, "lockstep", False)) if config is not None else False
+        self.variant = "lockstep" if self.lockstep else "-"
+        #: the barrier's control block (lockstep with more than one copy): anonymous shared memory, inherited
+        #: by the forked copies, gone with the processes (nothing in /dev/shm to clean up)
+        self.buf: Optional[mmap.mmap] = None
         self.procs: list[Any] = []
 
     def start(self, scenario: Scenario, server: Server) -> None:
@@ -91,8 +145,13 @@ class CapacityBackend(SerialBackend):
         # pinned to 1 per role, so no OpenMP pool exists to be broken by it)
         ctx = mp.get_context("fork")
         self.ready, self.go, self.halt = ctx.Queue(), ctx.Event(), ctx.Event()
-        self.procs = [ctx.Process(target=_load_copy, args=(scenario, self.ready, self.go, self.halt), daemon=True)
-                      for _ in range(self.workers - 1)]
+        if self.lockstep and self.workers > 1:
+            from reactor_backend._sync import control_size
+
+            self.buf = mmap.mmap(-1, control_size(self.workers))
+        self.procs = [ctx.Process(target=_load_copy, args=(scenario, self.ready, self.go, self.halt,
+                                                            self.buf, self.workers, rank), daemon=True)
+                      for rank in range(1, self.workers)]
         for p in self.procs:
             p.start()
         for _ in self.procs:
@@ -104,11 +163,20 @@ class CapacityBackend(SerialBackend):
                                    f"(exit codes of dead copies: {dead})") from exc
 
     def run(self, rounds: int, clock: Clock) -> None:
+        barrier = _barrier(self.buf, self.workers, 0, self._check_copies)
         self.go.set()
         try:
-            super().run(rounds, clock)
+            super().run(rounds, _LockstepClock(clock, barrier) if barrier is not None else clock)
         finally:
             self.halt.set()
+            if barrier is not None:
+                barrier.request_stop(1)  # the copies waiting at the barrier leave their loops
+
+    def _check_copies(self) -> None:
+        """Called while copy 0 waits at the barrier: a copy that died would never arrive."""
+        dead = [p.exitcode for p in self.procs if p.exitcode is not None]
+        if dead:
+            raise RuntimeError(f"a capacity copy ended during the run (exit codes: {dead})")
 
     def stop(self) -> None:
         if self.procs:

@@ -18,7 +18,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-from harness.report.stats import CEILING, HEADLINE_PAIRS, SERIAL
+from harness.report.stats import CEILING, CEILINGS, HEADLINE_PAIRS, SERIAL, SYNC_CEILING
 
 MAX_PANELS = 9
 KNOWN_COLORS = {
@@ -26,6 +26,7 @@ KNOWN_COLORS = {
     "reactor:inline": "#bcbd22", "ray:actors": "#1f77b4", "ray:compiled": "#17becf", "vector:-": "#2ca02c",
     "ray:actors_packed": "#aec7e8", "ray:compiled_packed": "#9edae5", "ale_vector:-": "#98df8a",
     "capacity:-": "#000000",
+    "capacity:lockstep": "#666666",
 }
 _CYCLE = ["#9467bd", "#8c564b", "#e377c2", "#393b79", "#637939", "#843c39", "#7b4173"]
 
@@ -187,7 +188,8 @@ def relative_to_serial(speedups: pd.DataFrame, rows: pd.DataFrame, unequal: set 
     for ax, c in zip(axes, configs):
         g = sel[sel["config"] == c]
         ceiling = g[g["numerator"] == CEILING]
-        bars = g[g["numerator"] != CEILING].sort_values("ratio")
+        synced = g[g["numerator"] == SYNC_CEILING]
+        bars = g[~g["numerator"].isin(CEILINGS)].sort_values("ratio")
         labels = [lab + (" (not the same work)" if (c, lab) in unequal else "") for lab in bars["numerator"]]
         ys = np.arange(len(bars))
         r = bars["ratio"].to_numpy(float)
@@ -200,6 +202,8 @@ def relative_to_serial(speedups: pd.DataFrame, rows: pd.DataFrame, unequal: set 
             cr = ceiling.iloc[0]
             ax.axvline(cr["ratio"], color="black", ls="--", lw=1.2, label="measured ceiling")
             ax.axvspan(cr["ci_low"], cr["ci_high"], color="black", alpha=0.08)
+        if len(synced):
+            ax.axvline(synced.iloc[0]["ratio"], color="black", ls=":", lw=1.2, label="synchronized ceiling")
         log_axis(ax, "x")
         ax.set_title(config_title(meta.loc[c], vary, 48), fontsize=8)
         ax.grid(True, axis="x", which="both", alpha=0.3)
@@ -211,7 +215,8 @@ def relative_to_serial(speedups: pd.DataFrame, rows: pd.DataFrame, unequal: set 
                  "Per configuration: each backend's median throughput over serial's with its 95% bootstrap interval. "
                  "Grey line: serial (1x). Dashed line (shaded: its interval): the measured ceiling, `workers` "
                  "uncoordinated copies of the serial loop (backend capacity); a bar past it beats what independent "
-                 "processes get from this machine. Invalid configurations (checksums differ) are left out.")]
+                 "processes get from this machine. Dotted line: the synchronized ceiling, the same copies meeting once per "
+                 "round (backend capacity_lockstep). Invalid configurations (checksums differ) are left out.")]
 
 
 def speedup_bars(speedups: pd.DataFrame, rows: pd.DataFrame) -> list[Plot]:

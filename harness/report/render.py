@@ -196,6 +196,8 @@ def headline_table(rep: Report, compact: bool = False) -> Table:
         best = (f"{h.best_alternative}: {num(med[h.best_alternative])}" if h.best_alternative else "-")
         eff = (f"{h.efficiency:.0%} of {h.ceiling_source} ceiling ({num(h.capacity)}x serial)"
                if np.isfinite(h.efficiency) else "-")
+        if np.isfinite(h.sync_efficiency):
+            eff += f"; {h.sync_efficiency:.0%} of synchronized ({num(h.sync_capacity)}x)"
         cells = [_name(rep, h.config), h.unit, num(med.get(SERIAL)), best, num(med.get(PAPER_RAY)),
                  num(med.get(REACTOR)), fmt_ratio(h.vs_serial), fmt_ratio(h.vs_best), fmt_ratio(h.vs_paper_ray), eff]
         if not compact:
@@ -336,7 +338,8 @@ def _sections(rep: Report) -> list[tuple[str, str, Any]]:
         ("Headline", "One row per configuration: medians in unit/s; the best alternative is the fastest backend "
          "that is neither serial, nor a reactor executor, nor the ceiling; ratios are ratios of medians with a "
          "95% bootstrap interval (scipy.stats.bootstrap, percentile); efficiency = reactor throughput / the "
-         "ceiling (measured: `capacity` rows; assumed: serial x min(workers, cores)). Columns: docs/report.md.",
+         "ceiling (measured: `capacity` rows; assumed: serial x min(workers, cores)), and where measured against "
+         "the synchronized ceiling (`capacity_lockstep` rows: the copies meet once per round). Columns: docs/report.md.",
          headline_table(rep)),
         ("Verdicts", "Fastest only when the 95% interval of its lead over the runner-up excludes 1; the "
          "reactor's standing by the same rule (docs/report.md).", verdict_lines(rep)),

@@ -29,6 +29,10 @@ HEADLINE_PAIRS: tuple[tuple[str, str], ...] = (("reactor:processes", "ray:actors
 SERIAL = "serial:-"
 #: the machine's measured ceiling (backends/capacity.py): not a contender, the bound of efficiency
 CEILING = "capacity:-"
+#: the ceiling of synchronized rounds (``capacity_lockstep``: the copies meet once per round): not a contender
+SYNC_CEILING = "capacity:lockstep"
+#: the labels that bound the others rather than compete with them
+CEILINGS = (CEILING, SYNC_CEILING)
 
 
 def _clean(x: Iterable[float]) -> np.ndarray:
@@ -219,11 +223,17 @@ def add_efficiency(summary: pd.DataFrame) -> pd.DataFrame:
     its median throughput. Otherwise it is *assumed*: serial throughput x min(workers, cores), with serial
     throughput from the serial backend on the same configuration when measured, else on the same scenario
     and parameters with the same budget and seed (any workers: serial uses one core), else any.
-    ``capacity`` = ceiling / serial throughput (the measured or assumed speedup k processes can give)."""
+    ``capacity`` = ceiling / serial throughput (the measured or assumed speedup k processes can give).
+
+    The synchronized ceiling (``capacity:lockstep`` rows: the same copies meeting once per round, so every
+    round lasts as long as the slowest copy's) is kept beside it where measured: ``sync_ceiling``,
+    ``sync_capacity`` (over serial) and ``sync_efficiency`` (median / sync_ceiling); NaN otherwise."""
     s = summary.copy()
     serial = s[(s["label"] == SERIAL) & np.isfinite(s["median"].astype(float))]
     measured = s[(s["label"] == CEILING) & np.isfinite(s["median"].astype(float))]
     by_ceiling = measured.groupby("config")["median"].median().to_dict()
+    synced = s[(s["label"] == SYNC_CEILING) & np.isfinite(s["median"].astype(float))]
+    by_sync = synced.groupby("config")["median"].median().to_dict()
     by_config = serial.groupby("config")["median"].median().to_dict()
     by_exact = serial.groupby(["scenario", "params", "budget", "seed"])["median"].median().to_dict()
     by_params = serial.groupby(["scenario", "params"])["median"].median().to_dict()
@@ -245,6 +255,13 @@ def add_efficiency(summary: pd.DataFrame) -> pd.DataFrame:
     s["ceiling_source"] = sources
     s["capacity"] = caps
     s["efficiency"] = effs
+    sync = np.array([by_sync.get(c, math.nan) for c in s["config"]], dtype=float)
+    med = s["median"].astype(float).to_numpy()
+    per_core = np.array([by_config.get(c, math.nan) for c in s["config"]], dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        s["sync_ceiling"] = sync
+        s["sync_capacity"] = np.where(per_core > 0, sync / per_core, math.nan)
+        s["sync_efficiency"] = np.where(sync > 0, med / sync, math.nan)
     return s
 
 

@@ -7,7 +7,7 @@ ceiling), the paper's layout of Ray (``ray:actors``: one actor per role) and the
 its efficiency against the ceiling, and a one-line verdict.
 
 Verdict rule (docs/report.md): the contenders are the backends with ok rows that did the same work (equal
-checksums; the ceiling ``capacity:-`` is not a contender). F is the one with the highest median throughput,
+checksums; the ceilings ``capacity:-`` and ``capacity:lockstep`` are not contenders). F is the one with the highest median throughput,
 S the runner-up. F is named *fastest* only when the 95% interval of F / S lies entirely above 1; otherwise
 the verdict names no winner ("no clear winner: F and S are within noise"). Every comparison the verdict
 states about the reactor follows the same rule: "faster" or "slower" only when the interval excludes 1,
@@ -22,7 +22,7 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from harness.report.stats import CEILING, SERIAL, Speedup, _clean, _speedup
+from harness.report.stats import CEILINGS, SERIAL, Speedup, _clean, _speedup
 
 REACTOR = "reactor:processes"
 PAPER_RAY = "ray:actors"
@@ -30,7 +30,7 @@ PAPER_RAY = "ray:actors"
 
 def is_alternative(label: str) -> bool:
     """A non-reactor parallel backend: what a user would run instead (Ray in any layout, vector envs)."""
-    return label not in (SERIAL, CEILING) and not label.startswith("reactor:")
+    return label != SERIAL and label not in CEILINGS and not label.startswith("reactor:")
 
 
 def fmt_ratio(sp: Optional[Speedup]) -> str:
@@ -73,6 +73,8 @@ class Headline:
     ceiling_source: str
     capacity: float                 # ceiling / serial
     verdict: str
+    sync_capacity: float = math.nan     # synchronized ceiling / serial (capacity:lockstep rows)
+    sync_efficiency: float = math.nan   # reactor median / synchronized ceiling
 
 
 def verdict_text(leader: Optional[str], runner_up: Optional[str], lead: Optional[Speedup],
@@ -105,7 +107,7 @@ def headlines(rows: pd.DataFrame, summary: pd.DataFrame, invalid: set[str], uneq
         if config in invalid:
             continue
         samples = {lab: _clean(s["throughput"]) for lab, s in g.groupby("label")
-                   if (config, lab) not in unequal and lab != CEILING}
+                   if (config, lab) not in unequal and lab not in CEILINGS}
         samples = {k: v for k, v in samples.items() if v.size}
         if SERIAL not in samples and REACTOR not in samples:
             continue
@@ -123,17 +125,24 @@ def headlines(rows: pd.DataFrame, summary: pd.DataFrame, invalid: set[str], uneq
             return _speedup(samples[REACTOR], samples[other])
 
         winner, text = verdict_text(leader, runner, lead, vs(leader), REACTOR in samples)
-        eff, src, cap = math.nan, "", math.nan
+        eff, src, cap, sync_cap, sync_eff = math.nan, "", math.nan, math.nan, math.nan
         key = (config, REACTOR) if (config, REACTOR) in summ.index else ((config, SERIAL) if (config, SERIAL) in summ.index else None)
         if key is not None:
             srow = summ.loc[key]
             eff = float(srow["efficiency"]) if key[1] == REACTOR else math.nan
             src, cap = str(srow["ceiling_source"]), float(srow["capacity"])
+            sync_cap = float(srow.get("sync_capacity", math.nan))
+            sync_eff = float(srow.get("sync_efficiency", math.nan)) if key[1] == REACTOR else math.nan
+        if np.isfinite(sync_cap):
+            text += f"; synchronized rounds can reach {_num(sync_cap)}x serial here (capacity:lockstep)"
+            if np.isfinite(sync_eff):
+                text += f", the reactor {sync_eff:.0%} of that"
         unit = str(g["unit"].iloc[0])
         out.append(Headline(config=config, scenario=str(g["scenario"].iloc[0]), unit=unit, medians=med,
                             best_alternative=best, fastest=winner, leader=leader, runner_up=runner, lead=lead,
                             vs_serial=vs(SERIAL), vs_best=vs(best), vs_paper_ray=vs(PAPER_RAY), efficiency=eff,
-                            ceiling_source=src, capacity=cap, verdict=text))
+                            ceiling_source=src, capacity=cap, verdict=text, sync_capacity=sync_cap,
+                            sync_efficiency=sync_eff))
     return out
 
 
@@ -146,7 +155,8 @@ def headline_frame(heads: list[Headline]) -> pd.DataFrame:
                "best_alternative_median": h.medians.get(h.best_alternative, math.nan) if h.best_alternative else math.nan,
                "paper_ray": h.medians.get(PAPER_RAY, math.nan), "reactor": h.medians.get(REACTOR, math.nan),
                "fastest": h.fastest or "", "leader": h.leader or "", "efficiency": h.efficiency,
-               "ceiling_source": h.ceiling_source, "capacity": h.capacity, "verdict": h.verdict}
+               "ceiling_source": h.ceiling_source, "capacity": h.capacity, "sync_capacity": h.sync_capacity,
+               "sync_efficiency": h.sync_efficiency, "verdict": h.verdict}
         for name, sp in (("vs_serial", h.vs_serial), ("vs_best", h.vs_best), ("vs_paper_ray", h.vs_paper_ray)):
             rec[name] = sp.ratio if sp else math.nan
             rec[name + "_low"] = sp.low if sp else math.nan

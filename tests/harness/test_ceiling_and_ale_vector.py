@@ -78,3 +78,56 @@ def test_ale_vector_with_sticky_actions_is_labelled_not_the_same_work(tmp_path):
     s = rep.analysis.summary.set_index("label")
     assert not s.loc["ale_vector:-", "equal_work"] and s.loc["serial:-", "equal_work"]
     assert all("ale_vector" not in h.verdict for h in rep.analysis.headlines)
+
+
+def test_lockstep_capacity_meets_every_round_and_is_the_synchronized_ceiling(tmp_path):
+    proc = run_cli("scenario=gym", "backend=serial,reactor,capacity_lockstep", "workers=2", *SMOKE,
+                   "budget.rounds=20", run_dir=tmp_path, multirun=True, timeout=300)
+    rows = sweep_rows(tmp_path, proc)
+    serial, sync = rows[rows.backend == "serial"], rows[rows.backend == "capacity"]
+    assert set(sync.variant) == {"lockstep"}
+    assert list(sync.checksum) == list(serial.checksum)  # copy 0 did exactly the serial work
+    assert (sync.units.astype(int) == 2 * serial.units.astype(int).iloc[0]).all()
+    rep = make_report([tmp_path], figures=False)
+    s = rep.analysis.summary.set_index("label")
+    k = s.loc["capacity:lockstep", "median"] / s.loc["serial:-", "median"]
+    assert abs(s.loc["reactor:processes", "sync_capacity"] - k) < 1e-9
+    assert abs(s.loc["reactor:processes", "sync_efficiency"]
+               - s.loc["reactor:processes", "median"] / s.loc["capacity:lockstep", "median"]) < 1e-9
+    (head,) = rep.analysis.headlines
+    assert "capacity:lockstep" not in head.medians and head.best_alternative is None  # a bound, not a contender
+    assert "synchronized rounds can reach" in head.verdict and abs(head.sync_capacity - k) < 1e-9
+
+
+def test_lockstep_copies_wait_for_each_other_and_a_dead_copy_fails_the_run():
+    import signal
+
+    import pytest
+
+    from backends.capacity import CapacityBackend, CapacityConfig
+    from scenarios import make_scenario
+    from scenarios.configs import GymConfig
+
+    scenario = make_scenario(GymConfig(num_envs=2), 0)
+    backend = CapacityBackend(CapacityConfig(lockstep=True), 2)
+    assert backend.variant == "lockstep"
+    backend.start(scenario, scenario.make_server())
+
+    class KillingClock:
+        ticks = 0
+
+        def begin(self): pass
+
+        def tick(self):
+            self.ticks += 1
+            if self.ticks == 20:
+                os.kill(backend.procs[0].pid, signal.SIGKILL)
+
+    clock = KillingClock()
+    try:
+        with pytest.raises(RuntimeError, match="capacity copy ended"):
+            backend.run(10**7, clock)  # would run for hours were the barrier not watching its copies
+    finally:
+        backend.stop()
+    assert 20 <= clock.ticks < 10**7
+    assert psutil.Process().children(recursive=True) == []

@@ -79,7 +79,7 @@ def _serial_checksums(out: Path, *overrides: str) -> list[str]:
     return list(read_rows(out / "serial").checksum)
 
 
-@pytest.mark.parametrize("backend", ["reactor", "ray"])
+@pytest.mark.parametrize("backend", ["reactor", "reactor_per_worker", "ray"])
 @pytest.mark.parametrize("workers", [8, 16])
 def test_more_workers_than_cores(out, backend, workers):
     job = ("scenario=gym", "scenario.num_envs=16", *SLOW_BUDGET)
