@@ -13,7 +13,10 @@ BUDGET ?= local
 # sweeps resume by default: a job whose folder holds all its ok rows for the same config and git sha is
 # skipped; FRESH=1 measures everything again (earlier files are renamed *.superseded-<time>.*, never deleted)
 FRESH ?=
-SWEEP := $(PY) -m harness -m budget=$(BUDGET) resume=$(if $(FRESH),false,true)
+# TRIALS=0,1,2: every sweep runs three times over, its backends interleaved (a, b, c, a, b, c, ...), and the
+# report pools the trials: on a machine whose speed drifts, each backend then samples the same stretch of time
+TRIALS ?= 0
+SWEEP := $(PY) -m harness -m budget=$(BUDGET) resume=$(if $(FRESH),false,true) trial=$(TRIALS)
 HARNESS := $(SWEEP) workers=$(WORKERS)
 SCENARIOS := gym atari dqn marl actors object_size overhead
 # every backend that can run the Gym / Atari workloads: Ray in the paper's layout (ray, ray_compiled: one

@@ -67,6 +67,10 @@ class RunConfig:
     quiet: bool = False
     #: skip the job when its folder already holds all its ok rows for this config and git sha (harness.resume)
     resume: bool = True
+    #: a deliberate repeat of the same job within one sweep: ``trial=0,1,2 backend=a,b`` runs a, b, a, b, a, b
+    #: (Hydra sweeps the last key fastest), spreading every backend over the same stretch of time on a machine
+    #: whose speed drifts; the report pools the trials (docs/report.md, "Trials")
+    trial: int = 0
 
 
 def slurm_minutes(timeout_s: float) -> int:
@@ -124,7 +128,7 @@ PROBABILITY = Range(ge=0, le=1)
 #: `backends.base.BackendConfig`), so that a backend is one file. ``tests/harness/test_ranges.py`` fails for
 #: any int or float field of any schema that has no range here or in its metadata.
 RANGES: dict[type, dict[str, Range]] = {
-    RunConfig: {"workers": AT_LEAST_1, "seed": AT_LEAST_0, "threads_per_worker": AT_LEAST_1},
+    RunConfig: {"workers": AT_LEAST_1, "seed": AT_LEAST_0, "threads_per_worker": AT_LEAST_1, "trial": AT_LEAST_0},
     BudgetConfig: {"rounds": AT_LEAST_1, "warmup_rounds": AT_LEAST_0, "repetitions": AT_LEAST_1,
                    "timeout_s": POSITIVE},
     GymConfig: {"num_envs": AT_LEAST_1},

@@ -84,11 +84,13 @@ def load_average() -> list[float]:
 
 def job_metadata(config: Mapping[str, Any]) -> dict[str, Any]:
     """Machine facts plus this job's start time, configuration hash, thread pinning, CPU affinity and the
-    load average at its start (both change results, and both can change between the jobs of a sweep)."""
+    load average at its start (both change results, and both can change between the jobs of a sweep), and
+    its trial (a deliberate repeat, pooled by the report)."""
     meta = dict(machine_metadata())
     meta["cpu_affinity"] = cpu_affinity()
     meta["load_avg"] = load_average()
     meta["started_at"] = _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
     meta["config_hash"] = config_hash(config)
     meta["omp_num_threads"] = config.get("threads_per_worker", os.environ.get("OMP_NUM_THREADS", ""))
+    meta["trial"] = int(config.get("trial", 0) or 0)
     return meta

@@ -61,7 +61,9 @@ def backend_variant(backend: dict[str, Any]) -> str:
 
 def job_spec(cfg: dict[str, Any]) -> dict[str, Any]:
     """The part of the resolved config that defines the measurement (sent to the child, hashed)."""
-    return {k: cfg[k] for k in ("scenario", "backend", "budget", "workers", "seed", "threads_per_worker")}
+    spec = {k: cfg[k] for k in ("scenario", "backend", "budget", "workers", "seed", "threads_per_worker")}
+    spec["trial"] = cfg.get("trial", 0)
+    return spec
 
 
 def kill_tree(pid: int) -> None:

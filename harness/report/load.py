@@ -160,17 +160,22 @@ def config_key(values: Any) -> str:
 
 
 def latest_runs(rows: pd.DataFrame) -> tuple[pd.DataFrame, int]:
-    """Keep, for each (configuration, backend label), only the rows of its most recent job (by ``started_at``).
+    """Keep, for each (configuration, backend label, trial), only the rows of its most recent job (by
+    ``started_at``).
 
     Re-running a configuration appends a new job folder; pooling repetitions measured hours apart would mix
-    machine states, so the report uses the latest run and says how many older ones it set aside.
+    machine states, so the report uses the latest run and says how many older ones it set aside. Trials
+    (``trial=0,1,...`` in one sweep, recorded in the metadata) are deliberate repeats interleaved with the
+    other backends: each trial's latest run is kept, and the trials are pooled.
     """
     if not len(rows):
         return rows, 0
     started = pd.Series([str(m.get("started_at", "")) for m in rows["meta"]], index=rows.index)
-    jobs = pd.DataFrame({"config": rows["config"], "label": rows["label"], "job": rows["job"], "started": started})
-    per_job = jobs.groupby(["config", "label", "job"], sort=False)["started"].max().reset_index()
+    trial = pd.Series([int(m.get("trial", 0) or 0) for m in rows["meta"]], index=rows.index)
+    jobs = pd.DataFrame({"config": rows["config"], "label": rows["label"], "job": rows["job"], "started": started,
+                         "trial": trial})
+    per_job = jobs.groupby(["config", "label", "trial", "job"], sort=False)["started"].max().reset_index()
     per_job = per_job.sort_values(["started", "job"])
-    keep = set(per_job.groupby(["config", "label"]).tail(1)["job"])
+    keep = set(per_job.groupby(["config", "label", "trial"]).tail(1)["job"])
     dropped = per_job["job"].nunique() - len(keep)
     return rows[rows["job"].isin(keep)].reset_index(drop=True), int(dropped)

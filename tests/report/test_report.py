@@ -156,6 +156,16 @@ def test_latest_run_supersedes_older_runs(jobs: Jobs) -> None:
     assert _summary(pooled, "gym", "ray:actors")["n_ok"] == 6
 
 
+def test_trials_are_pooled_and_each_trial_keeps_its_latest_run(jobs: Jobs) -> None:
+    jobs.write("gym", "ray", "actors", 2, [10, 10, 10], started_at="2026-01-01T00:00:00+00:00", meta={"trial": 0})
+    jobs.write("gym", "ray", "actors", 2, [50, 51, 49], started_at="2026-02-01T00:00:00+00:00", meta={"trial": 0})
+    jobs.write("gym", "ray", "actors", 2, [70, 71, 69], started_at="2026-02-01T00:01:00+00:00", meta={"trial": 1})
+    rep = make_report([jobs.root], figures=False)
+    s = _summary(rep, "gym", "ray:actors")
+    assert s["n_ok"] == 6 and s["median"] == 60  # trials 0 (latest run) and 1 pooled
+    assert rep.superseded_runs == 1  # the first run of trial 0
+
+
 def test_microbenchmark_overhead_and_dqn_breakdown(jobs: Jobs) -> None:
     for pb in (0, 1000, 100000):
         p = {"num_clients": 4, "payload_bytes": pb, "work": "busy", "work_us": 100.0}
