@@ -2,6 +2,7 @@
 roles in-process with a counting clock."""
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -10,6 +11,12 @@ import pandas as pd
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+
+# A suite started with `&` from a non-interactive shell inherits SIGINT ignored (POSIX), Python then leaves it
+# ignored, and so do the processes the tests start: the Ctrl-C tests would wait forever for an interrupt that
+# never comes. They test Ctrl-C, so the suite takes Python's default handler (children get the default again).
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def run_cli(*overrides: str, run_dir: Path | None = None, multirun: bool = False,
