@@ -132,7 +132,7 @@ class CapacityBackend(SerialBackend):
         self.units_factor = self.workers
         self.row_extra["copies"] = self.workers
         self.lockstep = bool(getattr(config, "lockstep", False)) if config is not None else False
-        self.variant = "lockstep" if self.lockstep else "-"
+        self.variant = variant({"lockstep": self.lockstep})
         #: the barrier's control block (lockstep with more than one copy): anonymous shared memory, inherited
         #: by the forked copies, gone with the processes (nothing in /dev/shm to clean up)
         self.buf: Optional[mmap.mmap] = None

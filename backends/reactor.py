@@ -337,7 +337,7 @@ class ReactorBackend(Backend):
     def __init__(self, config: Any, workers: int):
         super().__init__(config, workers)
         self.executor = str(getattr(config.executor, "value", config.executor))
-        self.variant = self.executor
+        self.variant = variant({"executor": self.executor, "max_processes": getattr(config, "max_processes", 0)})
         from reactor_backend.processes import Breakdown
 
         want = self.executor == "processes" and bool(getattr(config, "breakdown", False))

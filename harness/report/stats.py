@@ -237,10 +237,11 @@ def add_efficiency(summary: pd.DataFrame) -> pd.DataFrame:
     by_config = serial.groupby("config")["median"].median().to_dict()
     by_exact = serial.groupby(["scenario", "params", "budget", "seed"])["median"].median().to_dict()
     by_params = serial.groupby(["scenario", "params"])["median"].median().to_dict()
-    ceilings, effs, sources, caps = [], [], [], []
+    ceilings, effs, sources, caps, serials = [], [], [], [], []
     for config, scen, params, budget, seed, workers, cores, med in zip(
             s["config"], s["scenario"], s["params"], s["budget"], s["seed"], s["workers"], s["cpu_count"], s["median"]):
         per_core = by_config.get(config, by_exact.get((scen, params, budget, seed), by_params.get((scen, params))))
+        serials.append(per_core if per_core is not None else math.nan)
         if config in by_ceiling:
             ceiling, source = by_ceiling[config], "measured"
         elif per_core is not None and np.isfinite(cores):
@@ -257,7 +258,7 @@ def add_efficiency(summary: pd.DataFrame) -> pd.DataFrame:
     s["efficiency"] = effs
     sync = np.array([by_sync.get(c, math.nan) for c in s["config"]], dtype=float)
     med = s["median"].astype(float).to_numpy()
-    per_core = np.array([by_config.get(c, math.nan) for c in s["config"]], dtype=float)
+    per_core = np.array(serials, dtype=float)  # the serial reference the ceiling above used
     with np.errstate(invalid="ignore", divide="ignore"):
         s["sync_ceiling"] = sync
         s["sync_capacity"] = np.where(per_core > 0, sync / per_core, math.nan)
