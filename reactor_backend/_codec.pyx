@@ -1,5 +1,5 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
-"""The compiled hot path of flat records in shared-memory slots (``transport.py`` lays them out).
+"""The compiled hot paths of shared-memory slots (``transport.py`` lays values out in them).
 
 Why this exists: an environment step's ``(obs, reward, terminated, truncated)`` crosses processes
 every round, once per environment. Written with ``struct`` and numpy calls, each field costs
@@ -11,11 +11,19 @@ int, bool or array), its byte offset, and for arrays the dtype and shape. The tr
 when it lays a record out (writer) or decodes the layout's descriptor (reader) and drops it when the
 layout changes; a value that no longer fits the layout makes ``write`` return 0 and the transport
 lays it out again.
+
+``SlotHotWriter`` and ``SlotHotReader`` are a slot's ``write`` and ``round``/``read``: while a slot's
+value keeps its layout (every round of a benchmark, every step of an environment) a write is a type
+and shape check, the copy and the round stamp, and a read compares the header's layout counter and
+returns the view, the copy or the record, with no Python frame; anything else goes to the
+transport's Python (``slow``), which lays the value out or decodes the header and re-arms the hot
+path.
 """
 cimport numpy as cnp
-from cpython.buffer cimport PyBUF_SIMPLE, PyObject_GetBuffer, PyBuffer_Release
+from cpython.buffer cimport PyBUF_SIMPLE, PyBUF_WRITABLE, PyObject_GetBuffer, PyBuffer_Release
 from cpython.float cimport PyFloat_AS_DOUBLE
 from cpython.long cimport PyLong_AsLongLongAndOverflow
+from libc.stdint cimport int64_t
 from libc.string cimport memcpy
 
 import numpy as np
@@ -168,7 +176,7 @@ cdef class RecordCodec:
             np.copyto(self.arrays[i], a, casting="no")
         return True
 
-    def read(self):
+    cpdef read(self):
         """The record as a tuple or list: scalars decoded, arrays as read-only views over the
         segment (or copies, for a ``copy`` reader)."""
         cdef Py_ssize_t i
@@ -199,3 +207,174 @@ def _array_over(buf, dtype, tuple shape, Py_ssize_t offset):
         arr.flags.writeable = False
         return arr
     return np.frombuffer(buf, dtype=dtype, count=size, offset=offset).reshape(shape)
+
+
+cdef int64_t* _header_words(Py_buffer* view, object buf, Py_ssize_t offset) except NULL:
+    """The slot header's first two words (round stamp, layout counter) at ``offset`` of ``buf``."""
+    PyObject_GetBuffer(buf, view, PyBUF_WRITABLE)
+    if offset < 0 or offset + 16 > view.len:
+        PyBuffer_Release(view)
+        raise ValueError("a slot header lies beyond the end of the header table")
+    return <int64_t*>(<char*>view.buf + offset)
+
+
+cdef class SlotHotWriter:
+    """``transport.SlotWriter.write``: the layout laid out last (``lay_none``, ``lay_array``,
+    ``lay_record``) written in place and stamped; anything else to ``slow(value, round_)``."""
+    cdef Py_buffer hdr
+    cdef bint have_hdr
+    cdef int64_t* words
+    cdef object slow
+    cdef int mode                  # 0: nothing laid out, 1: None, 2: array, 3: record
+    cdef object dst                # array: the array over the segment (None when it has no bytes)
+    cdef object descr              # array: its dtype
+    cdef int ndim
+    cdef cnp.npy_intp dims[MAX_NDIM]
+    cdef char* data
+    cdef Py_ssize_t nbytes
+    cdef RecordCodec rec
+
+    def __cinit__(self):
+        self.have_hdr = False
+
+    def __init__(self, hdr_buf, Py_ssize_t offset, slow):
+        self.words = _header_words(&self.hdr, hdr_buf, offset)
+        self.have_hdr = True
+        self.slow = slow
+        self.mode = 0
+
+    def __dealloc__(self):
+        if self.have_hdr:
+            PyBuffer_Release(&self.hdr)
+            self.have_hdr = False
+
+    def clear(self) -> None:
+        """Nothing is laid out (a new segment, a pickled value, or the writer closes)."""
+        self.mode = 0
+        self.dst = self.descr = self.rec = None
+
+    def lay_none(self) -> None:
+        self.clear()
+        self.mode = 1
+
+    def lay_array(self, cnp.ndarray like, dst) -> None:
+        """Arrays of ``like``'s dtype and shape, copied into ``dst`` (C-contiguous, over the segment;
+        None when they have no bytes)."""
+        cdef int d
+        if cnp.PyArray_NDIM(like) > MAX_NDIM:
+            raise ValueError(f"at most {MAX_NDIM} dimensions")
+        self.clear()
+        self.descr = like.dtype
+        self.ndim = cnp.PyArray_NDIM(like)
+        for d in range(self.ndim):
+            self.dims[d] = cnp.PyArray_DIMS(like)[d]
+        self.nbytes = cnp.PyArray_NBYTES(like)
+        if self.nbytes:
+            if dst is None or not cnp.PyArray_IS_C_CONTIGUOUS(dst) or cnp.PyArray_NBYTES(dst) != self.nbytes:
+                raise ValueError("dst must be a C-contiguous array of the same size")
+            self.dst = dst
+            self.data = <char*>cnp.PyArray_DATA(dst)
+        self.mode = 2
+
+    def lay_record(self, RecordCodec rec) -> None:
+        self.clear()
+        self.rec = rec
+        self.mode = 3
+
+    def write(self, value, int64_t round_):
+        """Publish ``value`` as the slot's value for ``round_``."""
+        cdef cnp.ndarray a
+        cdef int d
+        cdef bint same
+        cdef object t
+        if self.mode == 2:
+            if type(value) is np.ndarray:
+                a = <cnp.ndarray>value
+                same = cnp.PyArray_NDIM(a) == self.ndim and cnp.PyArray_IS_C_CONTIGUOUS(a)
+                if same:
+                    for d in range(self.ndim):
+                        if cnp.PyArray_DIMS(a)[d] != self.dims[d]:
+                            same = False
+                            break
+                if same and (<object>cnp.PyArray_DESCR(a) is self.descr or
+                             cnp.PyArray_EquivTypes(a.dtype, <cnp.dtype>self.descr)):
+                    if self.nbytes:
+                        memcpy(self.data, cnp.PyArray_DATA(a), self.nbytes)
+                    self.words[0] = round_
+                    return
+        elif self.mode == 3:
+            t = type(value)
+            if (t is tuple or t is list) and self.rec.write(value) == 1:
+                self.words[0] = round_
+                return
+        elif self.mode == 1:
+            if value is None:
+                self.words[0] = round_
+                return
+        self.slow(value, round_)
+
+
+cdef class SlotHotReader:
+    """``transport.SlotReader.round`` and ``read``: while the header's layout counter is the one
+    decoded last (``set_none``, ``set_array``, ``set_record``), the value straight from the slot;
+    otherwise ``slow()`` decodes the header (and re-arms this)."""
+    cdef Py_buffer hdr
+    cdef bint have_hdr
+    cdef int64_t* words
+    cdef object slow
+    cdef int mode                  # 0: nothing decoded, 1: None, 2: array, 3: record
+    cdef int64_t layout
+    cdef object arr
+    cdef bint copy
+    cdef RecordCodec rec
+
+    def __cinit__(self):
+        self.have_hdr = False
+
+    def __init__(self, hdr_buf, Py_ssize_t offset, bint copy, slow):
+        self.words = _header_words(&self.hdr, hdr_buf, offset)
+        self.have_hdr = True
+        self.copy = copy
+        self.slow = slow
+        self.mode = 0
+
+    def __dealloc__(self):
+        if self.have_hdr:
+            PyBuffer_Release(&self.hdr)
+            self.have_hdr = False
+
+    def clear(self) -> None:
+        self.mode = 0
+        self.arr = self.rec = None
+
+    def set_none(self, int64_t layout) -> None:
+        self.clear()
+        self.layout = layout
+        self.mode = 1
+
+    def set_array(self, cnp.ndarray arr, int64_t layout) -> None:
+        """``arr``: the read-only array over the segment (a view or a copy of it is returned)."""
+        self.clear()
+        self.arr = arr
+        self.layout = layout
+        self.mode = 2
+
+    def set_record(self, RecordCodec rec, int64_t layout) -> None:
+        self.clear()
+        self.rec = rec
+        self.layout = layout
+        self.mode = 3
+
+    def round(self) -> int:
+        """The round the slot's value was written for."""
+        return self.words[0]
+
+    def read(self):
+        """The slot's current value (see ``transport.SlotReader``)."""
+        if self.mode != 0 and self.words[1] == self.layout:
+            if self.mode == 2:
+                return self.arr.copy() if self.copy else self.arr.view()
+            if self.mode == 3:
+                return self.rec.read()
+            return None
+        return self.slow()

@@ -25,6 +25,7 @@ present, trigger a reaction, queue an event) then take a lock; pops happen only 
 cimport cython
 from libc.stdlib cimport malloc, realloc, free
 from libc.stdint cimport int64_t, uint64_t
+from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
 from cpython.ref cimport PyObject, Py_INCREF, Py_DECREF, Py_REFCNT
 from cpython.pythread cimport (PyThread_type_lock, PyThread_allocate_lock, PyThread_free_lock,
                                PyThread_acquire_lock, PyThread_release_lock, WAIT_LOCK)
@@ -521,6 +522,9 @@ cdef class Event:
         self.value = value
 
 
+include "_link.pxi"
+
+
 cdef struct HeapEntry:
     int64_t time
     int64_t mstep
@@ -561,6 +565,7 @@ cdef class Core:
     cdef bint _in_shutdown
     cdef public object barrier_levels  # sorted tuple of levels, or None
     cdef public object wake_hook       # executors: called (any thread) after an inbox append, or None
+    cdef public ProcessLink link       # processes executor: its meetings and reductions, run here (or None)
     cdef bint _inline
     cdef bint _inline_singletons
     cdef bint _has_advance
@@ -949,6 +954,8 @@ cdef class Core:
                 self.reactions_run += 1
                 self.execute(r)
             return 0
+        if self.link is not None:
+            return self._run_levels_linked()
         bars = self.barrier_levels if self.barrier_levels is not None else ()
         nb = len(bars)
         cur = -1
@@ -973,6 +980,52 @@ cdef class Core:
                 batch.append(self._pop_ready())
             self.reactions_run += len(batch)
             executor.run_level(<int> cur, batch)
+        return 0
+
+    cdef int _run_levels_linked(self) except -1:
+        """``_run_levels`` of the processes executor (``link`` set): the same level order, every level
+        run here, the link's meeting done at each meeting level before that level's reactions run
+        (reactions an import triggers at the same level run right after them)."""
+        cdef ProcessLink link = self.link
+        cdef Reaction r
+        cdef tuple bars = self.barrier_levels if self.barrier_levels is not None else ()
+        cdef Py_ssize_t bi = 0, nb = len(bars), i, n
+        cdef int64_t top_level, bar_level, cur = -1, t0 = 0
+        cdef list batch
+        cdef bint timed = link.timed
+        while True:
+            top_level = (<Reaction> self._rh[0]).level if self._rn > 0 else NEVER_LEVEL
+            while bi < nb and <int64_t> bars[bi] <= cur:
+                bi += 1
+            bar_level = <int64_t> bars[bi] if bi < nb else NEVER_LEVEL
+            cur = top_level if top_level < bar_level else bar_level
+            if cur == NEVER_LEVEL:
+                break
+            if cur == top_level and cur != bar_level and (
+                    self._rn == 1 or (self._rn > 1 and self._second_level() != cur)):
+                r = self._pop_ready()  # a single ready reaction and no meeting: no batch
+                self.reactions_run += 1
+                if timed:
+                    t0 = _mono_ns()
+                self.execute(r)
+                if timed:
+                    link.work += _mono_ns() - t0
+                continue
+            batch = []
+            while self._rn > 0 and (<Reaction> self._rh[0]).level == cur:
+                batch.append(self._pop_ready())
+            if cur == bar_level:
+                link.meet(self.epoch, cur)
+            n = len(batch)
+            if n == 0:
+                continue
+            self.reactions_run += n
+            if timed:
+                t0 = _mono_ns()
+            for i in range(n):
+                self.execute(<Reaction> batch[i])
+            if timed:
+                link.work += _mono_ns() - t0
         return 0
 
     cdef inline int64_t _second_level(self):
@@ -1125,7 +1178,21 @@ cdef class Core:
                     if has_next:
                         nt = self._eh[0].time
                         nm = self._eh[0].mstep
-                    if self._has_advance:
+                    if self.link is not None and self.link.fast:
+                        # the processes executor's reduction, done here: agreed next tag and stop tag
+                        agreed = self.link.reduce(self.epoch, self.tags, nt if has_next else self.link.never,
+                                                  nm if has_next else self.link.never,
+                                                  self._stop_t if self._stop else self.link.never,
+                                                  self._stop_m if self._stop else self.link.never)
+                        if <int64_t> agreed[2] != self.link.never:
+                            self._stop = True
+                            self._stop_t = agreed[2]
+                            self._stop_m = agreed[3]
+                        has_next = <int64_t> agreed[0] != self.link.never
+                        if has_next:
+                            nt = agreed[0]
+                            nm = agreed[1]
+                    elif self._has_advance:
                         local = Tag(nt, nm) if has_next else None
                         agreed = self.executor.advance(local, self.stop_tag)
                         nxt, stop = agreed

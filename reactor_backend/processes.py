@@ -71,6 +71,13 @@ Time breakdown
     its tag loop, and stores the totals in its counters in the control block once per tag, so the
     caller can read every process's totals while the run is in progress (``Breakdown.snapshot``).
 
+Where it runs
+    The protocol is planned here, in Python, once per run; the per-level and per-tag part runs in
+    the core (``_core.ProcessLink``, set as ``core.link``): the core runs every level's reactions,
+    does each meeting and, in fast mode, the tag-advance reduction, with no Python frame of the
+    executor per level or per tag (measured: that Python cost a fine-grained round more than its
+    reactions). Slow mode and keepalive still call ``advance`` here for the collective wait.
+
 Values
     numpy arrays are copied once into the slot by the writer; flat records (tuples or lists of
     arrays and scalars: an env step) are laid out once and then only their data is copied; other
@@ -112,7 +119,7 @@ from typing import Any
 import numpy as np
 
 from reactor_backend import _sync
-from reactor_backend._core import Core, Port, Reaction
+from reactor_backend._core import Core, Port, ProcessLink, Reaction
 from reactor_backend._procgroup import ProcessGroup, WorkerDied, WorkerError
 from reactor_backend.assembly import Program, assign_workers
 from reactor_backend.errors import ReactionError
@@ -133,7 +140,6 @@ _advance_position = _sync.advance_position
 _C_REACTIONS = 0   # per-process counter slots in the control block
 _C_STATE = 1
 _C_BREAKDOWN = 2   # slots 2..6: the time breakdown (see Breakdown)
-_perf_ns = time.perf_counter_ns
 _INTERNAL = frozenset({"_ctx", "bank_index", "_bank_member", "_connections", "_banks", "_placement", "_name",
                        "_core", "_assembled", "_scope_mode", "_in_mode", "_enclosing_mode",
                        "_current_mode", "_mode_request", "_modes"})
@@ -146,8 +152,8 @@ class Breakdown:
     not the roles' own work (waiting for a partner, copying values into slots, the executor's
     Python) decide whether the processes beat a for-loop. Pass ``run(..., executor="processes",
     breakdown=Breakdown())`` (or ``breakdown=True`` and read ``stats.breakdown``). Each process
-    keeps ``perf_counter_ns`` accumulators (two clock reads per level, two per meeting and per tag
-    advance) and stores them into its counters in the control block once per tag, so any process
+    keeps ``perf_counter_ns`` accumulators in its ``_core.ProcessLink`` (the core reads the clock
+    twice per batch of reactions, four times per meeting, twice per tag advance) and stores them into its counters in the control block once per tag, so any process
     can read every process's totals at any time; after the run the last totals stay readable.
 
     Per process: ``work`` (reaction bodies, e.g. a scenario's step/gather), ``transport`` (writing
@@ -261,8 +267,6 @@ class ProcessExecutor(Executor):
         self.group: ProcessGroup | None = None
         self.barrier: _sync.Barrier | None = None
         self.plan: Plan | None = None
-        self._done_epoch = -1
-        self._done_level = -1
         self._red_epoch = -1
         self._red_count = 0
         self._fast_advance = False
@@ -272,10 +276,8 @@ class ProcessExecutor(Executor):
         self.breakdown: Breakdown | None = breakdown or None
         if self.breakdown is not None:
             self.breakdown.workers = self.workers
-            self.run_level = self._run_level_timed
             self.advance = self._advance_timed
-        self._acc = [0, 0, 0]  # work, transport, wait (ns): the breakdown's accumulators
-        self._t_loop = 0
+        self.link: ProcessLink | None = None
 
     # ---- set-up ---------------------------------------------------------------------------
     def attach(self, core: Core, program: Any) -> None:
@@ -311,6 +313,15 @@ class ProcessExecutor(Executor):
         self._meet = {b: (tuple(flush.get(b, ())), publish, wait, tuple(imports.get(b, ())))
                       for b, (publish, wait) in plan.meetings(rank).items()}
 
+    def _link(self, barrier: _sync.Barrier) -> None:
+        """Hand this process's meetings and (in fast mode) its tag-advance reductions to the core
+        (``_core.ProcessLink``): the core runs them between levels without a Python frame."""
+        levels = max(self._meet, default=-1) + 1
+        self.link = ProcessLink(barrier, tuple(self._meet.get(b) for b in range(levels)),
+                                self.breakdown is not None, self._fast_advance, _C_BREAKDOWN, NEVER,
+                                _meeting_position, _advance_position)
+        self.core.link = self.link
+
     def _restore_program(self) -> None:
         """Undo ``_localize`` in the caller's program: the program stays a plan that any executor
         can run again (the per-run state lives here and in the core)."""
@@ -338,8 +349,7 @@ class ProcessExecutor(Executor):
             core = self.core
             core.executor = self
             core.wake_hook = barrier.signal
-            self._acc = [0, 0, 0]
-            self._t_loop = _perf_ns()
+            self._link(barrier)
             core.run(start_time)
             barrier.add_counter(_C_REACTIONS, int(core.reactions_run))
             self._send_state(rank, barrier)
@@ -353,70 +363,20 @@ class ProcessExecutor(Executor):
         self.core.wake_hook = self.barrier.signal
         if self.breakdown is not None:
             self.breakdown._barrier = self.barrier
-        self._t_loop = _perf_ns()
+        self._link(self.barrier)
 
-    # ---- per level / per tag ----------------------------------------------------------------
-    def run_level(self, level: int, reactions: list[Reaction]) -> None:
-        meet = self._meet.get(level)
-        if meet is not None:
-            epoch = self.core.epoch
-            # once per tag and level (reactions that an import triggers at this level come back here)
-            if self._done_epoch != epoch or self._done_level != level:
-                self._done_epoch = epoch
-                self._done_level = level
-                flush, publish, wait, imports = meet
-                for root, writer in flush:
-                    if root.is_present:
-                        writer.write(root.value, epoch)
-                if publish or wait:
-                    self.barrier.sync(_meeting_position(epoch, level), publish, wait)
-                for root, reader in imports:
-                    if reader.round() == epoch:
-                        root._set(reader.read())
-        execute = self.core.execute
-        for r in reactions:
-            execute(r)
-
-    def _run_level_timed(self, level: int, reactions: list[Reaction]) -> None:
-        """``run_level`` with the breakdown's clock reads (the same steps, timed by part)."""
-        acc = self._acc
-        meet = self._meet.get(level)
-        if meet is not None:
-            epoch = self.core.epoch
-            if self._done_epoch != epoch or self._done_level != level:
-                self._done_epoch = epoch
-                self._done_level = level
-                flush, publish, wait, imports = meet
-                t0 = _perf_ns()
-                for root, writer in flush:
-                    if root.is_present:
-                        writer.write(root.value, epoch)
-                t1 = _perf_ns()
-                if publish or wait:
-                    self.barrier.sync(_meeting_position(epoch, level), publish, wait)
-                t2 = _perf_ns()
-                for root, reader in imports:
-                    if reader.round() == epoch:
-                        root._set(reader.read())
-                t3 = _perf_ns()
-                acc[1] += (t1 - t0) + (t3 - t2)
-                acc[2] += t2 - t1
-        if reactions:
-            execute = self.core.execute
-            t0 = _perf_ns()
-            for r in reactions:
-                execute(r)
-            acc[0] += _perf_ns() - t0
-
+    # ---- per tag (slow mode) ----------------------------------------------------------------
+    # The core runs every level and, in fast mode, every tag-advance reduction itself through the
+    # link (``_core.ProcessLink``); ``advance`` below is called only for the collective physical
+    # waits of slow mode or keepalive.
     def _advance_timed(self, local_next: Tag | None, stop: Tag | None) -> tuple[Tag | None, Tag | None]:
         """``advance`` timed as waiting; then this process's totals go to its counters."""
-        t0 = _perf_ns()
+        link = self.link
+        t0 = link.now()
         agreed = self._advance(local_next, stop)
-        t1 = _perf_ns()
-        acc = self._acc
-        acc[2] += t1 - t0
-        self.barrier.store_counters(_C_BREAKDOWN, (acc[0], acc[1], acc[2], t1 - self._t_loop,
-                                                   int(self.core.tags)))
+        t1 = link.now()
+        link.wait += t1 - t0
+        link.store(t1, int(self.core.tags))
         return agreed
 
     def _reduce(self, local_next: tuple | None, stop: tuple | None, flags: int = 0):

@@ -32,7 +32,8 @@ The hot path is a value of the same layout as last time (an array of the same dt
 record of the same fields, None: every round of a benchmark, every step of an environment): the
 writer copies the data and stamps only the round; the header's ``layout`` counter, bumped whenever
 anything else in the header changes, tells the reader that its cached decoder is still right, so
-it skips decoding the header.
+it skips decoding the header. That path is compiled (``_codec.SlotHotWriter`` / ``SlotHotReader``
+are a slot's ``write``, ``round`` and ``read``); the Python here runs when a layout changes.
 
 Every segment is named ``rb-<pid>-<run>-...`` (``pid`` of the process that called ``run``) so
 that the parent, or a harness that killed everything, can remove leftovers by prefix
@@ -49,7 +50,7 @@ from typing import Any
 
 import numpy as np
 
-from reactor_backend._codec import SCALAR_BYTES, RecordCodec
+from reactor_backend._codec import SCALAR_BYTES, RecordCodec, SlotHotReader, SlotHotWriter
 
 SHM_DIR = "/dev/shm"
 HEADER_SIZE = 128
@@ -68,7 +69,6 @@ _ALIGN = 64
 # round, layout, gen, capacity, kind, ndim, nbytes, dtype, shape[8]
 _HDR = struct.Struct("<qqqqiiq16s8q")
 _ROUND = struct.Struct("<q")
-_ROUND_LAYOUT = struct.Struct("<qq")
 _PKL_HEAD = struct.Struct("<qq")  # pickle-stream length, number of out-of-band buffers
 _Q = struct.Struct("<q")
 assert _HDR.size <= HEADER_SIZE
@@ -148,7 +148,10 @@ class SlotTable:
 
 
 class SlotWriter:
-    """The single writing end of a slot (lives in the process that owns the source port)."""
+    """The single writing end of a slot (lives in the process that owns the source port).
+
+    ``write(value, round_)`` publishes ``value`` as the slot's value for ``round_`` (one copy for
+    arrays): the compiled ``SlotHotWriter.write`` while the layout stays, ``_write_slow`` otherwise."""
 
     def __init__(self, table: SlotTable, index: int, initial_capacity: int = _INITIAL_CAPACITY) -> None:
         self.table = table
@@ -166,6 +169,8 @@ class SlotWriter:
         self._cur_gen = -1
         self._dst: np.ndarray | None = None  # the array's view over the segment
         self._rec: RecordCodec | None = None  # the current record layout's compiled writer
+        self._hot = SlotHotWriter(table.mm, self.off, self._write_slow)
+        self.write = self._hot.write  # the compiled hot path; it calls _write_slow for the rest
 
     def _ensure(self, nbytes: int) -> None:
         if nbytes <= self.capacity and self.mm is not None:
@@ -177,10 +182,12 @@ class SlotWriter:
         if self.gen >= 0:
             unlink_segment(self.table.data_name(self.index, self.gen))
         self._cur = None  # views on the old mapping are dropped, never released
+        self._hot.clear()
         self.mm, self.buf, self.gen, self.capacity = mm, memoryview(mm), gen, cap
 
-    def write(self, value: Any, round_: int) -> None:
-        """Publish ``value`` as the slot's value for ``round_`` (one copy for arrays)."""
+    def _write_slow(self, value: Any, round_: int) -> None:
+        """``write`` when the compiled path did not take ``value`` (a new layout, a strided array,
+        a pickled value); re-arms the compiled path for the layout it lays out."""
         t = type(value)
         if t is np.ndarray:
             key = ("a", value.dtype, value.shape)
@@ -214,6 +221,7 @@ class SlotWriter:
                 return
             self._header(round_, KIND_NONE, 0, 0, b"", ())
             self._cur, self._cur_gen = _NONE_KEY, self.gen
+            self._hot.lay_none()
             return
         self._write_pickle(value, round_)
 
@@ -225,6 +233,7 @@ class SlotWriter:
             np.copyto(self._dst, value, casting="no")
         self._header(round_, KIND_ARRAY, value.ndim, nbytes, value.dtype.str.encode(), value.shape)
         self._cur, self._cur_gen = key, self.gen
+        self._hot.lay_array(value, self._dst if nbytes else None)
 
     def _record_layout(self, value: tuple | list, fields: list[tuple], round_: int) -> None:
         """Lay out a flat record (see ``_record_fields``) in the segment: a pickled descriptor, then
@@ -251,6 +260,7 @@ class SlotWriter:
         self._rec = RecordCodec(buf, type(value) is tuple, fields, [base + off for off in offsets])
         self._header(round_, KIND_RECORD, 0, base + pos, b"", ())
         self._cur, self._cur_gen = _RECORD_KEY, self.gen
+        self._hot.lay_record(self._rec)
 
     def _write_pickle(self, value: Any, round_: int) -> None:
         raws: list[memoryview] = []
@@ -281,17 +291,23 @@ class SlotWriter:
         shp = tuple(shape) + (0,) * (MAX_NDIM - len(shape))
         self.layout += 1
         self._cur = None
+        self._hot.clear()
         _HDR.pack_into(self.table.mm, self.off, round_, self.layout, self.gen, self.capacity, kind, ndim, nbytes,
                        dtype, *shp)
 
     def close(self) -> None:
+        self._hot.clear()
         self._cur = self._dst = self._rec = None
         self.buf = None
         self.mm = None  # the mapping closes when the last view on it is gone
 
 
 class SlotReader:
-    """A reading end of a slot (one per reading process; fans out locally by reference)."""
+    """A reading end of a slot (one per reading process; fans out locally by reference).
+
+    ``round()``: the round the slot's value was written for. ``read()``: the slot's current value,
+    a read-only array view (or a copy), a record (tuple or list) of those and scalars, or the
+    unpickled value. Both are the compiled ``SlotHotReader``'s; ``_read_slow`` decodes a new layout."""
 
     def __init__(self, table: SlotTable, index: int, copy: bool = False) -> None:
         self.table = table
@@ -301,12 +317,10 @@ class SlotReader:
         self.gen = -1
         self.mm: mmap.mmap | None = None
         self.view: memoryview | None = None
-        self._layout = -1  # the header layout that ``_fast`` decodes
-        self._fast: Any = None
         self._arr: np.ndarray | None = None
-
-    def round(self) -> int:
-        return _ROUND.unpack_from(self.table.mm, self.off)[0]
+        self._hot = SlotHotReader(table.mm, self.off, copy, self._read_slow)
+        self.round = self._hot.round  # the compiled hot path
+        self.read = self._hot.read    # the compiled hot path; it calls _read_slow for a new layout
 
     def _map(self, gen: int) -> memoryview:
         if gen != self.gen:
@@ -315,33 +329,27 @@ class SlotReader:
             self.gen = gen
         return self.view  # type: ignore[return-value]
 
-    def read(self) -> Any:
-        """The slot's current value: a read-only array view (or a copy), a record (tuple or list)
-        of those and scalars, or the unpickled value."""
-        if _ROUND_LAYOUT.unpack_from(self.table.mm, self.off)[1] == self._layout:
-            return self._fast()  # same layout as the last read: skip decoding the header
+    def _read_slow(self) -> Any:
+        """``read`` when the header's layout is not the one decoded last: decode it (and re-arm the
+        compiled path for it), or unpickle the value."""
         (_round, layout, gen, _cap, kind, ndim, nbytes, dtype, *shape) = _HDR.unpack_from(self.table.mm, self.off)
-        self._layout = -1
+        hot = self._hot
+        hot.clear()
         if kind == KIND_NONE:
-            self._fast = _none
+            hot.set_none(layout)
         elif kind == KIND_ARRAY:
             dt = np.dtype(dtype.rstrip(b"\0").decode())
             self._arr = _array_over(self._map(gen) if nbytes else None, dt, tuple(shape[:ndim]), 0)
-            self._fast = self._read_array
+            hot.set_array(self._arr, layout)
         elif kind == KIND_RECORD:
             view = self._map(gen)
             (n,) = _Q.unpack_from(view, 0)
             is_tuple, fields, offsets = pickle.loads(view[8:8 + n])
             base = _aligned(8 + n)
-            self._fast = RecordCodec(view, is_tuple, fields, [base + off for off in offsets], self.copy).read
+            hot.set_record(RecordCodec(view, is_tuple, fields, [base + off for off in offsets], self.copy), layout)
         else:
             return self._read_pickle(self._map(gen))
-        self._layout = layout
-        return self._fast()
-
-    def _read_array(self) -> np.ndarray:
-        arr = self._arr
-        return arr.copy() if self.copy else arr.view()  # type: ignore[union-attr]
+        return hot.read()
 
     def _read_pickle(self, view: memoryview) -> Any:
         n_stream, n_buf = _PKL_HEAD.unpack_from(view, 0)
@@ -356,14 +364,10 @@ class SlotReader:
         return pickle.loads(view[head:head + n_stream], buffers=bufs)
 
     def close(self) -> None:
-        self._arr = self._fast = None
-        self._layout = -1
+        self._hot.clear()
+        self._arr = None
         self.view = None
         self.mm = None
-
-
-def _none() -> None:
-    return None
 
 
 def _array_over(view: memoryview | None, dtype: np.dtype, shape: tuple, offset: int) -> np.ndarray:

@@ -25,7 +25,7 @@ if os.environ.get("REACTOR_EXECUTORS"):
     EXECUTOR_PARAMS = [(n, int(w)) for n, w in (item.split(":") for item in
                                                 os.environ["REACTOR_EXECUTORS"].split(","))]
 
-# REACTOR_BREAKDOWN=1 runs the processes executor with its time breakdown on (its timed run_level/advance)
+# REACTOR_BREAKDOWN=1 runs the processes executor with its time breakdown on (its timed link and advance)
 BREAKDOWN = os.environ.get("REACTOR_BREAKDOWN") == "1"
 
 
