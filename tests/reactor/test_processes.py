@@ -661,3 +661,37 @@ def test_request_stop_from_a_thread_of_a_worker_process():
     # stopped by the request (one microstep after a tag), not by the timeout (a microstep-0 tag at 120 s);
     # no lower bound on the logical time: it may lag the 50 ms timer on a loaded machine
     assert stats.final_tag.microstep >= 1 and stats.elapsed < sec(60)
+
+
+def test_levels_and_fast_reductions_run_in_the_core(monkeypatch):
+    """In fast mode the core runs every level, meeting and tag-advance reduction of the processes
+    executor itself (``_core.ProcessLink``): the executor's Python ``run_level`` and ``advance`` are
+    not called per tag (they cost a fine-grained round more than its reactions), and the results are
+    inline's. Slow mode still waits collectively through ``advance``."""
+    from reactor_backend.processes import ProcessExecutor
+
+    calls = {"run_level": 0, "advance": 0}
+    original_advance = ProcessExecutor._advance
+
+    def counting_run_level(self, level, reactions):
+        calls["run_level"] += 1
+        for r in reactions:
+            self.core.execute(r)
+
+    def counting_advance(self, local_next, stop):
+        calls["advance"] += 1
+        return original_advance(self, local_next, stop)
+
+    monkeypatch.setattr(ProcessExecutor, "run_level", counting_run_level)
+    monkeypatch.setattr(ProcessExecutor, "_advance", counting_advance)
+    expected = Star(4, 12)
+    run(expected)
+    main = Star(4, 12)
+    run(main, executor="processes", workers=2)
+    assert main.server.log == expected.server.log
+    assert calls == {"run_level": 0, "advance": 0}
+
+    slow = Star(4, 3)
+    run(slow, fast=False, executor="processes", workers=2)
+    assert slow.server.log == [(t, m, v) for t, m, v in expected.server.log[:3]]
+    assert calls["run_level"] == 0 and calls["advance"] > 0

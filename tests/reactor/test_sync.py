@@ -528,3 +528,40 @@ def test_children_die_with_their_parent(tmp_path):
     # what the harness does after SIGKILLing a measurement: remove leftovers by prefix
     T.unlink_prefix(f"rb-{middle}-")
     assert glob.glob(f"/dev/shm/rb-{middle}-*") == []
+
+
+def test_bare_arrays_follow_every_layout_change_through_the_compiled_path(table):
+    """A slot's compiled write/read (``_codec.SlotHotWriter``/``SlotHotReader``) takes a value only
+    while it keeps the layout last laid out; every change (shape, dtype, byte order, a strided array,
+    None, a pickled value, a record, back to an array) reaches both a view reader and a copy reader
+    intact, and the round stamp follows every write."""
+    w, r, rc = table.writer(3), table.reader(3), table.reader(3, copy=True)
+    a = np.arange(6, dtype=np.int32)
+    seq = [a, a + 1, a + 2,                                   # same layout: compiled path
+           a.reshape(2, 3), a.astype(np.int64), a.astype(">i4"), np.arange(12, dtype=np.int32)[::2],
+           None, None, {"k": a}, (a, 1.0), (a + 5, 2.0), a + 3, np.zeros(0, np.int32), np.zeros(0, np.int32),
+           np.zeros(0, np.int8), a + 4]
+    for i, value in enumerate(seq):
+        w.write(value, 100 + i)
+        assert r.round() == rc.round() == 100 + i
+        for reader in (r, rc):
+            got = reader.read()
+            if value is None:
+                assert got is None
+            elif isinstance(value, dict):
+                assert np.array_equal(got["k"], value["k"])
+            elif isinstance(value, tuple):
+                assert np.array_equal(got[0], value[0]) and got[1] == value[1]
+            else:
+                assert type(got) is np.ndarray and got.dtype == value.dtype and got.shape == value.shape
+                assert np.array_equal(got, value) and got.flags.writeable == (reader is rc)
+
+
+def test_compiled_slot_writer_refuses_a_bad_layout(table):
+    from reactor_backend._codec import SlotHotWriter
+
+    with pytest.raises(ValueError, match="header"):
+        SlotHotWriter(table.mm, len(table.mm), lambda v, r: None)
+    hot = SlotHotWriter(table.mm, 0, lambda v, r: None)
+    with pytest.raises(ValueError, match="C-contiguous"):
+        hot.lay_array(np.zeros(4), np.zeros(8)[::2])
