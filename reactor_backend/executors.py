@@ -39,11 +39,15 @@ Hooks the tag loop calls:
   ``core.execute`` does the deadline check, the effect bookkeeping and the error wrapping.
 - ``barrier_levels`` (attribute, ``None`` or a sorted tuple of ints): meeting levels, at which
   ``run_level`` is called at every tag even when no local reaction is ready (``reactions == []``). A processes
-  executor lists the levels after which port values cross processes, exchanges them inside
-  ``run_level`` (after running its local reactions) and delivers received values with
+  executor lists the levels after which port values cross processes, exchanges them at those levels
+  (before running its local reactions there) and delivers received values with
   ``port._set(value)``, which sets presence, propagates through the fan-out, triggers the *local*
-  reactions downstream (they run at later levels of the same tag) and queues delayed-connection
-  events locally.
+  reactions downstream (they run at the same or later levels of the same tag) and queues
+  delayed-connection events locally.
+- ``core.link`` (set by the executor in ``attach``/``begin``, or None): a ``_core.ProcessLink`` that
+  holds the meetings per level and the tag-advance reduction; with it the core runs every level
+  itself (no ``run_level``), does each meeting level's exchange and, when ``link.fast``, the
+  reduction (no ``advance``): the processes executor's per-tag path without a Python frame.
 - ``advance(local_next: Tag | None, stop: Tag | None) -> (Tag | None, Tag | None)`` (optional; absent
   or ``None`` for single-process executors): called at each tag advance with this process's earliest
   queued event tag and its stop request; returns the agreed (global minimum) next tag and stop tag.
