@@ -218,14 +218,35 @@ cdef int64_t* _header_words(Py_buffer* view, object buf, Py_ssize_t offset) exce
     return <int64_t*>(<char*>view.buf + offset)
 
 
-cdef class SlotHotWriter:
-    """``transport.SlotWriter.write``: the layout laid out last (``lay_none``, ``lay_array``,
-    ``lay_record``) written in place and stamped; anything else to ``slow(value, round_)``."""
+cdef class _SlotHeader:
+    """What both hot paths hold: the slot header's words (a buffer on the header table), the
+    transport's Python for everything else (``slow``) and what is laid out or decoded (``mode``)."""
     cdef Py_buffer hdr
     cdef bint have_hdr
     cdef int64_t* words
     cdef object slow
-    cdef int mode                  # 0: nothing laid out, 1: None, 2: array, 3: record
+    cdef int mode
+
+    def __cinit__(self):
+        self.have_hdr = False
+
+    cdef int _attach(self, object hdr_buf, Py_ssize_t offset, object slow) except -1:
+        self.words = _header_words(&self.hdr, hdr_buf, offset)
+        self.have_hdr = True
+        self.slow = slow
+        self.mode = 0
+        return 0
+
+    def __dealloc__(self):
+        if self.have_hdr:
+            PyBuffer_Release(&self.hdr)
+            self.have_hdr = False
+
+
+cdef class SlotHotWriter(_SlotHeader):
+    """``transport.SlotWriter.write``: the layout laid out last (``lay_none``, ``lay_array``,
+    ``lay_record``) written in place and stamped; anything else to ``slow(value, round_)``.
+    ``mode``: 0 nothing laid out, 1 None, 2 array, 3 record."""
     cdef object dst                # array: the array over the segment (None when it has no bytes)
     cdef object descr              # array: its dtype
     cdef int ndim
@@ -234,19 +255,8 @@ cdef class SlotHotWriter:
     cdef Py_ssize_t nbytes
     cdef RecordCodec rec
 
-    def __cinit__(self):
-        self.have_hdr = False
-
     def __init__(self, hdr_buf, Py_ssize_t offset, slow):
-        self.words = _header_words(&self.hdr, hdr_buf, offset)
-        self.have_hdr = True
-        self.slow = slow
-        self.mode = 0
-
-    def __dealloc__(self):
-        if self.have_hdr:
-            PyBuffer_Release(&self.hdr)
-            self.have_hdr = False
+        self._attach(hdr_buf, offset, slow)
 
     def clear(self) -> None:
         """Nothing is laid out (a new segment, a pickled value, or the writer closes)."""
@@ -314,34 +324,19 @@ cdef class SlotHotWriter:
         self.slow(value, round_)
 
 
-cdef class SlotHotReader:
+cdef class SlotHotReader(_SlotHeader):
     """``transport.SlotReader.round`` and ``read``: while the header's layout counter is the one
     decoded last (``set_none``, ``set_array``, ``set_record``), the value straight from the slot;
-    otherwise ``slow()`` decodes the header (and re-arms this)."""
-    cdef Py_buffer hdr
-    cdef bint have_hdr
-    cdef int64_t* words
-    cdef object slow
-    cdef int mode                  # 0: nothing decoded, 1: None, 2: array, 3: record
+    otherwise ``slow()`` decodes the header (and re-arms this). ``mode``: 0 nothing decoded, 1 None,
+    2 array, 3 record."""
     cdef int64_t layout
     cdef object arr
     cdef bint copy
     cdef RecordCodec rec
 
-    def __cinit__(self):
-        self.have_hdr = False
-
     def __init__(self, hdr_buf, Py_ssize_t offset, bint copy, slow):
-        self.words = _header_words(&self.hdr, hdr_buf, offset)
-        self.have_hdr = True
+        self._attach(hdr_buf, offset, slow)
         self.copy = copy
-        self.slow = slow
-        self.mode = 0
-
-    def __dealloc__(self):
-        if self.have_hdr:
-            PyBuffer_Release(&self.hdr)
-            self.have_hdr = False
 
     def clear(self) -> None:
         self.mode = 0

@@ -942,20 +942,23 @@ cdef class Core:
         ctx.current = -1
 
     cdef int _run_levels(self) except -1:
+        """Run the tag's ready reactions level by level. Without a link, each level (and each meeting
+        level, even with nothing ready) goes to ``executor.run_level``; with one (the processes
+        executor), the core runs every level itself and does the link's meeting at each meeting level
+        before that level's reactions (reactions an import triggers at the same level run right after)."""
         cdef Reaction r
         cdef list batch
-        cdef int level
-        cdef Py_ssize_t bi = 0, nb
+        cdef Py_ssize_t bi = 0, nb, i, n
         cdef tuple bars
         cdef int64_t top_level, bar_level, cur
+        cdef ProcessLink link = self.link
+        cdef bint singletons = self._inline_singletons or link is not None
         if self._inline:
             while self._rn > 0:
                 r = self._pop_ready()
                 self.reactions_run += 1
                 self.execute(r)
             return 0
-        if self.link is not None:
-            return self._run_levels_linked()
         bars = self.barrier_levels if self.barrier_levels is not None else ()
         nb = len(bars)
         cur = -1
@@ -968,64 +971,36 @@ cdef class Core:
             cur = top_level if top_level < bar_level else bar_level
             if cur == NEVER_LEVEL:
                 break
-            if (self._inline_singletons and cur == top_level and cur != bar_level
+            if (singletons and cur == top_level and cur != bar_level
                     and (self._rn == 1 or (self._rn > 1 and self._second_level() != cur))):
                 # a level with a single ready reaction and no barrier: no dispatch needed
                 r = self._pop_ready()
                 self.reactions_run += 1
-                self.execute(r)
+                self._execute_linked(r, link)
                 continue
             batch = []
             while self._rn > 0 and (<Reaction> self._rh[0]).level == cur:
                 batch.append(self._pop_ready())
-            self.reactions_run += len(batch)
-            executor.run_level(<int> cur, batch)
-        return 0
-
-    cdef int _run_levels_linked(self) except -1:
-        """``_run_levels`` of the processes executor (``link`` set): the same level order, every level
-        run here, the link's meeting done at each meeting level before that level's reactions run
-        (reactions an import triggers at the same level run right after them)."""
-        cdef ProcessLink link = self.link
-        cdef Reaction r
-        cdef tuple bars = self.barrier_levels if self.barrier_levels is not None else ()
-        cdef Py_ssize_t bi = 0, nb = len(bars), i, n
-        cdef int64_t top_level, bar_level, cur = -1, t0 = 0
-        cdef list batch
-        cdef bint timed = link.timed
-        while True:
-            top_level = (<Reaction> self._rh[0]).level if self._rn > 0 else NEVER_LEVEL
-            while bi < nb and <int64_t> bars[bi] <= cur:
-                bi += 1
-            bar_level = <int64_t> bars[bi] if bi < nb else NEVER_LEVEL
-            cur = top_level if top_level < bar_level else bar_level
-            if cur == NEVER_LEVEL:
-                break
-            if cur == top_level and cur != bar_level and (
-                    self._rn == 1 or (self._rn > 1 and self._second_level() != cur)):
-                r = self._pop_ready()  # a single ready reaction and no meeting: no batch
-                self.reactions_run += 1
-                if timed:
-                    t0 = _mono_ns()
-                self.execute(r)
-                if timed:
-                    link.work += _mono_ns() - t0
+            n = len(batch)
+            self.reactions_run += n
+            if link is None:
+                executor.run_level(<int> cur, batch)
                 continue
-            batch = []
-            while self._rn > 0 and (<Reaction> self._rh[0]).level == cur:
-                batch.append(self._pop_ready())
             if cur == bar_level:
                 link.meet(self.epoch, cur)
-            n = len(batch)
-            if n == 0:
-                continue
-            self.reactions_run += n
-            if timed:
-                t0 = _mono_ns()
             for i in range(n):
-                self.execute(<Reaction> batch[i])
-            if timed:
-                link.work += _mono_ns() - t0
+                self._execute_linked(<Reaction> batch[i], link)
+        return 0
+
+    cdef inline int _execute_linked(self, Reaction r, ProcessLink link) except -1:
+        """``execute``, timed as role work into the link's breakdown when it keeps one."""
+        cdef int64_t t0
+        if link is None or not link.timed:
+            self.execute(r)
+            return 0
+        t0 = _mono_ns()
+        self.execute(r)
+        link.work += _mono_ns() - t0
         return 0
 
     cdef inline int64_t _second_level(self):
