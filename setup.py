@@ -1,6 +1,7 @@
-"""Build the Cython extension modules: every ``reactor_backend/*.pyx`` becomes one extension.
+"""Build the Cython extension modules: every ``reactor_backend/*.pyx`` and ``scenarios/*.pyx`` becomes one
+extension (the runtime's hot paths; the scenarios' checksum encoder).
 
-Adding a ``.pyx`` file is enough to have it compiled by ``pip install -e .``.
+Adding a ``.pyx`` file to either package is enough to have it compiled by ``pip install -e .``.
 """
 from pathlib import Path
 
@@ -11,12 +12,13 @@ from setuptools import Extension, setup
 HERE = Path(__file__).parent
 extensions = [
     Extension(
-        f"reactor_backend.{pyx.stem}",
+        f"{package}.{pyx.stem}",
         [str(pyx.relative_to(HERE))],
         include_dirs=[numpy.get_include()],
         extra_compile_args=["-O3"],
     )
-    for pyx in sorted((HERE / "reactor_backend").glob("*.pyx"))
+    for package in ("reactor_backend", "scenarios")
+    for pyx in sorted((HERE / package).glob("*.pyx"))
 ]
 
 setup(

@@ -32,6 +32,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from scenarios import _checksum
+
 
 @dataclass(frozen=True)
 class Broadcast:
@@ -198,30 +200,26 @@ class RunningChecksum:
     ``None``                             ``N``
     ===================================  ====================================================================
 
-    Why the encoder below looks the way it does: the server's checksum runs on the critical path of every
-    round in the process that also gathers, and a generic ``isinstance`` chain per value cost more than a
-    CartPole step. ``update`` therefore encodes a value into byte pieces with one dictionary lookup per
-    exact type (arrays reuse their cached ``dtype``/``shape`` header) and feeds BLAKE2b once per call (a
-    stream: the digest does not depend on how the bytes are split). Subclasses (numpy scalars, ``np.bool_``)
-    take ordered ``isinstance`` checks. ``tests/scenarios/test_checksum_encoder.py`` checks the digest against
-    hashlib over the layout above, written out byte by byte.
+    Why the encoder looks the way it does: the server's checksum runs on the critical path of every round in
+    the process that also gathers, and a generic ``isinstance`` chain per value cost more than a CartPole
+    step. ``update`` therefore encodes values with the compiled encoder (`scenarios._checksum`: exact-type
+    checks, C packing, one buffer; 0.3 us instead of 2.6 us per CartPole result), which hands subclasses
+    (numpy scalars, ``np.bool_``), dicts and rare types to the Python encoder below (`_encode`: one
+    dictionary lookup per exact type, then ordered ``isinstance`` checks), and feeds BLAKE2b once per call
+    (a stream: the digest does not depend on how the bytes are split).
+    ``tests/scenarios/test_checksum_encoder.py`` checks both encoders against hashlib over the layout above,
+    written out byte by byte.
     """
 
     def __init__(self) -> None:
         self._h = hashlib.blake2b(digest_size=16)
 
     def update(self, value: Any) -> None:
-        out: list[bytes] = []
-        _encode(value, out)
-        self._h.update(b"".join(out))
+        self._h.update(_checksum.encode(value))
 
     def update_many(self, values: Sequence[Any]) -> None:
         """``update`` each of ``values`` in order (one BLAKE2b call for all of them)."""
-        out: list[bytes] = []
-        enc = _encode
-        for v in values:
-            enc(v, out)
-        self._h.update(b"".join(out))
+        self._h.update(_checksum.encode_many(values))
 
     def hexdigest(self) -> str:
         return self._h.hexdigest()
@@ -315,4 +313,16 @@ def _encode(value: Any, out: list) -> None:
         _enc_bytes(value, out)
     else:
         raise TypeError(f"cannot checksum a {type(value).__name__}")
+
+
+def encode_python(values: Sequence[Any]) -> bytes:
+    """The checksum bytes of ``values`` by the Python encoder alone (the reference the tests hold the compiled
+    encoder to)."""
+    out: list[bytes] = []
+    for v in values:
+        _encode(v, out)
+    return b"".join(out)
+
+
+_checksum.set_fallback(_encode)
 

@@ -10,7 +10,8 @@ import zlib
 import numpy as np
 import pytest
 
-from scenarios.base import RunningChecksum
+from scenarios import _checksum
+from scenarios.base import RunningChecksum, encode_python
 
 
 def _array(a: np.ndarray) -> bytes:
@@ -100,3 +101,59 @@ def test_a_changed_byte_changes_the_digest():
 def test_unknown_type_is_refused():
     with pytest.raises(TypeError, match="cannot checksum a object"):
         RunningChecksum().update(object())
+
+
+def test_the_python_encoder_gives_the_documented_bytes_too():
+    """The compiled encoder passes subclasses and rare types to the Python one: both must hold the layout."""
+    for label, value, expected in _cases():
+        assert encode_python([value]) == expected, label
+
+
+def _random_value(rng: np.random.Generator, depth: int = 0) -> object:
+    kind = int(rng.integers(0, 14 if depth < 3 else 10))
+    if kind == 0:
+        shape = tuple(int(n) for n in rng.integers(0, 4, size=int(rng.integers(0, 4))))
+        dtype = rng.choice(["<f4", ">f4", "<f8", "|u1", "<i8", ">i2", "|b1", "<c8"])
+        arr = np.asarray(rng.random(shape) * 100).astype(dtype)
+        return arr[::2] if arr.ndim and rng.random() < 0.3 else arr  # strided now and then
+    if kind == 1:
+        return float(rng.normal() * 10 ** int(rng.integers(-5, 300)))
+    if kind == 2:
+        return bool(rng.integers(2))
+    if kind == 3:  # ints across the int64 boundary and up to the 128-bit limit
+        return int(rng.integers(-2**62, 2**62)) * int(rng.choice([1, 3, 2**40, 2**64 + 1]))
+    if kind == 4:
+        return None
+    if kind == 5:
+        return "".join(rng.choice(list("aé€😀 \x00")) for _ in range(int(rng.integers(0, 6))))
+    if kind == 6:
+        return bytes(rng.integers(0, 256, size=int(rng.integers(0, 6)), dtype=np.uint8))
+    if kind == 7:  # numpy scalars and a bool_ (subclasses: the Python encoder's part)
+        return rng.choice([np.float32(1.5), np.int16(-4), np.bool_(True), np.float64(-0.0), np.uint64(2**63)])
+    if kind == 8:
+        return float(rng.choice([0.0, -0.0, np.inf, -np.inf, 1e-310]))
+    if kind == 9:
+        return np.array(float(rng.random()))  # 0-d
+    if kind == 10:
+        return tuple(_random_value(rng, depth + 1) for _ in range(int(rng.integers(0, 4))))
+    if kind == 11:
+        return [_random_value(rng, depth + 1) for _ in range(int(rng.integers(0, 4)))]
+    if kind == 12:
+        return {str(i): _random_value(rng, depth + 1) for i in range(int(rng.integers(0, 3)))}
+    return (np.zeros(3, dtype=np.float32), float(rng.random()), bool(rng.integers(2)))  # an env step
+
+
+def test_the_compiled_encoder_equals_the_python_encoder_on_random_values():
+    rng = np.random.default_rng(7)
+    for _ in range(500):
+        values = [_random_value(rng) for _ in range(int(rng.integers(1, 8)))]
+        assert _checksum.encode_many(values) == encode_python(values), values
+
+
+def test_the_array_header_cache_follows_every_dtype_and_shape():
+    """The compiled encoder caches array headers by dtype object and shape: a change of either, or more
+    distinct (dtype, shape) pairs than it caches, must still give each array its own header."""
+    arrays = [np.zeros(shape, dtype=dtype) for dtype in ("<f4", ">f4", "<f8", "|u1", "<i2") for shape in
+              ((3,), (1, 3), (3, 1), (2, 2), (0,))]
+    for order in (arrays, arrays[::-1], arrays * 3):
+        assert _checksum.encode_many(order) == encode_python(order)
