@@ -18,7 +18,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-from harness.report.stats import CEILING, CEILINGS, HEADLINE_PAIRS, SERIAL, SYNC_CEILING
+from harness.report.stats import CEILING, CEILINGS, HEADLINE_PAIRS, SERIAL, SYNC_CEILING, amdahl_bound
 
 MAX_PANELS = 9
 KNOWN_COLORS = {
@@ -204,6 +204,9 @@ def relative_to_serial(speedups: pd.DataFrame, rows: pd.DataFrame, unequal: set 
             ax.axvspan(cr["ci_low"], cr["ci_high"], color="black", alpha=0.08)
         if len(synced):
             ax.axvline(synced.iloc[0]["ratio"], color="black", ls=":", lw=1.2, label="synchronized ceiling")
+        bound = amdahl_bound(rows[(rows["config"] == c) & (rows["status"] == "ok")])
+        if np.isfinite(bound):
+            ax.axvline(bound, color="#8c564b", ls="-.", lw=1.2, label="Amdahl bound")
         log_axis(ax, "x")
         ax.set_title(config_title(meta.loc[c], vary, 48), fontsize=8)
         ax.grid(True, axis="x", which="both", alpha=0.3)
@@ -216,7 +219,9 @@ def relative_to_serial(speedups: pd.DataFrame, rows: pd.DataFrame, unequal: set 
                  "Grey line: serial (1x). Dashed line (shaded: its interval): the measured ceiling, `workers` "
                  "uncoordinated copies of the serial loop (backend capacity); a bar past it beats what independent "
                  "processes get from this machine. Dotted line: the synchronized ceiling, the same copies meeting once per "
-                 "round (backend capacity_lockstep). Invalid configurations (checksums differ) are left out.")]
+                 "round (backend capacity_lockstep). Dash-dot line: the Amdahl bound measured by serial (its server part "
+                 "stays serial, its workers' steps split over `workers`). Invalid configurations (checksums differ) "
+                 "are left out.")]
 
 
 def speedup_bars(speedups: pd.DataFrame, rows: pd.DataFrame) -> list[Plot]:

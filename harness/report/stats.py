@@ -378,3 +378,14 @@ def geomean_by_scenario(speedups: pd.DataFrame, pairs: Sequence[tuple[str, str]]
         out.append({"pair": f"{a} / {b}", "scenario": "all", "geomean": geometric_mean(per),
                     "configurations": int(len(sel)), "significant": int(sel["significant"].sum())})
     return pd.DataFrame(out, columns=["pair", "scenario", "geomean", "configurations", "significant"])
+
+
+def amdahl_bound(rows: pd.DataFrame) -> float:
+    """The median over serial rows of their measured Amdahl bound (``extra.amdahl_bound``: the server's part
+    of a round stays serial, the workers' steps split over ``workers``); NaN without such rows."""
+    if "extra_dict" not in rows:
+        return math.nan
+    serial = rows[rows["label"] == SERIAL]
+    vals = [float(e.get("amdahl_bound", math.nan)) for e in serial["extra_dict"] if isinstance(e, dict)]
+    vals = [v for v in vals if np.isfinite(v)]
+    return float(np.median(vals)) if vals else math.nan

@@ -22,7 +22,7 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from harness.report.stats import CEILINGS, SERIAL, Speedup, _clean, _speedup
+from harness.report.stats import CEILINGS, SERIAL, Speedup, _clean, _speedup, amdahl_bound
 
 REACTOR = "reactor:processes"
 PAPER_RAY = "ray:actors"
@@ -75,6 +75,7 @@ class Headline:
     verdict: str
     sync_capacity: float = math.nan     # synchronized ceiling / serial (capacity:lockstep rows)
     sync_efficiency: float = math.nan   # reactor median / synchronized ceiling
+    amdahl_bound: float = math.nan      # serial's (server + steps) / (server + steps / workers), measured
 
 
 def verdict_text(leader: Optional[str], runner_up: Optional[str], lead: Optional[Speedup],
@@ -137,13 +138,19 @@ def headlines(rows: pd.DataFrame, summary: pd.DataFrame, invalid: set[str], uneq
             text += f"; synchronized rounds can reach {_num(sync_cap)}x serial here (capacity:lockstep)"
             if np.isfinite(sync_eff):
                 text += f", the reactor {sync_eff:.0%} of that"
+        bound = amdahl_bound(g)
+        if np.isfinite(bound):
+            text += f"; Amdahl bound {_num(bound)}x serial (serial's server part and steps, measured)"
+            if REACTOR in med and SERIAL in med and med[SERIAL] > 0:
+                text += f", the reactor {med[REACTOR] / med[SERIAL] / bound:.0%} of it"
         unit = str(g["unit"].iloc[0])
         out.append(Headline(config=config, scenario=str(g["scenario"].iloc[0]), unit=unit, medians=med,
                             best_alternative=best, fastest=winner, leader=leader, runner_up=runner, lead=lead,
                             vs_serial=vs(SERIAL), vs_best=vs(best), vs_paper_ray=vs(PAPER_RAY), efficiency=eff,
                             ceiling_source=src, capacity=cap, verdict=text, sync_capacity=sync_cap,
-                            sync_efficiency=sync_eff))
+                            sync_efficiency=sync_eff, amdahl_bound=bound))
     return out
+
 
 
 def headline_frame(heads: list[Headline]) -> pd.DataFrame:

@@ -23,7 +23,48 @@ def test_reactor_rows_carry_the_per_process_breakdown_and_serial_checksums(tmp_p
             parts = [e[f"bd_w{rank}_{p}_us"] for p in ("work", "transport", "wait", "other")]
             assert all(v >= 0 for v in parts) and e[f"bd_w{rank}_work_us"] > 0
         assert e["bd_rounds"] == reactor["rounds"].iloc[0]
-    assert all("bd_w0_work_us" not in (json.loads(x) if x else {}) for x in serial["extra"])
+    for x in serial["extra"]:
+        e = json.loads(x)
+        assert "bd_w0_work_us" not in e
+        # serial's own split: server part and steps per round, and the Amdahl bound they give at 2 workers
+        s, w = e["serial_server_us"], e["serial_steps_us"]
+        assert s > 0 and w > 0 and e["amdahl_bound"] == pytest.approx((s + w) / (s + w / 2))
+
+
+def test_serial_measures_the_amdahl_bound_from_its_own_rounds():
+    """Clients that sleep 2 ms each and a trivial server: the steps are at least 2 x 2 ms per round and the
+    bound at 2 workers lies in (1, 2]; at 4 workers it is higher; with the breakdown off nothing is recorded."""
+    from backends.serial import SerialBackend, SerialConfig
+    from scenarios import make_scenario
+    from scenarios.configs import ActorsConfig, WorkKind
+    from tests.conftest import TickClock
+
+    scenario = make_scenario(ActorsConfig(num_clients=2, work=WorkKind.sleep, work_us=2000.0), 0)
+    bounds = {}
+    for workers in (2, 4):
+        backend = SerialBackend(SerialConfig(), workers)
+        server = scenario.make_server()
+        backend.start(scenario, server)
+        backend.run(5, TickClock())
+        m = backend.metrics()
+        assert m["serial_steps_us"] >= 2 * 2000 and m["serial_server_us"] > 0
+        assert 1.0 < m["amdahl_bound"] <= workers
+        assert backend.metrics() == {}  # per round since the last call: no rounds since
+        bounds[workers] = m["amdahl_bound"]
+    assert bounds[4] > bounds[2]
+    off = SerialBackend(SerialConfig(breakdown=False), 2)
+    off.start(scenario, scenario.make_server())
+    off.run(3, TickClock())
+    assert off.metrics() == {}
+
+
+def test_the_report_takes_the_median_amdahl_bound_of_serial_rows():
+    from harness.report.stats import amdahl_bound
+
+    rows = pd.DataFrame({"label": ["serial:-", "serial:-", "serial:-", "reactor:processes"],
+                         "extra_dict": [{"amdahl_bound": 1.2}, {"amdahl_bound": 1.6}, {}, {"amdahl_bound": 9.0}]})
+    assert amdahl_bound(rows) == pytest.approx(1.4)
+    assert amdahl_bound(rows[rows["label"] != "serial:-"]) != amdahl_bound(rows[rows["label"] != "serial:-"])  # NaN
 
 
 @pytest.mark.parametrize("members,procs,cost,expected", [
