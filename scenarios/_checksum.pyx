@@ -2,10 +2,10 @@
 """The checksum encoder compiled: the bytes of `scenarios.base.RunningChecksum`'s layout, built in one C buffer.
 
 Why: a server folds every value it receives into its checksum on the critical path of every round, in the
-process that also gathers; the Python encoder cost ~2.6 us per CartPole result (an observation array, a
-float, a bool), a sixth of the env step it checks. This module writes the same bytes with exact-type checks
-and C packing, and hands everything else (subclasses, numpy scalars, rare types) to the Python encoder
-(`scenarios.base._encode`), so there is one definition of the layout and this is only its fast path.
+process that also gathers; the Python encoder took ~2.4 us per CartPole result (an observation array, a
+float, a bool), a fifth of the env step it checks; this one ~0.4 us. It writes the same bytes with exact-type
+checks and C packing, and hands everything else (subclasses, numpy scalars, dicts, rare types) to the Python
+encoder (`scenarios.base._encode`), so there is one definition of the layout and this is only its fast path.
 ``tests/scenarios/test_checksum_encoder.py`` checks both against hashlib over the documented bytes.
 """
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE

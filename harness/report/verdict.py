@@ -152,7 +152,6 @@ def headlines(rows: pd.DataFrame, summary: pd.DataFrame, invalid: set[str], uneq
     return out
 
 
-
 def headline_frame(heads: list[Headline]) -> pd.DataFrame:
     """The headlines as a table (for summary files and tests)."""
     recs = []
