@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from itertools import combinations
-from typing import Iterable, Sequence
+from typing import Iterable, Optional, Sequence
 
 import numpy as np
 import pandas as pd
@@ -389,3 +389,39 @@ def amdahl_bound(rows: pd.DataFrame) -> float:
     vals = [float(e.get("amdahl_bound", math.nan)) for e in serial["extra_dict"] if isinstance(e, dict)]
     vals = [v for v in vals if np.isfinite(v)]
     return float(np.median(vals)) if vals else math.nan
+
+
+#: at least this many trials with both backends before the report gives a paired reading
+MIN_PAIRED_TRIALS = 3
+
+
+def paired_trial_speedup(rows: pd.DataFrame, a: str, b: str, confidence: float = CONFIDENCE,
+                         alpha: float = ALPHA, seed: int = 0) -> Optional[Speedup]:
+    """``a`` over ``b`` paired within trials: per trial, median throughput of ``a`` over ``b`` (their jobs ran
+    seconds apart, interleaved); the median of those ratios, its percentile-bootstrap interval over trials, and
+    a two-sided Wilcoxon signed-rank test of the log ratios against 0. None with fewer than
+    `MIN_PAIRED_TRIALS` trials holding both. On a machine whose speed drifts between jobs this reading cancels
+    the drift that pooling all trials' repetitions keeps (``n_a`` = ``n_b`` = the number of trials)."""
+    if "meta" not in rows or not len(rows):
+        return None
+    ok = rows[rows["status"] == "ok"]
+    trial = pd.Series([int((m or {}).get("trial", 0) or 0) for m in ok["meta"]], index=ok.index)
+    per = ok.assign(trial=trial)[ok["label"].isin([a, b])].groupby(["trial", "label"])["throughput"].median()
+    table = per.unstack()
+    if a not in table or b not in table:
+        return None
+    ratios = (table[a] / table[b]).replace([np.inf, -np.inf], np.nan).dropna().to_numpy(float)
+    ratios = ratios[ratios > 0]
+    if ratios.size < MIN_PAIRED_TRIALS:
+        return None
+    med = float(np.median(ratios))
+    if np.ptp(ratios) == 0:
+        lo = hi = med
+    else:
+        res = _st.bootstrap((ratios,), np.median, vectorized=True, n_resamples=BOOTSTRAP_SAMPLES,
+                            confidence_level=confidence, method="percentile", random_state=_rng(seed))
+        lo, hi = (float(v) for v in res.confidence_interval)
+    logs = np.log(ratios)
+    p = 1.0 if not np.any(logs) else float(_st.wilcoxon(logs, alternative="two-sided").pvalue)
+    p = 1.0 if not np.isfinite(p) else p
+    return Speedup(med, lo, hi, p, bool(p < alpha), int(ratios.size), int(ratios.size))

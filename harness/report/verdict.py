@@ -22,7 +22,7 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from harness.report.stats import CEILINGS, SERIAL, Speedup, _clean, _speedup, amdahl_bound
+from harness.report.stats import CEILINGS, SERIAL, Speedup, _clean, _speedup, amdahl_bound, paired_trial_speedup
 
 REACTOR = "reactor:processes"
 PAPER_RAY = "ray:actors"
@@ -76,6 +76,7 @@ class Headline:
     sync_capacity: float = math.nan     # synchronized ceiling / serial (capacity:lockstep rows)
     sync_efficiency: float = math.nan   # reactor median / synchronized ceiling
     amdahl_bound: float = math.nan      # serial's (server + steps) / (server + steps / workers), measured
+    vs_serial_paired: Optional[Speedup] = None  # reactor over serial paired within trials (>= 3 trials)
 
 
 def verdict_text(leader: Optional[str], runner_up: Optional[str], lead: Optional[Speedup],
@@ -138,6 +139,9 @@ def headlines(rows: pd.DataFrame, summary: pd.DataFrame, invalid: set[str], uneq
             text += f"; synchronized rounds can reach {_num(sync_cap)}x serial here (capacity:lockstep)"
             if np.isfinite(sync_eff):
                 text += f", the reactor {sync_eff:.0%} of that"
+        paired = paired_trial_speedup(g, REACTOR, SERIAL)
+        if paired is not None:
+            text += f"; paired within {paired.n_a} trials: reactor / serial {fmt_ratio(paired)}"
         bound = amdahl_bound(g)
         if np.isfinite(bound):
             text += f"; Amdahl bound {_num(bound)}x serial (serial's server part and steps, measured)"
@@ -148,7 +152,8 @@ def headlines(rows: pd.DataFrame, summary: pd.DataFrame, invalid: set[str], uneq
                             best_alternative=best, fastest=winner, leader=leader, runner_up=runner, lead=lead,
                             vs_serial=vs(SERIAL), vs_best=vs(best), vs_paper_ray=vs(PAPER_RAY), efficiency=eff,
                             ceiling_source=src, capacity=cap, verdict=text, sync_capacity=sync_cap,
-                            sync_efficiency=sync_eff, amdahl_bound=bound))
+                            sync_efficiency=sync_eff, amdahl_bound=bound,
+                            vs_serial_paired=paired))
     return out
 
 
@@ -162,8 +167,9 @@ def headline_frame(heads: list[Headline]) -> pd.DataFrame:
                "paper_ray": h.medians.get(PAPER_RAY, math.nan), "reactor": h.medians.get(REACTOR, math.nan),
                "fastest": h.fastest or "", "leader": h.leader or "", "efficiency": h.efficiency,
                "ceiling_source": h.ceiling_source, "capacity": h.capacity, "sync_capacity": h.sync_capacity,
-               "sync_efficiency": h.sync_efficiency, "verdict": h.verdict}
-        for name, sp in (("vs_serial", h.vs_serial), ("vs_best", h.vs_best), ("vs_paper_ray", h.vs_paper_ray)):
+               "sync_efficiency": h.sync_efficiency, "amdahl_bound": h.amdahl_bound, "verdict": h.verdict}
+        for name, sp in (("vs_serial", h.vs_serial), ("vs_best", h.vs_best), ("vs_paper_ray", h.vs_paper_ray),
+                         ("vs_serial_paired", h.vs_serial_paired)):
             rec[name] = sp.ratio if sp else math.nan
             rec[name + "_low"] = sp.low if sp else math.nan
             rec[name + "_high"] = sp.high if sp else math.nan

@@ -121,3 +121,30 @@ def test_a_plausible_ceiling_is_not_flagged(jobs: Jobs) -> None:
     jobs.write("gym", "reactor", "processes", 2, _tight(1300))
     jobs.write("gym", "capacity", "-", 2, _tight(1900))
     assert not [w for w in warnings(make_report([jobs.root], figures=False)) if "measured ceiling is" in w]
+
+
+def test_trials_are_also_paired_which_cancels_the_drift_between_them(jobs: Jobs) -> None:
+    """The machine runs at 1x or 0.5x (as the development VM does): serial's jobs ran fast in trials 0-4 and
+    slow in 5-7, the reactor's fast in 0-2 and slow from trial 3 on; within every trial that kept one speed the
+    reactor made 1.2x serial. Pooling all repetitions compares mostly-fast serial with mostly-slow reactor
+    (0.6x); pairing within trials finds 1.2x."""
+    serial_speed = [1.0] * 5 + [0.5] * 3
+    reactor_speed = [1.0] * 3 + [0.5] * 5
+    for t in range(8):
+        at = f"2026-01-01T00:{t:02d}:00+00:00"
+        jobs.write("gym", "serial", "-", 2, _tight(1000 * serial_speed[t]), meta={"trial": t}, started_at=at)
+        jobs.write("gym", "reactor", "processes", 2, _tight(1200 * reactor_speed[t]), meta={"trial": t}, started_at=at)
+    h = _head(make_report([jobs.root], figures=False))
+    assert h.vs_serial.ratio == pytest.approx(0.6, rel=3e-2)  # pooled
+    paired = h.vs_serial_paired
+    assert paired is not None and paired.n_a == 8
+    assert paired.ratio == pytest.approx(1.2, rel=1e-3) and paired.low <= 1.2 <= paired.high
+    assert "paired within 8 trials: reactor / serial 1.2x [" in h.verdict
+
+
+def test_no_paired_reading_without_enough_trials(jobs: Jobs) -> None:
+    for t in range(2):
+        jobs.write("gym", "serial", "-", 2, _tight(1000), meta={"trial": t})
+        jobs.write("gym", "reactor", "processes", 2, _tight(1500), meta={"trial": t})
+    h = _head(make_report([jobs.root], figures=False))
+    assert h.vs_serial_paired is None and "paired within" not in h.verdict
