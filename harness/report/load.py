@@ -159,6 +159,11 @@ def config_key(values: Any) -> str:
     return f"{d['scenario']} {d['env_id']} n={ne} w={w} {d['budget']} seed={s} {d['params']}"
 
 
+def row_trials(rows: pd.DataFrame) -> pd.Series:
+    """Each row's trial (``metadata.trial``; 0 when absent), indexed like ``rows``."""
+    return pd.Series([int((m or {}).get("trial", 0) or 0) for m in rows["meta"]], index=rows.index, dtype=int)
+
+
 def latest_runs(rows: pd.DataFrame) -> tuple[pd.DataFrame, int]:
     """Keep, for each (configuration, backend label, trial), only the rows of its most recent job (by
     ``started_at``).
@@ -171,7 +176,7 @@ def latest_runs(rows: pd.DataFrame) -> tuple[pd.DataFrame, int]:
     if not len(rows):
         return rows, 0
     started = pd.Series([str(m.get("started_at", "")) for m in rows["meta"]], index=rows.index)
-    trial = pd.Series([int(m.get("trial", 0) or 0) for m in rows["meta"]], index=rows.index)
+    trial = row_trials(rows)
     jobs = pd.DataFrame({"config": rows["config"], "label": rows["label"], "job": rows["job"], "started": started,
                          "trial": trial})
     per_job = jobs.groupby(["config", "label", "trial", "job"], sort=False)["started"].max().reset_index()

@@ -17,6 +17,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats as _st
 
+from harness.report.load import row_trials
+
 CONFIDENCE = 0.95
 ALPHA = 0.05
 BOOTSTRAP_SAMPLES = 2000
@@ -405,8 +407,7 @@ def paired_trial_speedup(rows: pd.DataFrame, a: str, b: str, confidence: float =
     if "meta" not in rows or not len(rows):
         return None
     ok = rows[rows["status"] == "ok"]
-    trial = pd.Series([int((m or {}).get("trial", 0) or 0) for m in ok["meta"]], index=ok.index)
-    per = ok.assign(trial=trial)[ok["label"].isin([a, b])].groupby(["trial", "label"])["throughput"].median()
+    per = ok.assign(trial=row_trials(ok))[ok["label"].isin([a, b])].groupby(["trial", "label"])["throughput"].median()
     table = per.unstack()
     if a not in table or b not in table:
         return None
