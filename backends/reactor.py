@@ -311,7 +311,7 @@ def measure_role_costs(scenario: Scenario, max_rounds: int = 10, budget_s: float
 
 
 #: the parts of a worker process's round time in the breakdown (see reactor_backend.processes.Breakdown)
-BREAKDOWN_PARTS = ("work", "transport", "wait", "other")
+BREAKDOWN_PARTS = ("work", "transport", "wait", "handoff", "other")
 
 
 class _CountingClock:

@@ -104,7 +104,7 @@ cdef class ProcessLink:
     cpdef store(self, int64_t now, uint64_t tags):
         """This process's breakdown totals into its counters in the control block (readable by all)."""
         self.barrier.store_counters(self.counter_slot, (self.work, self.transport, self.wait,
-                                                        now - self.t_loop, tags))
+                                                        now - self.t_loop, tags, self.barrier.handoff_ns))
 
     def now(self) -> int:
         """The clock of the accumulators (``time.perf_counter_ns``)."""

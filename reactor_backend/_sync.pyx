@@ -33,7 +33,9 @@ event arrives)::
     224   signal word (int32): "something happened" (a physical event) for timed waits
     256   reduction cells: 2 parities x nproc x 8 int64 (64 bytes per cell)
     then  per-process int64 counters (``COUNTERS`` each)
-    then  per-process progress lines (64 bytes: int64 progress, int32 seq, int32 waiters)
+    then  per-process progress lines (64 bytes: int64 progress, int32 seq, int32 waiters, then, only
+          while ``stamp`` is on, a ring of the last 3 publishes: int64 position, int64 CLOCK_MONOTONIC
+          time)
     then  free space for the caller
 """
 from libc.stdint cimport int32_t, int64_t
@@ -109,6 +111,7 @@ cdef enum:
     COUNTERS = 8              # int64 counters per process
     LINE = 64                 # bytes per process progress line
     YIELD_FLOOR_NS = 20000    # shortest adaptive yield phase
+    STAMPS = 3                # publishes remembered per process for the hand-off timing (48 bytes of its line)
 
 #: Largest int64: the "no event" tag component in reductions.
 NEVER = 0x7FFFFFFFFFFFFFFF
@@ -212,6 +215,10 @@ cdef class Barrier:
     cdef readonly long long futex_sleeps
     cdef readonly long long yield_gaps
     cdef long long _yield_cur
+    cdef public bint stamp
+    cdef readonly long long handoff_ns
+    cdef readonly long long handoffs
+    cdef long long _npub
 
     def __cinit__(self, buf, int nproc, int index, check=None):
         cdef char[::1] view = buf
@@ -254,6 +261,16 @@ cdef class Barrier:
         self.yield_gap_ns = 30_000
         self.yield_gaps = 0
         self._yield_cur = self.yield_ns
+        # Hand-off timing (the executor's breakdown turns it on): each publish records its position and
+        # time in a small ring next to the progress word, and a wait that had to wait adds (when it saw
+        # the position) - (when the first position at or past it was published) to ``handoff_ns``: the
+        # latency of the hand-off itself (spin, yield or futex wake-up, and any time the waiter's core
+        # ran something else), as opposed to waiting for the partner's work. CLOCK_MONOTONIC is one
+        # clock for all processes.
+        self.stamp = 0
+        self.handoff_ns = 0
+        self.handoffs = 0
+        self._npub = 0
 
     # ---- stop word -------------------------------------------------------------------------
     def request_stop(self, int code) -> bool:
@@ -454,15 +471,55 @@ cdef class Barrier:
     cdef inline int32_t *_pwaiters(self, int p) noexcept nogil:
         return <int32_t *>(self._lines + p * LINE + 12)
 
+    cdef inline int64_t *_pring(self, int p) noexcept nogil:
+        """Process ``p``'s ring of its last ``STAMPS`` publishes: (position, time) int64 pairs."""
+        return <int64_t *>(self._lines + p * LINE + 16)
+
     cdef inline void _publish(self, int64_t position) noexcept nogil:
+        cdef int64_t *e
+        if self.stamp:   # the ring entry first (a seqlock: position -1 while it is rewritten), then
+            e = self._pring(self.index) + 2 * (self._npub % STAMPS)   # the position: a reader that
+            rb_store64(e, -1)                                          # sees the position finds its time
+            rb_store64(e + 1, rb_now_ns())
+            rb_store64(e, position)
+            self._npub += 1
         rb_store64(self._progress(self.index), position)
         rb_add32(self._seq(self.index), 1)
         if rb_load32(self._pwaiters(self.index)) > 0:
             rb_futex_wake(self._seq(self.index))
 
     cdef inline int _wait_for(self, int p, int64_t position) except -1:
-        """Wait until process ``p``'s progress is at least ``position`` (raise on stop/check)."""
-        return self._wait(NULL, 0, self._progress(p), position, self._seq(p), self._pwaiters(p))
+        """Wait until process ``p``'s progress is at least ``position`` (raise on stop/check); with
+        ``stamp`` on, a wait that had to wait adds its hand-off latency to ``handoff_ns``."""
+        cdef int64_t *prog = self._progress(p)
+        cdef int64_t *e
+        cdef int64_t now, pos, pos2, t, first = NEVER, t_first = 0
+        cdef bint older = 0
+        cdef int k
+        if rb_load64(prog) >= position:
+            return 0
+        self._wait(NULL, 0, prog, position, self._seq(p), self._pwaiters(p))
+        if not self.stamp:
+            return 0
+        now = rb_now_ns()
+        # the first publish at or past ``position`` is the one this wait waited for; it is known
+        # exactly when the ring still holds an earlier one (otherwise the partner published more than
+        # STAMPS times since: not counted rather than guessed)
+        for k in range(STAMPS):
+            e = self._pring(p) + 2 * k
+            pos = rb_load64(e)
+            t = rb_load64(e + 1)
+            pos2 = rb_load64(e)
+            if pos < 0 or pos != pos2:
+                continue
+            if pos < position:
+                older = 1
+            elif pos < first:
+                first, t_first = pos, t
+        if older and first != NEVER and 0 < t_first <= now:
+            self.handoff_ns += now - t_first
+            self.handoffs += 1
+        return 0
 
     def progress(self, int p) -> int:
         """Process ``p``'s published position."""

@@ -67,8 +67,10 @@ Tag advance
 
 Time breakdown
     With ``breakdown=`` (a ``Breakdown``, or True), each process times its role work (reaction
-    bodies), transport (slot writes and reads), waiting (meetings and reductions) and the rest of
-    its tag loop, and stores the totals in its counters in the control block once per tag, so the
+    bodies), transport (slot writes and reads), waiting (meetings and reductions), the hand-offs
+    within those waits (each publish is stamped with its time beside the progress word, and a waiter
+    that had to wait counts from that stamp to the moment it saw it) and the rest of its tag loop,
+    and stores the totals in its counters in the control block once per tag, so the
     caller can read every process's totals while the run is in progress (``Breakdown.snapshot``).
 
 Where it runs
@@ -139,7 +141,7 @@ _meeting_position = _sync.meeting_position
 _advance_position = _sync.advance_position
 _C_REACTIONS = 0   # per-process counter slots in the control block
 _C_STATE = 1
-_C_BREAKDOWN = 2   # slots 2..6: the time breakdown (see Breakdown)
+_C_BREAKDOWN = 2   # slots 2..7: the time breakdown (see Breakdown)
 _INTERNAL = frozenset({"_ctx", "bank_index", "_bank_member", "_connections", "_banks", "_placement", "_name",
                        "_core", "_assembled", "_scope_mode", "_in_mode", "_enclosing_mode",
                        "_current_mode", "_mode_request", "_modes"})
@@ -158,11 +160,16 @@ class Breakdown:
 
     Per process: ``work`` (reaction bodies, e.g. a scenario's step/gather), ``transport`` (writing
     values into slots, reading and delivering them), ``wait`` (meetings and tag-advance reductions:
-    waiting for other processes, plus a publish), ``other`` (everything else of the tag loop: the
-    core's queues, the executor's per-level Python, dispatch), ``total`` and ``tags``; all ns.
+    waiting for other processes to get there, plus a publish), ``handoff`` (the rest of those waits:
+    from the moment the awaited process published, by its clock, to the moment this one saw it, i.e.
+    the hand-off's own latency: a spin, a yield or a futex wake-up, or this process's core busy with
+    something else), ``other`` (everything else of the tag loop: the core's queues, the executor's
+    per-level Python, dispatch), ``total`` and ``tags``; all ns. ``work + transport + wait +
+    handoff + other == total``.
     """
 
-    FIELDS = ("work", "transport", "wait", "total", "tags")
+    #: the counters each process stores (slots from ``_C_BREAKDOWN``); ``wait`` there includes the hand-off
+    FIELDS = ("work", "transport", "wait", "total", "tags", "handoff")
 
     def __init__(self) -> None:
         self._barrier: _sync.Barrier | None = None
@@ -170,7 +177,7 @@ class Breakdown:
         self.workers = 0
 
     def snapshot(self) -> list[dict[str, int]]:
-        """Per process (by rank): cumulative ``work``, ``transport``, ``wait``, ``other``, ``total``
+        """Per process (by rank): cumulative ``work``, ``transport``, ``wait``, ``handoff``, ``other``, ``total``
         (ns since that process entered the tag loop) and ``tags``. Empty before the run starts."""
         if self._final is not None:
             return [dict(d) for d in self._final]
@@ -180,7 +187,10 @@ class Breakdown:
         out = []
         for rank in range(self.workers):
             vals = {k: int(b.counter(rank, _C_BREAKDOWN + i)) for i, k in enumerate(self.FIELDS)}
-            vals["other"] = max(0, vals["total"] - vals["work"] - vals["transport"] - vals["wait"])
+            vals["handoff"] = min(vals["handoff"], vals["wait"])  # both are read while they grow
+            vals["wait"] -= vals["handoff"]
+            vals["other"] = max(0, vals["total"] - vals["work"] - vals["transport"] - vals["wait"]
+                                - vals["handoff"])
             out.append(vals)
         return out
 
@@ -317,6 +327,7 @@ class ProcessExecutor(Executor):
         """Hand this process's meetings and (in fast mode) its tag-advance reductions to the core
         (``_core.ProcessLink``): the core runs them between levels without a Python frame."""
         levels = max(self._meet, default=-1) + 1
+        barrier.stamp = self.breakdown is not None  # publishes stamped: the breakdown's hand-off part
         self.link = ProcessLink(barrier, tuple(self._meet.get(b) for b in range(levels)),
                                 self.breakdown is not None, self._fast_advance, _C_BREAKDOWN, NEVER,
                                 _meeting_position, _advance_position)

@@ -431,13 +431,13 @@ def dqn_plots(rows: pd.DataFrame, latencies: pd.DataFrame) -> list[Plot]:
 
 
 #: the reactor processes executor's round breakdown (rows' extra ``bd_w<rank>_<part>_us``), stacked in this order
-BREAKDOWN_PARTS = ("work", "transport", "wait", "other")
-BREAKDOWN_COLORS = ("#55a868", "#dd8452", "#c44e52", "#8172b2")
+BREAKDOWN_PARTS = ("work", "transport", "wait", "handoff", "other")
+BREAKDOWN_COLORS = ("#55a868", "#dd8452", "#c44e52", "#da8bc3", "#8172b2")
 
 
 def round_breakdown_plots(rows: pd.DataFrame) -> list[Plot]:
     """Where a round's time goes in each worker process of the reactor processes executor: one
-    panel per configuration, one stacked bar per process (role work, transport, waiting, other),
+    panel per configuration, one stacked bar per process (role work, transport, waiting, hand-off, other),
     with the serial round time of the same configuration as a dashed line."""
     ok = rows[(rows["status"] == "ok")]
     has = np.array([any(str(k).startswith("bd_w") for k in e) for e in ok["extra_dict"]], dtype=bool)
@@ -467,7 +467,9 @@ def round_breakdown_plots(rows: pd.DataFrame) -> list[Plot]:
     return [Plot("round_breakdown", "Reactor (processes): where a round's time goes, per worker process", fig,
                  "Median over repetitions of each process's microseconds per round in role work (reaction "
                  "bodies: step, gather with its checksum), transport (slot writes and reads), waiting (meetings "
-                 "and tag advances) and other (scheduler and executor); w0 also runs the server. Dashed: the "
+                 "and tag advances: for the partner to get there), hand-off (from the partner's publish to this "
+                 "process seeing it: the wake-up) and other (scheduler and executor); w0 also runs the server. "
+                 "Dashed: the "
                  "serial backend's mean round time in the same configuration.")]
 
 

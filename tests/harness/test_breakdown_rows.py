@@ -20,7 +20,7 @@ def test_reactor_rows_carry_the_per_process_breakdown_and_serial_checksums(tmp_p
     for extra in reactor["extra"]:
         e = json.loads(extra)
         for rank in (0, 1):
-            parts = [e[f"bd_w{rank}_{p}_us"] for p in ("work", "transport", "wait", "other")]
+            parts = [e[f"bd_w{rank}_{p}_us"] for p in ("work", "transport", "wait", "handoff", "other")]
             assert all(v >= 0 for v in parts) and e[f"bd_w{rank}_work_us"] > 0
         assert e["bd_rounds"] == reactor["rounds"].iloc[0]
     for x in serial["extra"]:

@@ -61,7 +61,7 @@ def test_breakdown_accounts_for_every_process_and_the_role_work():
     for rank, part in enumerate(snap):
         assert part["other"] >= 0 and part["tags"] >= 10
         # the timed parts are disjoint intervals inside the tag loop: they never exceed its total
-        assert part["work"] + part["transport"] + part["wait"] + part["other"] == part["total"]
+        assert part["work"] + part["transport"] + part["wait"] + part["handoff"] + part["other"] == part["total"]
         # each process runs one member: 10 rounds x 2 ms of work at least
         assert part["work"] >= 10 * 2_000_000, (rank, part)
         assert part["work"] <= part["total"]

@@ -187,6 +187,43 @@ def test_progress_wait_sleeps_and_is_woken():
     assert 0.25 < elapsed < 20  # generous: a busy machine may delay the wake-up, a lost one takes 60 s
 
 
+def test_handoff_counts_from_the_publish_not_from_the_start_of_the_wait():
+    """With ``stamp`` on, a wait that had to wait adds only its hand-off (the awaited publish's stamp to
+    the moment the waiter saw it) to ``handoff_ns``, not the time the partner spent working before it
+    published; a position reached before the wait counts nothing, and a waiter with ``stamp`` off counts
+    nothing."""
+    def body(rank, b):
+        b.stamp = True
+        if rank == 1:
+            b.wait_for(0, 1)
+            time.sleep(0.2)          # the partner's "work" while rank 0 waits
+            b.publish(5)
+            b.wait_for(0, 2)
+            b.publish(6)             # published long before rank 0 waits for it: no hand-off
+            b.wait_for(0, 3)
+            time.sleep(0.2)
+            b.publish(7)
+            return None
+        t0 = time.perf_counter_ns()
+        b.publish(1)
+        b.wait_for(1, 5)
+        waited = time.perf_counter_ns() - t0
+        first = (b.handoffs, b.handoff_ns)
+        b.publish(2)
+        while b.progress(1) < 6:
+            time.sleep(0.001)
+        b.wait_for(1, 6)
+        b.stamp = False
+        b.publish(3)
+        b.wait_for(1, 7)
+        return waited, first, (b.handoffs, b.handoff_ns)
+
+    waited, (n, ns), after = _fork_all(2, body)
+    assert n == 1 and 0 < ns < waited and waited >= 200_000_000
+    assert ns < waited - 150_000_000     # the 0.2 s of work before the publish is not hand-off
+    assert after == (1, ns)
+
+
 def test_stop_wakes_a_progress_waiter():
     def body(rank, b):
         if rank == 1:
