@@ -7,7 +7,9 @@ around a microsecond of interpreter work, more than the copy itself; here a writ
 and one store or ``memcpy`` per field, and a read builds the tuple straight from the bytes.
 
 A ``RecordCodec`` is bound to one layout in one mapped segment: per field, its kind (None, float,
-int, bool or array), its byte offset, and for arrays the dtype and shape. The transport builds one
+int, bool or array), its byte offset, and for arrays the dtype and shape. A bare float, int or bool
+(an agent's action, a count) is a record of one field that is not wrapped (``BARE``): it crosses in
+8 bytes instead of a pickle. The transport builds one
 when it lays a record out (writer) or decodes the layout's descriptor (reader) and drops it when the
 layout changes; a value that no longer fits the layout makes ``write`` return 0 and the transport
 lays it out again.
@@ -44,17 +46,20 @@ _KIND_OF_TAG = {"n": F_NONE, "f": F_FLOAT, "i": F_INT, "b": F_BOOL, "a": F_ARRAY
 
 #: bytes a scalar field takes in the data area (every field starts 8-byte aligned)
 SCALAR_BYTES = 8
+#: what holds a record's fields: a list, a tuple, or nothing (one bare scalar is the value itself)
+LIST, TUPLE, BARE = 0, 1, 2
 
 
 cdef class RecordCodec:
     """Write or read one flat record layout at fixed offsets of a mapped segment.
 
-    ``fields``: per field ``("n",)``, ``("f",)``, ``("i",)``, ``("b",)`` or
+    ``container``: ``LIST``, ``TUPLE`` or ``BARE`` (one float, int or bool field that is the value
+    itself). ``fields``: per field ``("n",)``, ``("f",)``, ``("i",)``, ``("b",)`` or
     ``("a", dtype_str, shape, nbytes)``; ``offsets``: each field's byte offset in ``buf``.
     ``copy``: a reader that returns its own arrays instead of read-only views.
     """
     cdef int n
-    cdef bint is_tuple
+    cdef int container
     cdef bint copy
     cdef int kinds[MAX_FIELDS]
     cdef Py_ssize_t offs[MAX_FIELDS]
@@ -71,16 +76,20 @@ cdef class RecordCodec:
     def __cinit__(self):
         self.have_buf = False
 
-    def __init__(self, buf, bint is_tuple, fields, offsets, bint copy=False):
+    def __init__(self, buf, int container, fields, offsets, bint copy=False):
         cdef int i, d
         cdef Py_ssize_t end
         if len(fields) > MAX_FIELDS or len(fields) != len(offsets):
             raise ValueError(f"a record has at most {MAX_FIELDS} fields, each with an offset")
+        if container not in (LIST, TUPLE, BARE):
+            raise ValueError(f"unknown record container {container}")
+        if container == BARE and (len(fields) != 1 or fields[0][0] not in ("f", "i", "b")):
+            raise ValueError("a bare record is one float, int or bool field")
         PyObject_GetBuffer(buf, &self.pybuf, PyBUF_SIMPLE)
         self.have_buf = True
         self.base = <char*>self.pybuf.buf
         self.n = len(fields)
-        self.is_tuple = is_tuple
+        self.container = container
         self.copy = copy
         self.descrs = [None] * self.n
         self.arrays = [None] * self.n
@@ -117,10 +126,10 @@ cdef class RecordCodec:
         """Store ``value`` at the layout's offsets. 1: written; 0: ``value`` does not have this
         layout (nothing to rely on was written); -1: an int beyond 64 bits (pickle it instead)."""
         cdef Py_ssize_t i
-        cdef int kind, overflow
-        cdef long long v
-        cdef object x
-        if self.is_tuple:
+        cdef int done
+        if self.container == BARE:
+            return self._write_field(0, value)
+        if self.container == TUPLE:
             if type(value) is not tuple:
                 return 0
         elif type(value) is not list:
@@ -128,29 +137,36 @@ cdef class RecordCodec:
         if len(value) != self.n:
             return 0
         for i in range(self.n):
-            x = value[i]
-            kind = self.kinds[i]
-            if kind == F_FLOAT:
-                if type(x) is not float:
-                    return 0
-                (<double*>(self.base + self.offs[i]))[0] = PyFloat_AS_DOUBLE(x)
-            elif kind == F_INT:
-                if type(x) is not int:
-                    return 0
-                overflow = 0
-                v = PyLong_AsLongLongAndOverflow(x, &overflow)
-                if overflow:
-                    return -1
-                (<long long*>(self.base + self.offs[i]))[0] = v
-            elif kind == F_BOOL:
-                if type(x) is not bool:
-                    return 0
-                (<long long*>(self.base + self.offs[i]))[0] = 1 if x is True else 0
-            elif kind == F_NONE:
-                if x is not None:
-                    return 0
-            elif not self._write_array(i, x):
+            done = self._write_field(i, value[i])
+            if done != 1:
+                return done
+        return 1
+
+    cdef int _write_field(self, Py_ssize_t i, object x) except -2:
+        """Field ``i`` of ``write``: 1 written, 0 not of its kind, -1 an int beyond 64 bits."""
+        cdef int kind = self.kinds[i]
+        cdef int overflow = 0
+        cdef long long v
+        if kind == F_FLOAT:
+            if type(x) is not float:
                 return 0
+            (<double*>(self.base + self.offs[i]))[0] = PyFloat_AS_DOUBLE(x)
+        elif kind == F_INT:
+            if type(x) is not int:
+                return 0
+            v = PyLong_AsLongLongAndOverflow(x, &overflow)
+            if overflow:
+                return -1
+            (<long long*>(self.base + self.offs[i]))[0] = v
+        elif kind == F_BOOL:
+            if type(x) is not bool:
+                return 0
+            (<long long*>(self.base + self.offs[i]))[0] = 1 if x is True else 0
+        elif kind == F_NONE:
+            if x is not None:
+                return 0
+        elif not self._write_array(i, x):
+            return 0
         return 1
 
     cdef bint _write_array(self, Py_ssize_t i, object x) except -1:
@@ -177,10 +193,17 @@ cdef class RecordCodec:
         return True
 
     cpdef read(self):
-        """The record as a tuple or list: scalars decoded, arrays as read-only views over the
-        segment (or copies, for a ``copy`` reader)."""
+        """The record as a tuple or list (a bare one: its scalar): scalars decoded, arrays as
+        read-only views over the segment (or copies, for a ``copy`` reader)."""
         cdef Py_ssize_t i
         cdef int kind
+        if self.container == BARE:
+            kind = self.kinds[0]
+            if kind == F_FLOAT:
+                return (<double*>(self.base + self.offs[0]))[0]
+            if kind == F_INT:
+                return (<long long*>(self.base + self.offs[0]))[0]
+            return (<long long*>(self.base + self.offs[0]))[0] != 0
         cdef list vals = [None] * self.n
         for i in range(self.n):
             kind = self.kinds[i]
@@ -193,7 +216,7 @@ cdef class RecordCodec:
             elif kind == F_ARRAY:
                 arr = self.arrays[i]
                 vals[i] = arr.copy() if self.copy else arr.view()
-        return tuple(vals) if self.is_tuple else vals
+        return tuple(vals) if self.container == TUPLE else vals
 
 
 def _array_over(buf, dtype, tuple shape, Py_ssize_t offset):
@@ -296,7 +319,6 @@ cdef class SlotHotWriter(_SlotHeader):
         cdef cnp.ndarray a
         cdef int d
         cdef bint same
-        cdef object t
         if self.mode == 2:
             if type(value) is np.ndarray:
                 a = <cnp.ndarray>value
@@ -313,8 +335,7 @@ cdef class SlotHotWriter(_SlotHeader):
                     self.words[0] = round_
                     return
         elif self.mode == 3:
-            t = type(value)
-            if (t is tuple or t is list) and self.rec.write(value) == 1:
+            if self.rec.write(value) == 1:   # it checks the container and every field's type
                 self.words[0] = round_
                 return
         elif self.mode == 1:

@@ -516,12 +516,21 @@ class ProcessExecutor(Executor):
             except WorkerError as werr:
                 raise _as_reaction_error(werr) from werr.original
         finally:
+            self._close_slots()
             self._restore_program()
             if self.breakdown is not None and self.breakdown._final is None:
                 self.breakdown._barrier = None
             if getattr(self, "_sigterm", None) is not None:
                 signal.signal(signal.SIGTERM, self._sigterm)
                 self._sigterm = None
+
+    def _close_slots(self) -> None:
+        """Drop this process's slot ends now: each holds its compiled codec in a reference cycle with
+        its Python half, and a codec collected later by the garbage collector would release its
+        buffer on the mapping in the wrong order (BufferError, printed as ignored)."""
+        for flush, _publish, _wait, imports in getattr(self, "_meet", {}).values():
+            for _root, end in flush + imports:
+                end.close()
 
     def _error_key(self, info: dict[str, Any]) -> tuple[int, int, int]:
         """Order of failures as inline would meet them: by tag, then by the reaction's global order."""

@@ -354,6 +354,35 @@ def test_records_keep_types_values_and_follow_layout_changes(table):
     assert v[0][0] == 10
 
 
+def test_bare_scalars_cross_as_eight_byte_records_not_pickles(table):
+    """A bare int, float or bool (an agent's action) is laid out once as a one-field record and then
+    written in place: equal value and exact type at the reader, the slot's kind a record (not a
+    pickle), one layout for as long as the type stays; a change of type, an int beyond 64 bits, a
+    numpy scalar or a non-scalar is picked up at once by the same reader."""
+    w, r = table.writer(3), table.reader(3)
+
+    def kind() -> int:
+        return T._HDR.unpack_from(table.mm, w.off)[4]
+
+    def layout() -> int:
+        return T._HDR.unpack_from(table.mm, w.off)[1]
+
+    w.write(3, 0)
+    first = layout()
+    for i, v in enumerate([4, -(1 << 63), (1 << 63) - 1, 0], start=1):   # same layout: written in place
+        w.write(v, i)
+        got = r.read()
+        assert type(got) is int and got == v and r.round() == i
+        assert kind() == T.KIND_RECORD and layout() == first
+    seq = [2.5, -0.0, True, False, 7, 1 << 70, 8, np.int64(9), None, (1, 2.0), 3.25, [True], False]
+    for i, v in enumerate(seq, start=10):
+        w.write(v, i)
+        got = r.read()
+        assert type(got) is type(v) and (got == v if not isinstance(v, float) else repr(got) == repr(v))
+        big_or_numpy = v == 1 << 70 or type(v) is np.int64
+        assert kind() == (T.KIND_PICKLE if big_or_numpy else T.KIND_NONE if v is None else T.KIND_RECORD)
+
+
 def test_records_with_strided_arrays_extreme_ints_and_byte_orders(table):
     """The compiled record writer copies a strided field (a slice, a transpose) by value, keeps
     64-bit ints exact at both ends, pickles an int beyond them and returns to the record layout at
