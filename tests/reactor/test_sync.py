@@ -406,17 +406,17 @@ def test_record_codec_refuses_a_value_of_another_layout(table):
     """``RecordCodec.write`` says 0 for a value that does not match its layout (type, length, shape,
     dtype, container), -1 for an int beyond 64 bits, 1 when written; a reader's codec over the same
     bytes returns what was written."""
-    from reactor_backend._codec import RecordCodec
+    from reactor_backend._codec import BARE, TUPLE, RecordCodec
 
     buf = memoryview(bytearray(256))
     fields = [("a", "<i4", (2, 3), 24), ("f",), ("i",), ("b",), ("n",)]
     offsets = [64, 0, 8, 16, 24]
-    wc = RecordCodec(buf, True, fields, offsets)
+    wc = RecordCodec(buf, TUPLE, fields, offsets)
     a = np.arange(6, dtype=np.int32).reshape(2, 3)
     assert wc.write((a, 0.5, 7, True, None)) == 1
-    view = RecordCodec(buf.toreadonly(), True, fields, offsets).read()
+    view = RecordCodec(buf.toreadonly(), TUPLE, fields, offsets).read()
     assert np.array_equal(view[0], a) and view[1:] == (0.5, 7, True, None) and not view[0].flags.writeable
-    got = RecordCodec(buf, True, fields, offsets, copy=True).read()
+    got = RecordCodec(buf, TUPLE, fields, offsets, copy=True).read()
     assert np.array_equal(got[0], a) and got[1:] == (0.5, 7, True, None) and got[0].flags.writeable
     for bad in ([a, 0.5, 7, True, None], (a, 0.5, 7, True), (a.T, 0.5, 7, True, None),
                 (a.astype(np.int64), 0.5, 7, True, None), (a, 1, 7, True, None), (a, 0.5, 7.0, True, None),
@@ -424,7 +424,18 @@ def test_record_codec_refuses_a_value_of_another_layout(table):
         assert wc.write(bad) == 0, bad
     assert wc.write((a, 0.5, 1 << 64, True, None)) == -1
     with pytest.raises(ValueError, match="beyond the end"):
-        RecordCodec(memoryview(bytearray(32)), True, fields, offsets)
+        RecordCodec(memoryview(bytearray(32)), TUPLE, fields, offsets)
+    # a bare record is one scalar that is the value itself: its own type only, nothing wrapped
+    bare = RecordCodec(buf, BARE, [("i",)], [0])
+    assert bare.write(7) == 1 and bare.read() == 7 and type(bare.read()) is int
+    for bad in ((7,), [7], 7.0, True, None, np.int64(7)):
+        assert bare.write(bad) == 0, bad
+    assert bare.write(1 << 64) == -1
+    for fields_, what in (([("i",), ("f",)], "one float, int or bool"), ([("a", "<i4", (2,), 8)], "one float")):
+        with pytest.raises(ValueError, match=what):
+            RecordCodec(buf, BARE, fields_, [0] * len(fields_))
+    with pytest.raises(ValueError, match="unknown record container"):
+        RecordCodec(buf, 5, fields, offsets)
 
 
 def test_slot_grows_and_unlinks_old_segments(table):
