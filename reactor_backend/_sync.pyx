@@ -8,7 +8,7 @@ process runs the same precomputed schedule and meets the others only here:
 
 * ``Barrier.arrive()``: a sense-reversing (generation-counting) barrier. The last arriver resets
   the counter and bumps the generation word; the others wait for that word to change.
-* Waiting spins briefly (``pause``), then yields the core (``sched_yield``; for up to 1 ms when
+* Waiting spins briefly (``pause``), then yields the core (``sched_yield``; for up to 20 ms when
   every process has a core of its own, 50 us otherwise, and no longer once a yield came back
   late, i.e. other processes ran meanwhile: the core is contended), then sleeps in
   ``FUTEX_WAIT`` on the generation word with a time slice, so it never starves a process that
@@ -250,9 +250,14 @@ cdef class Barrier:
         # (virtual) CPU go idle, and on a VM the host then runs something else there, so the waiter
         # comes back to cold caches (measured on the 2-vCPU VM, CartPole x 15 on 2 workers: every
         # env step 1.7x slower, rounds 500 -> 300-360 us with 1 ms of yielding instead of 50 us).
-        # sched_yield still hands the core to any other runnable process at once.
+        # Long enough to cover a server's serial part of several milliseconds (a PettingZoo env
+        # step, an Atari frame batch): a worker woken from the futex after it started 68-298 us
+        # later per round and ran its first steps slower (marl simple_spread, 8 interleaved trials:
+        # 20 ms instead of 1 ms made rounds 1.10x faster, the wake-up 74 -> 9 us per round).
+        # sched_yield still hands the core to any other runnable process at once, and a yield
+        # that comes back late (``yield_gap_ns``) ends the phase.
         self.spin_iters = 50 if nproc <= ncpu else 0
-        self.yield_ns = 1_000_000 if nproc <= ncpu else 50_000
+        self.yield_ns = 20_000_000 if nproc <= ncpu else 50_000
         self.slice_ns = 10_000_000
         self.check_ns = 50_000_000
         # A sched_yield that returns after more than this (other processes ran in between) ends the
@@ -271,6 +276,11 @@ cdef class Barrier:
         self.handoff_ns = 0
         self.handoffs = 0
         self._npub = 0
+
+    @property
+    def yield_phase_ns(self) -> int:
+        """How long the next wait yields before it sleeps (adapted between waits, at most ``yield_ns``)."""
+        return min(self._yield_cur, self.yield_ns)
 
     # ---- stop word -------------------------------------------------------------------------
     def request_stop(self, int code) -> bool:
@@ -354,6 +364,7 @@ cdef class Barrier:
         cdef long long yield_gap_ns = self.yield_gap_ns
         cdef long long t_prev
         cdef bint yielded = 0
+        cdef bint contended = 0
         cdef int32_t s
         cdef bint done = _reached(gen, old, prog, position)
         if done:
@@ -380,19 +391,20 @@ cdef class Barrier:
                         # and a yielding waiter only queues behind them; sleep instead (the publisher
                         # wakes a sleeper directly, and the kernel favours a woken sleeper)
                         self.yield_gaps += 1
+                        contended = 1
                         break
                     sched_yield()
                     t_prev = now
         # Adapt the yield phase: a wait that ends while yielding lengthens the next one (up to
-        # ``yield_ns``), one that had to sleep halves it (down to ``YIELD_FLOOR_NS``). Where the
-        # partner answers within the phase (every process has its core) it stays long; where waits
-        # outlast it (a machine shared with other work) waiters go to sleep early instead of
-        # queueing behind others' time slices.
+        # ``yield_ns``), one that a late yield cut short (other work wants the core) halves it (down
+        # to ``YIELD_FLOOR_NS``): on a machine shared with other work waiters go to sleep early
+        # instead of queueing behind others' time slices. A phase that merely ran out (a slow
+        # partner on an otherwise idle machine) leaves it as it is.
         if yielded:
             if done:
                 self._yield_cur = min(self.yield_ns, self._yield_cur + self.yield_ns // 8)
-            else:
-                self._yield_cur = max(YIELD_FLOOR_NS, self._yield_cur // 2)
+            elif contended:
+                self._yield_cur = max(YIELD_FLOOR_NS, min(self._yield_cur, self.yield_ns) // 2)
         if done:
             return 0
         t_check = rb_now_ns()

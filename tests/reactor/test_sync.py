@@ -224,6 +224,27 @@ def test_handoff_counts_from_the_publish_not_from_the_start_of_the_wait():
     assert after == (1, ns)
 
 
+def test_a_slow_partner_does_not_shorten_the_yield_phase_only_contention_does():
+    """A wait whose yield phase runs out because the partner is slow (not because a yield came back late:
+    other work wanted the core) leaves the next phase as long as it was; one cut short by a late yield
+    halves it. The partner here is a thread of this process with its own handle on the block."""
+    import mmap
+
+    buf = mmap.mmap(-1, _sync.control_size(2))
+    waiter, partner = _sync.Barrier(buf, 2, 0), _sync.Barrier(buf, 2, 1)
+    waiter.yield_ns = 2_000_000
+    before = waiter.yield_phase_ns
+    publisher = threading.Timer(0.05, partner.publish, args=(1,))
+    publisher.start()
+    waiter.wait_for(1, 1)               # yields 2 ms, then sleeps until the publish at 50 ms
+    publisher.join()
+    assert waiter.futex_sleeps >= 1     # the phase ran out: the waiter slept
+    if waiter.yield_gaps == 0:
+        assert waiter.yield_phase_ns == before == 2_000_000
+    else:                               # a late yield (a busy machine): the phase was halved
+        assert waiter.yield_phase_ns < before
+
+
 def test_stop_wakes_a_progress_waiter():
     def body(rank, b):
         if rank == 1:
