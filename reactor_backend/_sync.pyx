@@ -212,6 +212,7 @@ cdef class Barrier:
     cdef public long long slice_ns
     cdef public long long check_ns
     cdef public long long yield_gap_ns
+    cdef public bint adapt
     cdef readonly long long futex_sleeps
     cdef readonly long long yield_gaps
     cdef long long _yield_cur
@@ -255,9 +256,13 @@ cdef class Barrier:
         # later per round and ran its first steps slower (marl simple_spread, 8 interleaved trials:
         # 20 ms instead of 1 ms made rounds 1.10x faster, the wake-up 74 -> 9 us per round).
         # sched_yield still hands the core to any other runnable process at once, and a yield
-        # that comes back late (``yield_gap_ns``) ends the phase.
+        # that comes back late (``yield_gap_ns``) ends the phase. With a core per process the phase
+        # does not adapt (``adapt``): on a VM a yield also comes back late when the host ran another
+        # tenant on this vCPU, and shrinking the phase for that put the waiter back to sleep every
+        # round (simple_spread: wake-ups 64 us per round again).
         self.spin_iters = 50 if nproc <= ncpu else 0
         self.yield_ns = 20_000_000 if nproc <= ncpu else 50_000
+        self.adapt = nproc > ncpu
         self.slice_ns = 10_000_000
         self.check_ns = 50_000_000
         # A sched_yield that returns after more than this (other processes ran in between) ends the
@@ -364,7 +369,6 @@ cdef class Barrier:
         cdef long long yield_gap_ns = self.yield_gap_ns
         cdef long long t_prev
         cdef bint yielded = 0
-        cdef bint contended = 0
         cdef int32_t s
         cdef bint done = _reached(gen, old, prog, position)
         if done:
@@ -391,19 +395,17 @@ cdef class Barrier:
                         # and a yielding waiter only queues behind them; sleep instead (the publisher
                         # wakes a sleeper directly, and the kernel favours a woken sleeper)
                         self.yield_gaps += 1
-                        contended = 1
                         break
                     sched_yield()
                     t_prev = now
-        # Adapt the yield phase: a wait that ends while yielding lengthens the next one (up to
-        # ``yield_ns``), one that a late yield cut short (other work wants the core) halves it (down
-        # to ``YIELD_FLOOR_NS``): on a machine shared with other work waiters go to sleep early
-        # instead of queueing behind others' time slices. A phase that merely ran out (a slow
-        # partner on an otherwise idle machine) leaves it as it is.
-        if yielded:
+        # Adapt the yield phase (``adapt``: when processes outnumber cores): a wait that ends while
+        # yielding lengthens the next one (up to ``yield_ns``), one that had to sleep halves it (down
+        # to ``YIELD_FLOOR_NS``), so that waiters go to sleep early instead of queueing behind
+        # others' time slices.
+        if yielded and self.adapt:
             if done:
                 self._yield_cur = min(self.yield_ns, self._yield_cur + self.yield_ns // 8)
-            elif contended:
+            else:
                 self._yield_cur = max(YIELD_FLOOR_NS, min(self._yield_cur, self.yield_ns) // 2)
         if done:
             return 0

@@ -224,25 +224,25 @@ def test_handoff_counts_from_the_publish_not_from_the_start_of_the_wait():
     assert after == (1, ns)
 
 
-def test_a_slow_partner_does_not_shorten_the_yield_phase_only_contention_does():
-    """A wait whose yield phase runs out because the partner is slow (not because a yield came back late:
-    other work wanted the core) leaves the next phase as long as it was; one cut short by a late yield
-    halves it. The partner here is a thread of this process with its own handle on the block."""
+def test_the_yield_phase_adapts_only_when_asked():
+    """With ``adapt`` (processes outnumber cores) a wait whose yield phase ran out and had to sleep halves
+    the next phase; without it (a core per process) the phase stays as long as it was, whatever the wait.
+    The partner here is a thread of this process with its own handle on the block."""
     import mmap
 
     buf = mmap.mmap(-1, _sync.control_size(2))
-    waiter, partner = _sync.Barrier(buf, 2, 0), _sync.Barrier(buf, 2, 1)
-    waiter.yield_ns = 2_000_000
-    before = waiter.yield_phase_ns
-    publisher = threading.Timer(0.05, partner.publish, args=(1,))
-    publisher.start()
-    waiter.wait_for(1, 1)               # yields 2 ms, then sleeps until the publish at 50 ms
-    publisher.join()
-    assert waiter.futex_sleeps >= 1     # the phase ran out: the waiter slept
-    if waiter.yield_gaps == 0:
-        assert waiter.yield_phase_ns == before == 2_000_000
-    else:                               # a late yield (a busy machine): the phase was halved
-        assert waiter.yield_phase_ns < before
+    partner = _sync.Barrier(buf, 2, 1)
+    for position, adapt in ((1, False), (2, True)):
+        waiter = _sync.Barrier(buf, 2, 0)
+        waiter.adapt = adapt
+        waiter.yield_ns = 2_000_000
+        before = waiter.yield_phase_ns      # 2 ms (50 us on a single core: the oversubscribed start)
+        publisher = threading.Timer(0.05, partner.publish, args=(position,))
+        publisher.start()
+        waiter.wait_for(1, position)        # yields at most 2 ms, then sleeps until the publish at 50 ms
+        publisher.join()
+        assert waiter.futex_sleeps >= 1     # the phase ran out (or a late yield ended it): it slept
+        assert waiter.yield_phase_ns == (max(20_000, before // 2) if adapt else before), adapt
 
 
 def test_stop_wakes_a_progress_waiter():
