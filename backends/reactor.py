@@ -310,8 +310,6 @@ def measure_role_costs(scenario: Scenario, max_rounds: int = 10, budget_s: float
     return steps[len(steps) // 2], serves[len(serves) // 2]
 
 
-#: the parts of a worker process's round time in the breakdown (see reactor_backend.processes.Breakdown)
-BREAKDOWN_PARTS = ("work", "transport", "wait", "handoff", "other")
 
 
 class _CountingClock:
@@ -405,7 +403,7 @@ class ReactorBackend(Backend):
 
     def metrics(self) -> dict[str, float]:
         """Per round since the last call, per worker process: microseconds of role work, transport,
-        waiting and other executor time (``bd_w<rank>_<part>_us``; processes executor only)."""
+        waiting, hand-off and other executor time (``bd_w<rank>_<part>_us``; processes executor only)."""
         if self.breakdown is None or self._counted is None:
             return {}
         snap = self.breakdown.snapshot()
@@ -417,7 +415,7 @@ class ReactorBackend(Backend):
         out: dict[str, float] = {"bd_rounds": float(rounds)}
         for rank, now in enumerate(snap):
             before = prev[rank] if rank < len(prev) else {}
-            for part in BREAKDOWN_PARTS:
+            for part in self.breakdown.PARTS:
                 out[f"bd_w{rank}_{part}_us"] = (now[part] - before.get(part, 0)) / rounds / 1e3
         return out
 

@@ -170,6 +170,8 @@ class Breakdown:
 
     #: the counters each process stores (slots from ``_C_BREAKDOWN``); ``wait`` there includes the hand-off
     FIELDS = ("work", "transport", "wait", "total", "tags", "handoff")
+    #: the disjoint parts of a snapshot's ``total``, in the order a report stacks them
+    PARTS = ("work", "transport", "wait", "handoff", "other")
 
     def __init__(self) -> None:
         self._barrier: _sync.Barrier | None = None
