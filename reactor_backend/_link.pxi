@@ -1,5 +1,11 @@
 # Included by _core.pyx (one compiled module: the core calls these without a Python frame).
 
+cdef extern from *:
+    """
+    static inline void rb_link_store64(int64_t *p, int64_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
+    """
+    void rb_link_store64(int64_t *p, int64_t v) nogil
+
 cdef inline int64_t _mono_ns() noexcept nogil:
     """``time.perf_counter_ns()`` (CLOCK_MONOTONIC) without a Python call."""
     cdef timespec ts
@@ -24,7 +30,9 @@ cdef class ProcessLink:
     publishes its position, ``wait`` the ranks it waits for, ``imports`` the ``(root port, slot
     reader)`` pairs it reads. ``barrier``: the process's ``_sync.Barrier``. ``timed``: keep the
     breakdown's accumulators (ns) ``work``, ``transport`` and ``wait``, and store them with the loop
-    time and the tag count into the barrier's counters (from ``counter_slot``) at each reduction.
+    time and the tag count into the barrier's counters (from ``counter_slot``: five int64 words, stored
+    directly through ``barrier.counters_address()``, no Python call per tag; the barrier keeps the sixth,
+    its hand-off total, itself) at each reduction.
     """
     cdef public object barrier
     cdef public tuple meetings
@@ -38,6 +46,7 @@ cdef class ProcessLink:
     cdef public int64_t never
     cdef object _meeting_position
     cdef object _advance_position
+    cdef int64_t *_ctr
 
     def __init__(self, barrier, tuple meetings, bint timed, bint fast, int counter_slot, int64_t never,
                  meeting_position, advance_position):
@@ -51,6 +60,11 @@ cdef class ProcessLink:
         self._advance_position = advance_position
         self.work = self.transport = self.wait = 0
         self.t_loop = _mono_ns()
+        self._ctr = NULL
+        if timed:
+            if counter_slot < 0 or counter_slot + 5 > 8:
+                raise IndexError("counter slots out of range")
+            self._ctr = (<int64_t *> <size_t> barrier.counters_address()) + counter_slot
 
     cdef int meet(self, uint64_t epoch, Py_ssize_t level) except -1:
         """The meeting of this level (once per tag): write the slots this process owns there, publish
@@ -103,8 +117,13 @@ cdef class ProcessLink:
 
     cpdef store(self, int64_t now, uint64_t tags):
         """This process's breakdown totals into its counters in the control block (readable by all)."""
-        self.barrier.store_counters(self.counter_slot, (self.work, self.transport, self.wait,
-                                                        now - self.t_loop, tags, self.barrier.handoff_ns))
+        if self._ctr == NULL:
+            return
+        rb_link_store64(self._ctr, self.work)
+        rb_link_store64(self._ctr + 1, self.transport)
+        rb_link_store64(self._ctr + 2, self.wait)
+        rb_link_store64(self._ctr + 3, now - self.t_loop)
+        rb_link_store64(self._ctr + 4, <int64_t> tags)
 
     def now(self) -> int:
         """The clock of the accumulators (``time.perf_counter_ns``)."""

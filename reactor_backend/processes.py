@@ -155,7 +155,8 @@ class Breakdown:
     Python) decide whether the processes beat a for-loop. Pass ``run(..., executor="processes",
     breakdown=Breakdown())`` (or ``breakdown=True`` and read ``stats.breakdown``). Each process
     keeps ``perf_counter_ns`` accumulators in its ``_core.ProcessLink`` (the core reads the clock
-    twice per batch of reactions, four times per meeting, twice per tag advance) and stores them into its counters in the control block once per tag, so any process
+    twice per reaction, four times per meeting, twice per tag advance) and stores them into its
+    counters in the control block once per tag (plain stores from compiled code), so any process
     can read every process's totals at any time; after the run the last totals stay readable.
 
     Per process: ``work`` (reaction bodies, e.g. a scenario's step/gather), ``transport`` (writing
@@ -330,6 +331,8 @@ class ProcessExecutor(Executor):
         (``_core.ProcessLink``): the core runs them between levels without a Python frame."""
         levels = max(self._meet, default=-1) + 1
         barrier.stamp = self.breakdown is not None  # publishes stamped: the breakdown's hand-off part
+        if self.breakdown is not None:  # the barrier keeps its hand-off total in the last breakdown counter
+            barrier.handoff_counter = _C_BREAKDOWN + Breakdown.FIELDS.index("handoff")
         self.link = ProcessLink(barrier, tuple(self._meet.get(b) for b in range(levels)),
                                 self.breakdown is not None, self._fast_advance, _C_BREAKDOWN, NEVER,
                                 _meeting_position, _advance_position)

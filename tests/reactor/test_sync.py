@@ -194,6 +194,7 @@ def test_handoff_counts_from_the_publish_not_from_the_start_of_the_wait():
     nothing."""
     def body(rank, b):
         b.stamp = True
+        b.handoff_counter = 7        # the total also kept where every process can read it
         if rank == 1:
             b.wait_for(0, 1)
             time.sleep(0.2)          # the partner's "work" while rank 0 waits
@@ -216,12 +217,51 @@ def test_handoff_counts_from_the_publish_not_from_the_start_of_the_wait():
         b.stamp = False
         b.publish(3)
         b.wait_for(1, 7)
-        return waited, first, (b.handoffs, b.handoff_ns)
+        return waited, first, (b.handoffs, b.handoff_ns), b.counter(0, 7)
 
-    waited, (n, ns), after = _fork_all(2, body)
+    waited, (n, ns), after, counted = _fork_all(2, body)
     assert n == 1 and 0 < ns < waited and waited >= 200_000_000
     assert ns < waited - 150_000_000     # the 0.2 s of work before the publish is not hand-off
     assert after == (1, ns)
+    assert counted == ns
+
+
+def test_stamping_a_publish_leaves_the_progress_line_to_the_progress_word():
+    """A waiter spins on the progress word's cache line: with ``stamp`` on, a publish writes its stamp
+    elsewhere (its own line), so the waiter's line changes exactly as without stamps (the word and its
+    sequence number); the stamps did cost the empty actors round 1.4 us when they shared that line."""
+    def changed(before: bytes, after: bytes) -> set[int]:
+        return {i for i, (x, y) in enumerate(zip(before, after)) if x != y}
+
+    buf = bytearray(_sync.control_size(2))
+    b = _sync.Barrier(buf, 2, 0)
+    before = bytes(buf)
+    b.publish(1)
+    plain = changed(before, bytes(buf))
+    assert plain                                     # the progress word (and its sequence number)
+    line = {i // 64 for i in plain}
+    assert len(line) == 1
+    b.stamp = True
+    before = bytes(buf)
+    b.publish(2)
+    stamped = changed(before, bytes(buf))
+    assert stamped - plain                           # the stamp was written
+    assert {i for i in stamped if i // 64 in line} <= plain
+
+
+def test_counters_address_points_at_this_process_counters():
+    """Compiled code stores the breakdown's totals through ``counters_address`` (no Python call per tag):
+    a word stored there is the counter every process reads; slot checks guard the hand-off counter."""
+    import ctypes
+
+    buf = bytearray(_sync.control_size(2))
+    b = _sync.Barrier(buf, 2, 1)
+    ctypes.c_int64.from_address(b.counters_address() + 8 * 3).value = 12345
+    assert _sync.Barrier(buf, 2, 0).counter(1, 3) == 12345
+    assert b.counter(0, 3) == 0
+    with pytest.raises(IndexError):
+        b.handoff_counter = 8
+    b.handoff_counter = -1
 
 
 def test_the_yield_phase_adapts_only_when_asked():
@@ -663,3 +703,4 @@ def test_compiled_slot_writer_refuses_a_bad_layout(table):
     hot = SlotHotWriter(table.mm, 0, lambda v, r: None)
     with pytest.raises(ValueError, match="C-contiguous"):
         hot.lay_array(np.zeros(4), np.zeros(8)[::2])
+
