@@ -303,10 +303,18 @@ class SlotWriter:
                        dtype, *shp)
 
     def close(self) -> None:
-        self._hot.clear()
+        hot = getattr(self, "_hot", None)  # None: __init__ failed before it (this runs as __del__ too)
+        if hot is not None:
+            hot.clear()
         self._cur = self._dst = self._rec = None
         self.buf = None
         self.mm = None  # the mapping closes when the last view on it is gone
+
+    # An end and its compiled half reference each other (the hot path calls back into the slow one),
+    # so an end nobody closed is freed by the garbage collector, whose tp_clear may release the
+    # memoryview before the array views that export from it (BufferError, printed as "ignored").
+    # A finalizer runs before that clearing and drops the views first.
+    __del__ = close
 
 
 class SlotReader:
@@ -371,10 +379,14 @@ class SlotReader:
         return pickle.loads(view[head:head + n_stream], buffers=bufs)
 
     def close(self) -> None:
-        self._hot.clear()
+        hot = getattr(self, "_hot", None)
+        if hot is not None:
+            hot.clear()
         self._arr = None
         self.view = None
         self.mm = None
+
+    __del__ = close  # as SlotWriter's: views dropped before the garbage collector clears the cycle
 
 
 def _array_over(view: memoryview | None, dtype: np.dtype, shape: tuple, offset: int) -> np.ndarray:
