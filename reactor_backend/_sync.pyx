@@ -281,11 +281,11 @@ cdef class Barrier:
         self.yield_gaps = 0
         self._yield_cur = self.yield_ns
         # Hand-off timing (the executor's breakdown turns it on): each publish records its position and
-        # time in a small ring next to the progress word, and a wait that had to wait adds (when it saw
-        # the position) - (when the first position at or past it was published) to ``handoff_ns``: the
-        # latency of the hand-off itself (spin, yield or futex wake-up, and any time the waiter's core
-        # ran something else), as opposed to waiting for the partner's work. CLOCK_MONOTONIC is one
-        # clock for all processes.
+        # time in a small ring on the cache line after its progress word's, and a wait that had to wait
+        # adds (when it saw the position) - (when the first position at or past it was published) to
+        # ``handoff_ns``: the latency of the hand-off itself (spin, yield or futex wake-up, and any time
+        # the waiter's core ran something else), as opposed to waiting for the partner's work.
+        # CLOCK_MONOTONIC is one clock for all processes.
         self.stamp = 0
         self.handoff_ns = 0
         self.handoffs = 0

@@ -68,9 +68,9 @@ Tag advance
 Time breakdown
     With ``breakdown=`` (a ``Breakdown``, or True), each process times its role work (reaction
     bodies), transport (slot writes and reads), waiting (meetings and reductions), the hand-offs
-    within those waits (each publish is stamped with its time beside the progress word, and a waiter
-    that had to wait counts from that stamp to the moment it saw it) and the rest of its tag loop,
-    and stores the totals in its counters in the control block once per tag, so the
+    within those waits (each publish is stamped with its time, on the cache line after the progress
+    word's, and a waiter that had to wait counts from that stamp to the moment it saw it) and the rest
+    of its tag loop, and stores the totals in its counters in the control block once per tag, so the
     caller can read every process's totals while the run is in progress (``Breakdown.snapshot``).
 
 Where it runs
