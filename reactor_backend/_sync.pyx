@@ -372,15 +372,6 @@ cdef class Barrier:
         barrier's buffer is mapped."""
         return <size_t> &self._counters[self.index * COUNTERS]
 
-    def store_counters(self, int first, tuple values) -> None:
-        """Overwrite this process's counters ``first``, ``first + 1``, ... with ``values`` (one call
-        per tag for the executor's time breakdown; readers see each word atomically)."""
-        cdef int i
-        if first < 0 or first + len(values) > COUNTERS:
-            raise IndexError("counter slots out of range")
-        for i in range(len(values)):
-            rb_store64(&self._counters[self.index * COUNTERS + first + i], <int64_t> values[i])
-
     # ---- waiting ---------------------------------------------------------------------------
     cdef int _wait(self, int32_t *gen, int32_t old, int64_t *prog, int64_t position, int32_t *seq,
                    int32_t *waiters) except -1:
