@@ -310,8 +310,6 @@ def measure_role_costs(scenario: Scenario, max_rounds: int = 10, budget_s: float
     return steps[len(steps) // 2], serves[len(serves) // 2]
 
 
-
-
 class _CountingClock:
     """The harness clock, counting completed rounds (for per-round breakdowns)."""
 

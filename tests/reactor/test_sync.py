@@ -703,4 +703,3 @@ def test_compiled_slot_writer_refuses_a_bad_layout(table):
     hot = SlotHotWriter(table.mm, 0, lambda v, r: None)
     with pytest.raises(ValueError, match="C-contiguous"):
         hot.lay_array(np.zeros(4), np.zeros(8)[::2])
-
