@@ -112,6 +112,7 @@ class RoleReactor(Reactor):
     @reaction(startup)
     def build(self) -> None:
         self.role = self.make_role(self.bank_index)
+        self.role.lend_outputs(self.out.lend)  # a result built in the slot crosses without a copy
 
     @reaction(inp, bcast, effects=[out])
     def step(self) -> None:
@@ -144,6 +145,8 @@ class ServerReactor(Reactor):
 
     @reaction(startup, effects=[next])
     def begin(self) -> None:
+        # the port that carries a Broadcast lends its buffer to the server's output_array
+        self.server.lend_outputs((self.msgs[0] if self.n_out == 1 else self.bcast).lend)
         # round 0 starts one microstep after startup, once every worker role has been built
         self.next.schedule(0)
 
@@ -397,7 +400,10 @@ class ReactorBackend(Backend):
             self.server.placement([where[w] for w in top.workers])
         else:  # inline and threads: every role in this process
             self.server.placement([0] * self.scenario.num_workers)
-        self.stats = run(program, executor=self.executor, workers=self.processes, **options)
+        try:
+            self.stats = run(program, executor=self.executor, workers=self.processes, **options)
+        finally:
+            self.server.lend_outputs(None)  # the program's ports lend no more
 
     def metrics(self) -> dict[str, float]:
         """Per round since the last call, per worker process: microseconds of role work, transport,

@@ -330,7 +330,7 @@ cdef class SlotHotWriter(_SlotHeader):
                             break
                 if same and (<object>cnp.PyArray_DESCR(a) is self.descr or
                              cnp.PyArray_EquivTypes(a.dtype, <cnp.dtype>self.descr)):
-                    if self.nbytes:
+                    if self.nbytes and <char*>cnp.PyArray_DATA(a) != self.data:  # else: the lent buffer
                         memcpy(self.data, cnp.PyArray_DATA(a), self.nbytes)
                     self.words[0] = round_
                     return

@@ -276,6 +276,9 @@ cdef class Port(Trigger):
     cdef uint64_t _pending_epoch
     cdef object _ro_src              # the last writable value set here, and its read-only form
     cdef object _ro_view             # (a writer that sends the same array each tag: no new view)
+    cdef public object lender        # lend(shape, dtype) of this port's slot writer (processes executor,
+                                     # the process that exports it), or None: `lend` keeps its own array
+    cdef object _lent                # the array `lend` returns while it has no lender
 
     def __init__(self, owner=None, str name="", str kind="input", int channel=-1, multiport=None,
                  bint mutable=False):
@@ -293,6 +296,25 @@ cdef class Port(Trigger):
         self._pending_epoch = 0
         self._ro_src = None
         self._ro_view = None
+        self.lender = None
+        self._lent = None
+
+    def lend(self, shape, dtype):
+        """A writable numpy array of ``shape`` and ``dtype`` to build this port's next value in, then
+        ``set`` it (zero-copy output). Where the value crosses to other processes (the processes
+        executor, in the process that sends it) the array is the transport's own buffer and ``set``
+        copies nothing; elsewhere it is an array of this port's. The same array on every call with the
+        same shape and dtype, holding what was written last, so a value that changes in part is
+        rewritten in part. Readers see the array itself: write it only in a reaction that sets this
+        port, and only where readers use each value within its tag (no ``copy_arrays=False`` reader,
+        no local reader, keeps it past that)."""
+        if self.lender is not None:
+            return self.lender(shape, dtype)
+        own = self._lent
+        shape = (int(shape),) if isinstance(shape, int) else tuple(int(n) for n in shape)
+        if own is None or own.shape != shape or own.dtype != dtype:
+            own = self._lent = _np.empty(shape, dtype)
+        return own
 
     def set(self, value) -> None:
         """Set the value at the current tag (last write in a tag wins; triggers downstream once)."""

@@ -81,7 +81,9 @@ Where it runs
     reactions). Slow mode and keepalive still call ``advance`` here for the collective wait.
 
 Values
-    numpy arrays are copied once into the slot by the writer; flat records (tuples or lists of
+    numpy arrays are copied once into the slot by the writer, or not at all when the reaction built
+    the array in the slot (``Port.lend``: the exporting process's ports lend their slot writer's
+    buffer, zero-copy output); flat records (tuples or lists of
     arrays and scalars: an env step) are laid out once and then only their data is copied; other
     values are pickled into it (protocol 5, numpy arrays inside them as out-of-band buffers, also
     copied once). The reading
@@ -315,11 +317,14 @@ class ProcessExecutor(Executor):
             own = plan.owner.get(p.id)
             # only the owner schedules a root's delayed events (and exports their destinations)
             p.delayed = self._delayed[p.id] if own is None or own == rank else ()
+            p.lender = None
         flush: dict[int, list] = {}
         imports: dict[int, list] = {}
         for slot, root, b, own, readers in plan.exports:
             if own == rank:
-                flush.setdefault(b, []).append((root, self.slots.writer(slot)))
+                writer = self.slots.writer(slot)
+                root.lender = writer.lend  # Port.lend: the value is built in the slot (zero-copy output)
+                flush.setdefault(b, []).append((root, writer))
             elif rank in readers:
                 imports.setdefault(b, []).append((root, self.slots.reader(slot, copy=self.copy_arrays)))
         # per meeting level: (what I write, publish my position?, ranks I wait for, what I read)
@@ -348,6 +353,7 @@ class ProcessExecutor(Executor):
             rx.local = True
         for p in self.program.ports:
             p.delayed = delayed[p.id]
+            p.lender = None
 
     def begin(self, start_time: int) -> None:
         assert self.group is not None
@@ -534,7 +540,8 @@ class ProcessExecutor(Executor):
         its Python half, and a codec collected later by the garbage collector would release its
         buffer on the mapping in the wrong order (BufferError, printed as ignored)."""
         for flush, _publish, _wait, imports in getattr(self, "_meet", {}).values():
-            for _root, end in flush + imports:
+            for root, end in flush + imports:
+                root.lender = None
                 end.close()
 
     def _error_key(self, info: dict[str, Any]) -> tuple[int, int, int]:

@@ -8,7 +8,9 @@ is written once): a fixed 128-byte header in a shared header table plus a data s
 
 * numpy arrays (plain dtype, at most 8 dimensions) are copied once into the data segment; the
   reader gets a read-only view over it (``copy=True`` readers get their own array). The view is
-  valid until the writer writes this slot again (the next tag at which it sends).
+  valid until the writer writes this slot again (the next tag at which it sends). A writer may
+  instead build its value in the slot itself (``SlotWriter.lend``, behind ``Port.lend``): writing
+  that array then copies nothing (zero-copy output).
 * Other values are pickled with protocol 5; out-of-band buffers (numpy arrays inside dicts,
   tuples...) are copied straight into the segment after the pickle stream, not into it.
 * Flat records, a tuple or list of at most 16 fields that are numpy arrays, floats, ints, bools
@@ -188,6 +190,29 @@ class SlotWriter:
         self._hot.clear()
         self.mm, self.buf, self.gen, self.capacity = mm, memoryview(mm), gen, cap
 
+    def lend(self, shape: int | tuple[int, ...], dtype: Any) -> np.ndarray:
+        """The slot's own data area as a writable array of ``shape`` and ``dtype`` (zero-copy output):
+        the writer builds its next value in it, and ``write`` of that array (or a view of all of it)
+        copies nothing. The same array while the slot keeps this layout, holding the last value
+        written; readers see what is in it, so write it only where a new value would be written
+        (after every reader of the last one is done: the executor's next tag). Laying it out does not
+        publish a value: the header keeps its round."""
+        dtype = np.dtype(dtype)
+        shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(n) for n in shape)
+        key = ("a", dtype, shape)
+        if key == self._cur and self.gen == self._cur_gen:
+            return self._dst if self._dst is not None else np.empty(shape, dtype)
+        if len(shape) > MAX_NDIM or not _plain_dtype(dtype):
+            raise ValueError(f"a slot lends only plain-dtype arrays of at most {MAX_NDIM} dimensions, "
+                             f"not {dtype} {shape}")
+        (round_,) = _ROUND.unpack_from(self.table.mm, self.off)
+        like = np.empty(shape, dtype)
+        if like.nbytes == 0:  # no data area: a private empty array (writing it copies nothing either)
+            self._write_array(like, key, round_)
+            return like
+        self._write_array(like, key, round_, lend=True)
+        return self._dst  # type: ignore[return-value]
+
     def _write_slow(self, value: Any, round_: int) -> None:
         """``write`` when the compiled path did not take ``value`` (a new layout, a strided array,
         a pickled value); re-arms the compiled path for the layout it lays out."""
@@ -196,7 +221,7 @@ class SlotWriter:
             key = ("a", value.dtype, value.shape)
             if key == self._cur and self.gen == self._cur_gen:
                 # same layout as the last array: copy the data, stamp the round, done
-                if value.size:
+                if value.size and value.ctypes.data != self._dst.ctypes.data:  # else: the lent buffer
                     np.copyto(self._dst, value, casting="no")
                 _ROUND.pack_into(self.table.mm, self.off, round_)
                 return
@@ -231,12 +256,16 @@ class SlotWriter:
             return
         self._write_pickle(value, round_)
 
-    def _write_array(self, value: np.ndarray, key: tuple, round_: int) -> None:
+    def _write_array(self, value: np.ndarray, key: tuple, round_: int, lend: bool = False) -> None:
+        """Lay out ``value``'s dtype and shape and copy it in (``lend``: lay out only)."""
         nbytes = value.nbytes
         if nbytes:
             self._ensure(nbytes)
             self._dst = np.frombuffer(self.buf, dtype=value.dtype, count=value.size).reshape(value.shape)
-            np.copyto(self._dst, value, casting="no")
+            if not lend:
+                np.copyto(self._dst, value, casting="no")
+        else:
+            self._dst = None
         self._header(round_, KIND_ARRAY, value.ndim, nbytes, value.dtype.str.encode(), value.shape)
         self._cur, self._cur_gen = key, self.gen
         self._hot.lay_array(value, self._dst if nbytes else None)

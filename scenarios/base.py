@@ -28,7 +28,7 @@ import hashlib
 import struct
 import zlib
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -42,7 +42,38 @@ class Broadcast:
     value: Any
 
 
-class Worker(abc.ABC):
+class _Role:
+    """What every role has: a buffer for the array it sends (`output_array`)."""
+
+    _lender: Callable[[tuple[int, ...], np.dtype], np.ndarray] | None = None
+    _output: np.ndarray | None = None
+
+    def output_array(self, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+        """A writable array to build this role's result in (a worker's ``step`` result, a server's
+        `Broadcast` value), then return it. The same array on every call with the same shape and dtype,
+        holding what was written last, so a result that changes in part is rewritten in part. A backend
+        whose transport copies arrays into shared memory lends its own buffer here (`lend_outputs`),
+        and then sends the result without copying it. Use it only where every receiver is done with a
+        result within its round (the scenario's ``inputs_retained`` is False). Called every round, so
+        the array of the last call is kept and returned again while shape and dtype match."""
+        out = self._output
+        if out is not None and out.shape == shape and out.dtype == dtype:
+            return out
+        shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(n) for n in shape)
+        dtype = np.dtype(dtype)
+        if out is None or out.shape != shape or out.dtype != dtype:
+            out = self._output = np.empty(shape, dtype) if self._lender is None else self._lender(shape, dtype)
+        return out
+
+    def lend_outputs(self, lender: Callable[[tuple[int, ...], np.dtype], np.ndarray] | None) -> None:
+        """For backends: from now on `output_array` returns ``lender(shape, dtype)``, an array that
+        stays valid for the same shape and dtype while the lender lends (``None``: the role's own
+        array again)."""
+        self._lender = lender
+        self._output = None
+
+
+class Worker(_Role, abc.ABC):
     """One worker role (an env, a rollout worker, an agent, a client). Built where it runs."""
 
     @abc.abstractmethod
@@ -53,7 +84,7 @@ class Worker(abc.ABC):
         """Release resources (environments, files). Called once by the backend at teardown."""
 
 
-class Server(abc.ABC):
+class Server(_Role, abc.ABC):
     """The server role: produces each round's messages and consumes the gathered results."""
 
     #: True when ``gather`` may be called several times in a round with consecutive parts of the

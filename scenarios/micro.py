@@ -3,7 +3,9 @@
 Each round the server broadcasts one uint8 array of ``payload_bytes`` (random bytes from the seed, with the
 first and last bytes stamped with the round number); every client does ``work_us`` microseconds of work
 (busy-spinning on ``perf_counter`` or sleeping), copies the array and returns the copy; the server gathers
-and verifies every copy. Overhead per round = round time - ``round_work_seconds()`` (the work of one
+and verifies every copy. Both build what they send in the role's ``output_array`` (the server stamps its
+payload there in place; each client copies into its own), so a backend that lends its transport's buffer
+sends both without a copy of its own, as a reactor program in one address space passes a pointer. Overhead per round = round time - ``round_work_seconds()`` (the work of one
 client, i.e. the critical path when every client runs in parallel).
 
 Verification is cheap on purpose (a 100 MB payload times 16 clients per round must not be hashed): shape,
@@ -48,7 +50,9 @@ class CopyClient(Worker):
                 time.sleep(self.work_s)
             else:
                 spin(self.work_s)
-        return np.array(msg, copy=True)
+        out = self.output_array(msg.shape, msg.dtype)
+        out[...] = msg
+        return out
 
 
 class BroadcastServer(Server):
@@ -73,7 +77,10 @@ class BroadcastServer(Server):
         return arr.take(self._index).tobytes()
 
     def scatter(self) -> Broadcast:
-        p = self.payload
+        p = self.output_array(self.payload.shape, self.payload.dtype)
+        if p is not self.payload:  # a new buffer (the first round, or one a backend lends): fill it once
+            p[...] = self.payload
+            self.payload = p
         if p.size:
             p[0] = self.round & 0xFF
             p[-1] = (self.round >> 8) & 0xFF

@@ -323,6 +323,63 @@ def test_arrays_cross_as_views_or_copies():
     assert main.sink.writable == [True, False] * 6
 
 
+class LendingSource(Reactor):
+    """Builds each value in the array its port lends (zero-copy output)."""
+
+    out = Output()
+    tick = Timer(offset=0, period=msec(1))
+
+    def __init__(self):
+        super().__init__()
+        self.from_slot = []  # per tag: was the lent array the transport's buffer?
+        self.same = []       # per tag: the same array as at the previous tag?
+        self._last = None
+
+    @reaction(tick, effects=[out])
+    def emit(self):
+        a = self.out.lend((4, 3), np.int32)
+        self.from_slot.append(self.out.lender is not None)
+        self.same.append(a is self._last)
+        self._last = a
+        a[...] = int(self.elapsed // msec(1)) + 100 * self.bank_index
+        self.out.set(a)
+
+
+class LentSink(Reactor):
+    inp = Input(width=2)
+
+    def __init__(self):
+        super().__init__()
+        self.got = []
+
+    @reaction(inp)
+    def record(self):
+        self.got.append([p.value.tolist() for p in self.inp])
+
+
+class LendingMain(Reactor):
+    def __init__(self):
+        super().__init__()
+        self.src = self.bank(LendingSource, 2)
+        self.sink = LentSink()
+        self.connect(self.src.out, self.sink.inp)
+
+
+@pytest.mark.parametrize("copy_arrays", [True, False])
+def test_values_built_in_lent_arrays_arrive_as_inline(copy_arrays):
+    ref = LendingMain()
+    run(ref, timeout=msec(5))
+    assert len(ref.sink.got) == 6 and ref.sink.got[-1][1] == [[105] * 3] * 4
+    assert not any(ref.src[0].from_slot) and ref.src[0].same[1:] == [True] * 5  # the port's own array
+    main = LendingMain()
+    run(main, timeout=msec(5), executor="processes", workers=2, copy_arrays=copy_arrays)
+    assert main.sink.got == ref.sink.got
+    # member 1 runs in worker 1 and sends to worker 0: it built its values in the slot; member 0 is local
+    assert main.src[1].from_slot == [True] * 6 and main.src[0].from_slot == [False] * 6
+    assert main.src[1].same[1:] == [True] * 5
+    assert all(p.lender is None for p in main.src.out)  # nothing lends after the run
+
+
 class Keeper(Reactor):
     """Keeps every array it receives (a replay buffer's pattern)."""
 

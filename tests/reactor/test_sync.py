@@ -357,6 +357,34 @@ def test_array_roundtrip_is_one_copy_and_a_readonly_view(table):
     assert c.flags.writeable and not np.shares_memory(c, y)
 
 
+def test_a_lent_array_is_the_slot_itself_and_lending_publishes_nothing(table):
+    w, r = table.writer(1), table.reader(1)
+    w.write(np.zeros(3, dtype=np.int16), round_=4)
+    a = w.lend((2, 5), np.float64)
+    assert a.flags.writeable and a.shape == (2, 5) and a.dtype == np.float64
+    assert r.round() == 4                          # laid out, not published: still round 4's value
+    a[...] = np.arange(10).reshape(2, 5)
+    w.write(a, round_=5)
+    y = r.read()
+    assert r.round() == 5 and y.shape == (2, 5) and np.array_equal(y, np.arange(10).reshape(2, 5))
+    assert w.lend((2, 5), "float64") is a          # the same array while the layout stays
+    a[1, 4] = -1.0                                  # written in place, not yet sent...
+    assert y[1, 4] == -1.0                         # ...the reader's view shows it: the slot's own memory
+    w.write(a[:], round_=6)                        # a view of all of it is sent in place as well
+    assert r.round() == 6 and r.read()[1, 4] == -1.0
+    w.write(np.ones((2, 5)), round_=7)             # another array of the layout is copied into the slot
+    assert (a == 1).all() and (r.read() == 1).all()
+    b = w.lend(7, np.uint8)                        # a new layout: a new array, readers follow
+    b[...] = 9
+    w.write(b, round_=8)
+    assert r.read().tolist() == [9] * 7
+    e = w.lend((0,), np.float32)                   # no bytes: an empty array, sent as such
+    w.write(e, round_=9)
+    assert r.read().shape == (0,) and r.read().dtype == np.float32
+    with pytest.raises(ValueError, match="plain-dtype"):
+        w.lend(3, object)
+
+
 def test_non_contiguous_and_odd_arrays(table):
     w, r = table.writer(1), table.reader(1)
     base = np.arange(100, dtype=np.int64).reshape(10, 10)
