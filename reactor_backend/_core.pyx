@@ -307,7 +307,11 @@ cdef class Port(Trigger):
         same shape and dtype, holding what was written last, so a value that changes in part is
         rewritten in part. Readers see the array itself: write it only in a reaction that sets this
         port, and only where readers use each value within its tag (no ``copy_arrays=False`` reader,
-        no local reader, keeps it past that)."""
+        no local reader, keeps it past that); a port with a delayed connection, whose values are read
+        at a later tag, refuses (``ReactionError``)."""
+        if self.delayed:
+            raise ReactionError(f"port {self.full_name} has a delayed connection, which reads each value "
+                                f"at a later tag: it cannot lend one buffer for every value")
         if self.lender is not None:
             return self.lender(shape, dtype)
         own = self._lent

@@ -380,6 +380,18 @@ def test_values_built_in_lent_arrays_arrive_as_inline(copy_arrays):
     assert all(p.lender is None for p in main.src.out)  # nothing lends after the run
 
 
+def test_a_port_with_a_delayed_connection_refuses_to_lend():
+    class Delayed(Reactor):
+        def __init__(self):
+            super().__init__()
+            self.src = LendingSource()
+            self.sink = LentSink()
+            self.connect(self.src.out, self.sink.inp[0], after=msec(1))
+
+    with pytest.raises(ReactionError, match="delayed connection"):
+        run(Delayed(), timeout=msec(5))
+
+
 class Keeper(Reactor):
     """Keeps every array it receives (a replay buffer's pattern)."""
 
