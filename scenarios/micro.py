@@ -5,8 +5,9 @@ first and last bytes stamped with the round number); every client does ``work_us
 (busy-spinning on ``perf_counter`` or sleeping), copies the array and returns the copy; the server gathers
 and verifies every copy. Both build what they send in the role's ``output_array`` (the server stamps its
 payload there in place; each client copies into its own), so a backend that lends its transport's buffer
-sends both without a copy of its own, as a reactor program in one address space passes a pointer. Overhead per round = round time - ``round_work_seconds()`` (the work of one
-client, i.e. the critical path when every client runs in parallel).
+sends both without a copy of its own, as a reactor program in one address space passes a pointer.
+Overhead per round = round time - ``round_work_seconds()`` (the work of one client, i.e. the critical path
+when every client runs in parallel).
 
 Verification is cheap on purpose (a 100 MB payload times 16 clients per round must not be hashed): shape,
 dtype and a strided sample of at most 65 bytes (stamps included) are compared with what was sent,
