@@ -63,4 +63,5 @@ def test_the_actors_round_sends_from_lent_buffers_with_the_serial_checksum(execu
     assert server.round == rounds and server.checksum() == serial.checksum()
     # the broadcast was stamped in place in the slot of the server's port (processes), else in its own array
     assert in_shared_memory(server.payload) is shared
-    assert server._lender is None  # the backend takes its lender back after the run
+    # the backend takes its lender back after the run: the server's next output array is its own again
+    assert not in_shared_memory(server.output_array(server.payload.shape, server.payload.dtype))
