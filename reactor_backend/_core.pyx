@@ -315,7 +315,7 @@ cdef class Port(Trigger):
         if self.lender is not None:
             return self.lender(shape, dtype)
         own = self._lent
-        shape = (int(shape),) if isinstance(shape, int) else tuple(int(n) for n in shape)
+        shape = (int(shape),) if isinstance(shape, (int, _np.integer)) else tuple(int(n) for n in shape)
         if own is None or own.shape != shape or own.dtype != dtype:
             own = self._lent = _np.empty(shape, dtype)
         return own

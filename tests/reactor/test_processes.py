@@ -371,6 +371,8 @@ def test_values_built_in_lent_arrays_arrive_as_inline(copy_arrays):
     run(ref, timeout=msec(5))
     assert len(ref.sink.got) == 6 and ref.sink.got[-1][1] == [[105] * 3] * 4
     assert not any(ref.src[0].from_slot) and ref.src[0].same[1:] == [True] * 5  # the port's own array
+    port = ref.src[0].out
+    assert port.lend(np.int64(5), "uint8") is port.lend((5,), np.uint8) and port.lend(5, np.uint8).shape == (5,)
     main = LendingMain()
     run(main, timeout=msec(5), executor="processes", workers=2, copy_arrays=copy_arrays)
     assert main.sink.got == ref.sink.got
