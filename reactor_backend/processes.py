@@ -540,8 +540,7 @@ class ProcessExecutor(Executor):
         its Python half, and a codec collected later by the garbage collector would release its
         buffer on the mapping in the wrong order (BufferError, printed as ignored)."""
         for flush, _publish, _wait, imports in getattr(self, "_meet", {}).values():
-            for root, end in flush + imports:
-                root.lender = None
+            for _root, end in flush + imports:
                 end.close()
 
     def _error_key(self, info: dict[str, Any]) -> tuple[int, int, int]:
