@@ -171,8 +171,8 @@ class ServerReactor(Reactor):
 
     def end_round(self) -> None:
         """The round is complete: tick the clock, then schedule the next round or stop after the last."""
+        self.done += 1  # first: the clock's callbacks (a repetition's metrics) count this round
         self.clock.tick()
-        self.done += 1
         if self.done < self.rounds:
             self.next.schedule(0)
         else:
@@ -313,21 +313,6 @@ def measure_role_costs(scenario: Scenario, max_rounds: int = 10, budget_s: float
     return steps[len(steps) // 2], serves[len(serves) // 2]
 
 
-class _CountingClock:
-    """The harness clock, counting completed rounds (for per-round breakdowns)."""
-
-    def __init__(self, clock: Clock) -> None:
-        self.clock = clock
-        self.ticks = 0
-
-    def begin(self) -> None:
-        self.clock.begin()
-
-    def tick(self) -> None:
-        self.ticks += 1
-        self.clock.tick()
-
-
 class ReactorBackend(Backend):
     """Runs a scenario as a `RoundProgram` under the configured executor (inline, threads or processes)."""
 
@@ -341,7 +326,7 @@ class ReactorBackend(Backend):
 
         want = self.executor == "processes" and bool(getattr(config, "breakdown", False))
         self.breakdown: Breakdown | None = Breakdown() if want else None
-        self._counted: _CountingClock | None = None
+        self._top: RoundProgram | None = None  # the running program; its server counts the rounds
         self._bd_prev: list[dict[str, int]] = []
         self._bd_rounds = 0
         #: the worker processes the processes executor runs (``workers`` capped by ``max_processes``)
@@ -388,9 +373,7 @@ class ReactorBackend(Backend):
         from reactor_backend import assemble, assign_workers, run
 
         options: dict[str, Any] = {}
-        counted = _CountingClock(clock)
-        self._counted = counted
-        top = self.program(rounds, counted)
+        top = self._top = self.program(rounds, clock)
         program = assemble(top)
         if self.executor == "processes":  # zero-copy views where no role keeps received arrays
             options["copy_arrays"] = bool(getattr(self.scenario, "inputs_retained", True))
@@ -408,12 +391,13 @@ class ReactorBackend(Backend):
     def metrics(self) -> dict[str, float]:
         """Per round since the last call, per worker process: microseconds of role work, transport,
         waiting, hand-off and other executor time (``bd_w<rank>_<part>_us``; processes executor only)."""
-        if self.breakdown is None or self._counted is None:
+        if self.breakdown is None or self._top is None:
             return {}
         snap = self.breakdown.snapshot()
-        rounds = self._counted.ticks - self._bd_rounds
+        done = self._top.server.done  # rounds completed (the server ticks the clock once per round)
+        rounds = done - self._bd_rounds
         prev = self._bd_prev
-        self._bd_prev, self._bd_rounds = snap, self._counted.ticks
+        self._bd_prev, self._bd_rounds = snap, done
         if not snap or rounds <= 0:
             return {}
         out: dict[str, float] = {"bd_rounds": float(rounds)}

@@ -7,6 +7,7 @@ never counted. Progress is reported at most every ``progress_every_s`` seconds t
 """
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 from typing import Callable, Optional
@@ -48,12 +49,15 @@ class RoundClock:
         self._on_begin = on_begin
         self._on_warmup_end = on_warmup_end
         self._progress_every = progress_every_s
-        self._lat = np.empty(rounds, dtype=np.float64)
+        self._lat: list[float] = [0.0] * rounds
         self.done = 0
         self.begun_at: Optional[float] = None
         self._last = 0.0
         self._rep_start = 0.0
         self._next_progress = 0.0
+        # ticks with ``_plain_from <= done < _plain_to`` are timed rounds that end no repetition: tick()
+        # only stores their latency (the clock's cost is in every round of every backend: keep it small)
+        self._plain_from = self._plain_to = 0
 
     def begin(self) -> None:
         """The roles exist and the first round is about to start (ends the start-up interval)."""
@@ -63,11 +67,23 @@ class RoundClock:
                 self._on_begin(self.begun_at)
             now = time.perf_counter()
             self._last = self._rep_start = now
-            self._next_progress = now + self._progress_every
+            # no reporter: no tick is ever due to report (the short path checks the time only)
+            self._next_progress = now + self._progress_every if self._on_progress is not None else math.inf
+            self._arm()
 
     def tick(self) -> None:
         """One round is complete."""
         now = time.perf_counter()
+        done = self.done
+        if self._plain_from <= done < self._plain_to and now < self._next_progress:
+            self._lat[done - self._plain_from] = now - self._last
+            self._last = now
+            self.done = done + 1
+            return
+        self._tick(now)
+
+    def _tick(self, now: float) -> None:
+        """A tick that starts the clock, ends the warm-up or a repetition, or reports progress."""
         if self.begun_at is None:  # a backend that never called begin(): start-up ends at the first tick
             self.begin()
             now = time.perf_counter()
@@ -85,7 +101,8 @@ class RoundClock:
                     self._on_warmup_end()
                 self._last = self._rep_start = time.perf_counter()
             else:
-                rep = Repetition(timed // self.rounds, now - self._rep_start, self._lat.copy())
+                latencies = np.array(self._lat, dtype=np.float64)
+                rep = Repetition(timed // self.rounds, now - self._rep_start, latencies)
                 self._on_repetition(rep)
                 self._last = self._rep_start = time.perf_counter()
         if self._on_progress is not None and now >= self._next_progress:
@@ -95,6 +112,17 @@ class RoundClock:
             self._rep_start += after - t0  # the report is not part of any round
             self._last += after - t0
             self._next_progress = after + self._progress_every
+        self._arm()
+
+    def _arm(self) -> None:
+        """Set the range of ticks that take tick()'s short path: the rest of the current repetition
+        but its last round (none before begin(), during the warm-up or after the last round)."""
+        timed = self.done - self.warmup
+        if self.begun_at is None or timed < 0 or self.done >= self.total_rounds:
+            self._plain_from = self._plain_to = 0
+        else:
+            start = self.warmup + (timed // self.rounds) * self.rounds
+            self._plain_from, self._plain_to = start, start + self.rounds - 1
 
     @property
     def finished(self) -> bool:

@@ -89,3 +89,39 @@ def test_warmup_end_hook_runs_once_outside_timing(time):
         clock.tick()
     assert calls == [3]
     assert [r.seconds for r in reps] == [pytest.approx(2.0)] * 2
+
+
+def test_every_round_keeps_its_own_latency(time):
+    """Rounds of different lengths land at their own index in every repetition (the short path)."""
+    reps = []
+    clock = RoundClock(rounds=5, warmup=2, repetitions=3, on_repetition=reps.append)
+    clock.begin()
+    durations = [0.5 + 0.25 * i for i in range(clock.total_rounds)]
+    for d in durations:
+        time.sleep(d)
+        clock.tick()
+    assert [r.latencies.tolist() for r in reps] == [durations[2 + 5 * k: 7 + 5 * k] for k in range(3)]
+    assert [r.seconds for r in reps] == [pytest.approx(sum(durations[2 + 5 * k: 7 + 5 * k])) for k in range(3)]
+
+
+def test_progress_reports_mid_repetition_are_not_counted(time):
+    """A progress report between rounds costs neither the next round's latency nor the repetition."""
+    seen = []
+
+    def report(done, total):
+        seen.append(done)
+        time.sleep(100.0)
+
+    reps = []
+    clock = RoundClock(rounds=6, warmup=0, repetitions=2, on_repetition=reps.append,
+                       on_progress=report, progress_every_s=2.5)
+    clock.begin()
+    for _ in range(clock.total_rounds):
+        time.sleep(1.0)
+        clock.tick()
+    assert seen == [3, 6, 9, 12]  # due every 2.5 s of rounds: checked at each tick
+    for rep in reps:
+        assert rep.latencies.tolist() == [1.0] * 6
+        assert rep.seconds == pytest.approx(6.0)
+    with pytest.raises(RuntimeError):
+        clock.tick()  # past the end, also after the short path ran
