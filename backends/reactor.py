@@ -54,12 +54,15 @@ class ReactorConfig(BackendConfig):
     #: transport, waiting, other) in the rows' ``extra`` (``bd_w<rank>_<part>_us``); a few clock reads
     #: per level and tag
     breakdown: bool = True
-    #: processes executor: ``even``: contiguous even parts; ``cost``: fewer bank members on process 0, which
-    #: also runs the server, by the server's measured cost per round in members' steps (throwaway roles, at
-    #: start-up). ``even`` is the default: the server's scatter and (apart from the split gather's local part)
-    #: its gather do not overlap the steps, so the round is fastest when the largest share of members is
-    #: smallest (docs/processes.md)
-    placement: Placement = Placement.even
+    #: processes executor: ``cost``: where the server's gather is split (``split_gather``: gym, atari), the
+    #: contiguous split whose round is shortest by the costs measured at start-up on throwaway roles (a
+    #: member's step, the server's gather per member) and ``handoff_us`` (`split_by_cost`): process 0 also
+    #: runs the server, and a costly gather (Atari frames) takes members off it; elsewhere, and with
+    #: ``even``, contiguous even parts
+    placement: Placement = Placement.cost
+    #: processes executor, ``placement=cost``: what the two hand-offs of a round (scatter, results) cost
+    #: together, in microseconds; the mean measured on the 2-vCPU VM (breakdown, gym and atari) is 5-20
+    handoff_us: float = field(default=10.0, metadata={"range": {"ge": 0}})
     #: processes executor, servers with ``incremental_gather``: the server gathers the results of the bank
     #: members in its own process (worker 0) while the other processes still step, then the rest
     split_gather: bool = True
@@ -263,15 +266,40 @@ class RoundProgram(Reactor):
                 self.connect(self.workers.out, self.server.results)
 
 
-def split_by_cost(members: int, processes: int, server_cost: float) -> list[int]:
-    """The process of each bank member, contiguous, so that every process carries about the same
-    load when process 0 also runs the server, whose per-round work costs ``server_cost`` members'
-    steps (0: even parts). Process 0 gets ``round(total / processes - server_cost)`` members (at
-    least 0), the others share the rest evenly."""
+def predicted_round(first: int, members: int, processes: int, step: float, gather: float, *,
+                    split_gather: bool, handoff: float) -> float:
+    """The round a contiguous placement with ``first`` members on process 0 (which runs the server) and the
+    rest in even parts on the others should take, from one member's ``step``, the server's ``gather`` per
+    member and the ``handoff`` of a round's two meetings together (any unit, the same for all three).
+
+    Process 0 steps its members while the others, after the scatter's hand-off, step theirs; the round
+    ends with the gather of whatever is still to gather once the last results are in. With
+    ``split_gather`` process 0 gathers its own members' results as soon as they are stepped, so only the
+    other processes' part of the gather follows the last results; without it the whole gather does."""
+    rest = members - first
+    largest = -(-rest // (processes - 1)) if rest and processes > 1 else 0
+    remote = handoff + largest * step if rest else 0.0
+    if split_gather:
+        return max(first * (step + gather), remote) + rest * gather
+    return max(first * step, remote) + members * gather
+
+
+def split_by_cost(members: int, processes: int, step: float, gather: float, *, split_gather: bool,
+                  handoff: float) -> list[int]:
+    """The process of each bank member, contiguous, for the shortest `predicted_round` with at most the
+    even split's share on process 0 (which also runs the server); of equally short rounds the one nearest
+    the even split. A costly streaming gather (Atari frames' CRC-32) moves members off process 0, a cheap
+    one (CartPole) does not pay for the longer wait of the others; the cap keeps every process working
+    when steps are shorter than a hand-off (one process would be faster: that is serial's result)."""
     if processes <= 1 or members == 0:
         return [0] * members
-    total = members + max(0.0, server_cost)
-    first = min(members, max(0, round(total / processes - max(0.0, server_cost))))
+    even = -(-members // processes)  # what the even contiguous split puts on process 0
+
+    def key(first: int) -> tuple[float, int]:
+        return (predicted_round(first, members, processes, step, gather,
+                                split_gather=split_gather, handoff=handoff), abs(first - even))
+
+    first = min(range(even + 1), key=key)
     rest = members - first
     out = [0] * first
     for i in range(rest):
@@ -340,15 +368,16 @@ class ReactorBackend(Backend):
         self.server = server
         self.stats: Any = None
         self.placement: list[int] | None = None
-        chain = getattr(scenario, "topology", "star") == "chain"
         mode = getattr(self.config, "placement", "even")
-        if self.executor == "processes" and self.processes > 1 and not chain and \
-                getattr(scenario, "costs_measurable", True) and \
-                str(getattr(mode, "value", mode)) == "cost":
+        # only a split gather makes the costs matter: without one, the whole gather follows the last
+        # results whatever the split, and the even split has the smallest largest share
+        if str(getattr(mode, "value", mode)) == "cost" and self._splits_gather() and \
+                getattr(scenario, "costs_measurable", True):
             step_s, server_s = measure_role_costs(scenario)
-            cost = server_s / step_s if step_s > 0 else 0.0
-            self.placement = split_by_cost(scenario.num_workers, self.processes, cost)
-            self.startup_breakdown["placement_server_cost"] = cost
+            n = scenario.num_workers
+            self.placement = split_by_cost(n, self.processes, step_s, server_s / n, split_gather=True,
+                                           handoff=float(getattr(self.config, "handoff_us", 0.0)) * 1e-6)
+            self.startup_breakdown["placement_server_cost"] = server_s / step_s if step_s > 0 else 0.0
             self.startup_breakdown["placement_members_w0"] = float(self.placement.count(0))
 
     def program(self, rounds: int, clock: Clock) -> RoundProgram:

@@ -27,6 +27,7 @@ from libc.stdlib cimport malloc, realloc, free
 from libc.stdint cimport int64_t, uint64_t
 from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC
 from cpython.ref cimport PyObject, Py_INCREF, Py_DECREF, Py_REFCNT
+from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from cpython.pythread cimport (PyThread_type_lock, PyThread_allocate_lock, PyThread_free_lock,
                                PyThread_acquire_lock, PyThread_release_lock, WAIT_LOCK)
 
@@ -97,6 +98,27 @@ cdef Py_ssize_t _TEMP_REFS = _probe["temp"]()
 if _TEMP_REFS >= _probe["local"]():
     _TEMP_REFS = -1
 del _probe
+
+
+cdef inline Py_ssize_t _item_refs(tuple t, Py_ssize_t i):
+    """The reference count of ``t[i]`` as `Port.set` sees it (borrowed: the loop adds none)."""
+    return (<PyObject *> PyTuple_GET_ITEM(t, i)).ob_refcnt
+
+
+# ``port.set((obs, reward, done))`` with a temporary tuple whose array only the tuple references (an env
+# step's fresh observation): nobody else can see that array either, so it too is made read-only in place
+# instead of the tuple being rebuilt around a view. Calibrated with an element only a tuple holds.
+cdef Py_ssize_t _ITEM_ONLY_REFS = _item_refs((object(),), 0)
+
+
+cdef inline void _freeze_owned_items(tuple value):
+    """Clear the write flag, in place, of every array that only ``value`` references."""
+    cdef Py_ssize_t i
+    cdef PyObject *p
+    for i in range(PyTuple_GET_SIZE(value)):
+        p = PyTuple_GET_ITEM(value, i)
+        if <object> p.ob_type is _ndarray and p.ob_refcnt == _ITEM_ONLY_REFS:
+            cnp.PyArray_CLEARFLAGS(<cnp.ndarray> p, cnp.NPY_ARRAY_WRITEABLE)
 
 
 cdef object _private_copy(object value):
@@ -325,8 +347,11 @@ cdef class Port(Trigger):
         cdef ReactorCtx c = self.wctx
         if c is None or c.current < 0 or not ((self.allowed_mask >> c.current) & 1):
             self._refuse()
-        if type(value) is _ndarray and Py_REFCNT(value) == _TEMP_REFS:
-            cnp.PyArray_CLEARFLAGS(<cnp.ndarray> value, cnp.NPY_ARRAY_WRITEABLE)
+        if Py_REFCNT(value) == _TEMP_REFS:
+            if type(value) is _ndarray:
+                cnp.PyArray_CLEARFLAGS(<cnp.ndarray> value, cnp.NPY_ARRAY_WRITEABLE)
+            elif type(value) is tuple:
+                _freeze_owned_items(<tuple> value)
         self._set(value)
 
     def _refuse(self):

@@ -5,7 +5,7 @@ import json
 import pandas as pd
 import pytest
 
-from backends.reactor import split_by_cost
+from backends.reactor import predicted_round, split_by_cost
 from tests.conftest import read_rows, run_cli
 
 
@@ -67,14 +67,52 @@ def test_the_report_takes_the_median_amdahl_bound_of_serial_rows():
     assert amdahl_bound(rows[rows["label"] != "serial:-"]) != amdahl_bound(rows[rows["label"] != "serial:-"])  # NaN
 
 
-@pytest.mark.parametrize("members,procs,cost,expected", [
-    (15, 2, 0.0, [0] * 8 + [1] * 7),
-    (15, 2, 1.3, [0] * 7 + [1] * 8),
-    (10, 2, 5.7, [0] * 2 + [1] * 8),
-    (4, 2, 5.7, [1] * 4),
-    (15, 4, 2.0, [0] * 2 + [1] * 5 + [2] * 4 + [3] * 4),
-    (3, 1, 9.0, [0, 0, 0]),
+@pytest.mark.parametrize("members,procs,step,gather,handoff,expected", [
+    (15, 2, 7.9, 0.35, 10.0, [8, 7]),   # CartPole: one member less on process 0 does not pay for a hand-off
+    (15, 2, 7.9, 0.35, 0.0, [7, 8]),    # ... it would with free hand-offs (moving one pays iff handoff < 7 gathers)
+    (15, 2, 221.0, 22.5, 10.0, [7, 8]),  # Atari: the frames' CRC-32 takes a member off process 0
+    (4, 2, 1.0, 5.7, 0.0, [1, 3]),      # a gather costlier than a step
+    (15, 4, 100.0, 30.0, 10.0, [3, 4, 4, 4]),
+    (6, 2, 1.0, 0.0, 100.0, [3, 3]),    # steps far below a hand-off: still no more than the even share
+    (3, 1, 9.0, 9.0, 9.0, [3]),
 ])
-def test_split_by_cost_balances_the_server_against_members(members, procs, cost, expected):
-    out = split_by_cost(members, procs, cost)
-    assert out == expected and out == sorted(out)
+def test_split_by_cost_takes_the_shortest_predicted_round(members, procs, step, gather, handoff, expected):
+    out = split_by_cost(members, procs, step, gather, split_gather=True, handoff=handoff)
+    assert [out.count(p) for p in range(procs)] == expected and out == sorted(out)
+
+
+def test_predicted_round_counts_the_gather_that_follows_the_last_results():
+    # 8 local members overlap their gather with the others' 7 steps; the 7 remote gathers follow
+    assert predicted_round(8, 15, 2, 10.0, 1.0, split_gather=True, handoff=2.0) == 8 * 11.0 + 7 * 1.0
+    # the others are the critical path: hand-off, 8 steps, then their 8 gathers
+    assert predicted_round(7, 15, 2, 10.0, 1.0, split_gather=True, handoff=2.0) == 2.0 + 8 * 10.0 + 8 * 1.0
+    # without a split gather the whole gather follows the last results
+    assert predicted_round(8, 15, 2, 10.0, 1.0, split_gather=False, handoff=2.0) == 8 * 10.0 + 15 * 1.0
+    assert predicted_round(15, 15, 2, 10.0, 1.0, split_gather=True, handoff=2.0) == 15 * 11.0  # no hand-off
+
+
+@pytest.mark.parametrize("handoff_us,members_w0", [(0.0, 7), (1e4, 8)])
+def test_cost_placement_uses_costs_measured_on_throwaway_roles(handoff_us, members_w0):
+    from backends.reactor import Executor, ReactorBackend, ReactorConfig
+    from scenarios import make_scenario
+    from scenarios.configs import GymConfig
+
+    scenario = make_scenario(GymConfig(num_envs=15), seed=0)
+    backend = ReactorBackend(ReactorConfig(executor=Executor.processes, handoff_us=handoff_us, max_processes=2), 2)
+    backend.start(scenario, scenario.make_server())
+    # a CartPole step costs more than 7 gathers of its result: free hand-offs move one member, dear ones none
+    assert backend.placement == [0] * members_w0 + [1] * (15 - members_w0)
+    assert backend.startup_breakdown["placement_members_w0"] == members_w0
+    top = backend.program(3, None)
+    assert top.server.n_local == members_w0
+
+
+def test_even_placement_where_the_gather_is_not_split():
+    from backends.reactor import Executor, ReactorBackend, ReactorConfig
+    from scenarios import make_scenario
+    from scenarios.configs import MarlConfig, MarlEnv
+
+    scenario = make_scenario(MarlConfig(env=MarlEnv.synthetic, num_agents=4), seed=0)
+    backend = ReactorBackend(ReactorConfig(executor=Executor.processes, max_processes=2), 2)
+    backend.start(scenario, scenario.make_server())
+    assert backend.placement is None and "placement_members_w0" not in backend.startup_breakdown

@@ -236,3 +236,35 @@ def test_writer_keeps_its_arrays_writable():
     run(k)
     assert k.buf.flags.writeable and k.buf[0] == 1
     assert not k.sent.flags.writeable and k.sent.tolist() == [0, 1, 2, 3]
+
+
+class TupleSender(Reactor):
+    """Sends `(array, float)` records: one built for the call (an env step's result), one whose array it keeps."""
+
+    out = Output()
+
+    def __init__(self):
+        super().__init__()
+        self.kept = np.zeros(3)
+        self.sent_temp = None
+        self.sent_kept = None
+
+    @reaction(startup, effects=[out])
+    def send(self):
+        self.out.set((np.arange(4.0), 1.0))  # a temporary record whose array nobody else holds
+        self.sent_temp = self.out.value
+        self.out.set((self.kept, 2.0))        # the writer keeps this array
+        self.kept[0] = 5                      # and may still write it
+        self.sent_kept = self.out.value
+
+
+def test_record_of_fresh_array_is_frozen_in_place_and_a_kept_one_is_viewed():
+    from reactor_backend import run
+    s = TupleSender()
+    run(s)
+    arr, reward = s.sent_temp
+    assert not arr.flags.writeable and arr.base is None  # the writer's own array, made read-only: no view
+    assert arr.tolist() == [0, 1, 2, 3] and reward == 1.0
+    kept, _ = s.sent_kept
+    assert s.kept.flags.writeable and not kept.flags.writeable
+    assert kept.base is s.kept and kept[0] == 5  # readers see a read-only view of the kept array
