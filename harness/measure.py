@@ -1,15 +1,19 @@
 """The measuring child process: builds one scenario on one backend, runs it, streams results to the parent.
 
 Started by `harness.runner` as ``python -m harness.measure FD JOB_DIR`` in a new session, with the job spec (JSON)
-on stdin. It writes one JSON message per line to file descriptor FD:
+on the first line of stdin. It writes one JSON message per line to file descriptor FD:
 
     {"type": "hello", ...row fields known before start-up}
     {"type": "started", "startup_seconds": s}
-    {"type": "progress", "done": d, "total": t}            (at most every 0.5 s)
-    {"type": "repetition", "index": r, "seconds": s, "latencies": [...], "checksum": c, "extra": {...}}
+    {"type": "progress", "done": d, "total": t}            (at most every 0.5 s; acknowledged)
+    {"type": "repetition", "index": r, "seconds": s, "latencies": [...], "checksum": c, "extra": {...}}  (acknowledged)
     {"type": "error", "message": m, "traceback": tb}         (then exit code 1)
 
-Nothing is printed or logged inside the timed loop; the clock excludes the time spent sending.
+Nothing is printed or logged inside the timed loop; the clock excludes the time spent sending. After a progress or
+repetition message the child waits for the parent's acknowledgement (one line on stdin), which the parent sends
+once it has stored the message and sampled the job's memory: the parent's own work then never runs beside timed
+rounds, where it would take a core from a backend that uses them all (measured: the reactor's first round of a
+repetition took 340 us instead of 80, docs/harness.md).
 """
 from __future__ import annotations
 
@@ -20,6 +24,10 @@ import time
 import traceback
 from typing import Any, Callable
 
+
+
+#: messages after which the child waits for the parent's acknowledgement before its rounds go on
+ACKNOWLEDGED = frozenset({"progress", "repetition"})
 
 
 def pin_threads(threads: int) -> None:
@@ -100,8 +108,10 @@ def main() -> int:
 
     def send(msg: dict[str, Any]) -> None:
         out.write(json.dumps(msg) + "\n")
+        if msg["type"] in ACKNOWLEDGED and not sys.stdin.readline():
+            raise RuntimeError("the harness closed the job's pipe: no parent to store its results")
 
-    spec = json.loads(sys.stdin.read())
+    spec = json.loads(sys.stdin.readline())
     try:
         measure(spec, send)
     except BaseException as exc:  # noqa: BLE001 - every failure becomes an error row in the parent

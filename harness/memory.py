@@ -56,6 +56,7 @@ class MemorySampler:
         self.tree, self.ledger, self.path, self.every_s = tree, ledger, path, every_s
         self.t0 = time.monotonic()
         self.next_at = self.t0
+        self.last_at = self.t0  # when the last sample was taken
         self.peak_rss_mb = 0.0
         self.peak_shm_mb = 0.0
         self.samples = 0
@@ -71,6 +72,7 @@ class MemorySampler:
     def sample(self) -> tuple[float, float, int]:
         """One sample now: (RSS MB summed over the tree, /dev/shm MB in use, processes)."""
         now = time.monotonic()
+        self.last_at = now
         self.next_at = now + (self.every_s if now - self.t0 < FAST_FOR_S else max(self.every_s, SLOW_EVERY_S))
         procs = self.tree.walk()
         rss, maps = 0, {}

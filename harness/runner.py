@@ -34,6 +34,12 @@ from harness.results import ResultsWriter, make_row, timing_fields
 from reactor_backend import cleanup_after
 
 
+#: while rounds run the parent samples the job's memory only when the child reports (progress at most every
+#: 0.5 s, repetitions) and waits for it: a sample takes a core for milliseconds. A job that reports nothing
+#: for this long (rounds of many seconds) is sampled anyway, so that the tree is still walked.
+BLIND_S = 10.0
+
+
 class MeasurementFailed(RuntimeError):
     """The measurement ended with status ``error`` or ``timeout`` (its row is on disk)."""
 
@@ -162,14 +168,34 @@ def run_measurement(
     sampler = MemorySampler(tree, ledger, job_dir / MEMORY_FILE)
     outcome = JobOutcome(status="ok", rows=0)
     deadline = time.monotonic() + float(budget["timeout_s"])
+    timed = False  # True from the first round on: the parent works only while the child waits for it
+
+    def wake_s() -> float:
+        # start-up: sample on time; rounds: sample when the child reports (below), or after BLIND_S without a word
+        return min(1.0, sampler.wait_s()) if not timed else max(0.0, sampler.last_at + BLIND_S - time.monotonic())
+
+    def on_wake() -> None:
+        if not timed:
+            sampler.maybe_sample()
+        elif time.monotonic() >= sampler.last_at + BLIND_S:
+            sampler.sample()
+
+    def acknowledge() -> None:
+        """Let the child go on with its rounds: what it sent is stored (see harness.measure)."""
+        sampler.maybe_sample()
+        try:
+            child.stdin.write(b"\n")
+            child.stdin.flush()
+        except (BrokenPipeError, ValueError):  # the child is gone: its end of the loop comes next
+            pass
+
     try:
         assert child.stdin is not None
-        child.stdin.write(json.dumps(spec).encode())
-        child.stdin.close()
+        child.stdin.write(json.dumps(spec).encode() + b"\n")
+        child.stdin.flush()
         failure: Optional[tuple[str, str]] = None
         try:
-            for line in read_lines(rfd, deadline, on_wake=sampler.maybe_sample,
-                                   wake_s=lambda: min(1.0, sampler.wait_s())):
+            for line in read_lines(rfd, deadline, on_wake=on_wake, wake_s=wake_s):
                 msg = json.loads(line)
                 kind = msg["type"]
                 if kind == "hello":
@@ -180,8 +206,11 @@ def run_measurement(
                 elif kind == "started":
                     base["startup_seconds"] = msg["startup_seconds"]
                     sampler.sample()  # everything is up; the timed rounds have not begun (warm-up runs)
-                elif kind == "progress" and on_progress is not None:
-                    on_progress(msg["done"], msg["total"])
+                    timed = True
+                elif kind == "progress":
+                    if on_progress is not None:
+                        on_progress(msg["done"], msg["total"])
+                    acknowledge()
                 elif kind == "repetition":
                     if msg["index"] == int(budget["repetitions"]) - 1:
                         sampler.sample()  # the last timed round is done: the state at the end of the run
@@ -193,6 +222,7 @@ def run_measurement(
                     writer.append_latencies(msg["index"], lat)
                     outcome.rows += 1
                     outcome.checksums.append(msg["checksum"])
+                    acknowledge()
                 elif kind == "error":
                     failure = ("error", msg["message"])
                     (job_dir / "error.txt").write_text(msg["traceback"])
@@ -214,6 +244,11 @@ def run_measurement(
         raise
     finally:
         os.close(rfd)
+        if child.stdin is not None:
+            try:
+                child.stdin.close()
+            except BrokenPipeError:
+                pass
     sampler.sample()  # the last look at the tree (every pid of it is remembered for the clean-up)
     outcome.leftover_processes = len([p for p in tree.survivors() if p.pid != child.pid])
     outcome.leftover_shm = ledger.owned(tree.pids)

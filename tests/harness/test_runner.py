@@ -135,3 +135,55 @@ def test_read_lines_still_reads_what_arrived_before_a_passed_deadline():
     finally:
         os.close(w)
         os.close(r)
+
+
+def test_the_child_waits_for_the_parent_after_each_stored_message(tmp_path):
+    """Progress and repetition messages are acknowledged: until the parent answers, the child runs no round
+    (so the parent's storing and memory sampling never share the cores with timed rounds)."""
+    import os
+    import select
+    import subprocess
+    import sys
+
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    from harness.app import CONF_DIR
+    from harness.runner import job_spec
+    from tests.conftest import REPO
+
+    with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
+        cfg = compose(config_name="config", overrides=["scenario=gym", "backend=serial", "budget=smoke",
+                                                         "budget.repetitions=3"])
+    spec = job_spec(OmegaConf.to_container(cfg, resolve=True))
+    rfd, wfd = os.pipe()
+    child = subprocess.Popen([sys.executable, "-m", "harness.measure", str(wfd), str(tmp_path)],
+                             stdin=subprocess.PIPE, pass_fds=(wfd,), cwd=REPO)
+    os.close(wfd)
+    child.stdin.write(json.dumps(spec).encode() + b"\n")
+    child.stdin.flush()
+    reader = os.fdopen(rfd)
+    kinds = []
+    try:
+        while True:
+            kind = json.loads(reader.readline())["type"]
+            kinds.append(kind)
+            if kind in ("progress", "repetition"):
+                break
+        # not answered: nothing more comes, although the smoke job's next repetition takes milliseconds
+        assert select.select([rfd], [], [], 1.0)[0] == []
+        assert child.poll() is None
+        while kinds[-1] != "repetition" or kinds.count("repetition") < 3:
+            if kinds[-1] in ("progress", "repetition"):
+                child.stdin.write(b"\n")
+                child.stdin.flush()
+            kinds.append(json.loads(reader.readline())["type"])
+        child.stdin.close()  # the last repetition is not answered: the child stops, naming why
+        error = json.loads(reader.readline())
+        assert error["type"] == "error" and "closed the job's pipe" in error["message"]
+        assert child.wait(timeout=60) == 1
+    finally:
+        child.kill()
+        child.wait()
+        reader.close()
+    assert kinds[:2] == ["hello", "started"] and kinds.count("repetition") == 3
