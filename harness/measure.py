@@ -12,8 +12,8 @@ on the first line of stdin. It writes one JSON message per line to file descript
 Nothing is printed or logged inside the timed loop; the clock excludes the time spent sending. After a progress or
 repetition message the child waits for the parent's acknowledgement (one line on stdin), which the parent sends
 once it has stored the message and sampled the job's memory: the parent's own work then never runs beside timed
-rounds, where it would take a core from a backend that uses them all (measured: the reactor's first round of a
-repetition took 340 us instead of 80, docs/harness.md).
+rounds, where it would take a core from a backend that uses them all (docs/harness.md: a memory sample of a Ray
+tree costs the parent ~20 ms).
 """
 from __future__ import annotations
 
