@@ -16,6 +16,16 @@ FRESH ?=
 # TRIALS=0,1,2: every sweep runs three times over, its backends interleaved (a, b, c, a, b, c, ...), and the
 # report pools the trials: on a machine whose speed drifts, each backend then samples the same stretch of time
 TRIALS ?= 0
+# failures fail: a sweep line that fails (a job's `error` or `timeout` row, a refused configuration) is recorded in
+# FAILED and its target goes on with the remaining sweeps and the report; $(FINISH), the target's last line,
+# then exits 1 naming every failed line. A target run by another (`make bench`) gets NESTED=1: only the outer
+# target starts a fresh FAILED and finishes with its verdict
+FAILED ?= $(BENCH_DIR)/failed-sweeps.txt
+NESTED ?=
+START = @$(if $(NESTED),true,mkdir -p $(dir $(FAILED)) && rm -f $(FAILED))
+TRY = @try() { echo "$$*"; "$$@" || echo "$@: exit $$? from: $$*" >> $(FAILED); }; try
+FINISH = @$(if $(NESTED),true,test ! -s $(FAILED) || { echo "failed sweeps (also in $(FAILED)):"; cat $(FAILED); exit 1; })
+SUBMAKE = $(MAKE) --no-print-directory NESTED=1 FAILED=$(FAILED)
 SWEEP := $(PY) -m harness -m budget=$(BUDGET) resume=$(if $(FRESH),false,true) trial=$(TRIALS)
 HARNESS := $(SWEEP) workers=$(WORKERS)
 SCENARIOS := gym atari dqn marl actors object_size overhead
@@ -70,32 +80,48 @@ soak: install ## Gym on the reactor for SOAK_MINUTES (default 30): RSS and /dev/
 	$(PY) -m harness.soak --minutes $(SOAK_MINUTES)
 
 bench: install ## The default local sweep of every scenario, then the report (resumes; FRESH=1: from scratch)
-	$(MAKE) --no-print-directory $(addprefix bench-,$(SCENARIOS)) BENCH_DIR=$(BENCH_DIR)
-	$(MAKE) --no-print-directory bench-paper-local BENCH_DIR=$(BENCH_DIR)
-	$(MAKE) --no-print-directory report BENCH_DIR=$(BENCH_DIR)
+	$(START)
+	$(SUBMAKE) $(addprefix bench-,$(SCENARIOS)) BENCH_DIR=$(BENCH_DIR)
+	$(SUBMAKE) bench-paper-local BENCH_DIR=$(BENCH_DIR)
+	$(SUBMAKE) report BENCH_DIR=$(BENCH_DIR)
+	$(FINISH)
 
 bench-gym: install ## Gym (CartPole) on every backend, the packed Ray layouts and the measured ceiling
-	-$(HARNESS) scenario=gym backend=$(ENV_BACKENDS) hydra.sweep.dir=$(BENCH_DIR)/gym
+	$(START)
+	$(TRY) $(HARNESS) scenario=gym backend=$(ENV_BACKENDS) hydra.sweep.dir=$(BENCH_DIR)/gym
+	$(FINISH)
 
 bench-atari: install ## Atari (Pong) on every backend, ale-py's AtariVectorEnv and the measured ceiling
-	-$(HARNESS) scenario=atari backend=$(ATARI_BACKENDS) hydra.sweep.dir=$(BENCH_DIR)/atari
+	$(START)
+	$(TRY) $(HARNESS) scenario=atari backend=$(ATARI_BACKENDS) hydra.sweep.dir=$(BENCH_DIR)/atari
+	$(FINISH)
 
 bench-dqn: install ## Synchronized parallel DQN on every backend
-	-$(HARNESS) scenario=dqn backend=$(ROLE_BACKENDS) hydra.sweep.dir=$(BENCH_DIR)/dqn
+	$(START)
+	$(TRY) $(HARNESS) scenario=dqn backend=$(ROLE_BACKENDS) hydra.sweep.dir=$(BENCH_DIR)/dqn
+	$(FINISH)
 
 bench-marl: install ## Multi-agent inference (synthetic and simple_spread) on every backend
-	-$(HARNESS) scenario=marl scenario.env=synthetic,simple_spread_v3 backend=$(ROLE_BACKENDS) hydra.sweep.dir=$(BENCH_DIR)/marl
+	$(START)
+	$(TRY) $(HARNESS) scenario=marl scenario.env=synthetic,simple_spread_v3 backend=$(ROLE_BACKENDS) hydra.sweep.dir=$(BENCH_DIR)/marl
+	$(FINISH)
 
 bench-actors: install ## Microbenchmark: round overhead against number of actors (2..16), and 2 actors with 100 KB / 10 MB
-	-$(HARNESS) scenario=actors scenario.num_clients=2,4,8,16 backend=reactor,reactor_threads,ray,ray_compiled hydra.sweep.dir=$(BENCH_DIR)/actors/clients
-	-$(HARNESS) scenario=actors scenario.num_clients=2 scenario.payload_bytes=100000 backend=reactor,ray,ray_compiled hydra.sweep.dir=$(BENCH_DIR)/actors/payload_100k
-	-$(HARNESS) scenario=actors scenario.num_clients=2 scenario.payload_bytes=10000000 budget.rounds=200 backend=reactor,ray,ray_compiled hydra.sweep.dir=$(BENCH_DIR)/actors/payload_10m
+	$(START)
+	$(TRY) $(HARNESS) scenario=actors scenario.num_clients=2,4,8,16 backend=reactor,reactor_threads,ray,ray_compiled hydra.sweep.dir=$(BENCH_DIR)/actors/clients
+	$(TRY) $(HARNESS) scenario=actors scenario.num_clients=2 scenario.payload_bytes=100000 backend=reactor,ray,ray_compiled hydra.sweep.dir=$(BENCH_DIR)/actors/payload_100k
+	$(TRY) $(HARNESS) scenario=actors scenario.num_clients=2 scenario.payload_bytes=10000000 budget.rounds=200 backend=reactor,ray,ray_compiled hydra.sweep.dir=$(BENCH_DIR)/actors/payload_10m
+	$(FINISH)
 
 bench-object_size: install ## Microbenchmark: round overhead against payload (1 KB .. 100 MB, 16 clients)
-	-$(HARNESS) scenario=object_size scenario.payload_bytes=1000,100000,10000000,100000000 backend=reactor,ray,ray_compiled hydra.sweep.dir=$(BENCH_DIR)/object_size
+	$(START)
+	$(TRY) $(HARNESS) scenario=object_size scenario.payload_bytes=1000,100000,10000000,100000000 backend=reactor,ray,ray_compiled hydra.sweep.dir=$(BENCH_DIR)/object_size
+	$(FINISH)
 
 bench-overhead: install ## The reactor runtime's own overhead (chain and fan-out/fan-in, inline and threads)
-	-$(HARNESS) scenario=overhead scenario.shape=chain,fan backend=reactor_inline,reactor_threads hydra.sweep.dir=$(BENCH_DIR)/overhead
+	$(START)
+	$(TRY) $(HARNESS) scenario=overhead scenario.shape=chain,fan backend=reactor_inline,reactor_threads hydra.sweep.dir=$(BENCH_DIR)/overhead
+	$(FINISH)
 
 # the scaling curve: workers above this machine's cores must degrade gracefully (issue 12), drawn by the
 # report's throughput-against-workers figure with the ceiling line
@@ -103,9 +129,11 @@ SCALING_WORKERS ?= 1,2,4,8,16
 # reactor: processes capped at the usable cores (the default); reactor_per_worker: one process per worker
 SCALING_BACKENDS ?= serial,reactor,reactor_per_worker,ray_packed
 bench-scaling: install ## Gym and Atari at SCALING_WORKERS (1..16) workers on serial, reactor (capped at the cores and one process per worker) and packed Ray, then the report
-	-$(SWEEP) scenario=gym backend=$(SCALING_BACKENDS) workers=$(SCALING_WORKERS) hydra.sweep.dir=$(BENCH_DIR)/scaling/gym
-	-$(SWEEP) scenario=atari backend=$(SCALING_BACKENDS) workers=$(SCALING_WORKERS) hydra.sweep.dir=$(BENCH_DIR)/scaling/atari
-	$(MAKE) --no-print-directory report BENCH_DIR=$(BENCH_DIR)/scaling
+	$(START)
+	$(TRY) $(SWEEP) scenario=gym backend=$(SCALING_BACKENDS) workers=$(SCALING_WORKERS) hydra.sweep.dir=$(BENCH_DIR)/scaling/gym
+	$(TRY) $(SWEEP) scenario=atari backend=$(SCALING_BACKENDS) workers=$(SCALING_WORKERS) hydra.sweep.dir=$(BENCH_DIR)/scaling/atari
+	$(SUBMAKE) report BENCH_DIR=$(BENCH_DIR)/scaling
+	$(FINISH)
 
 # issue 12's targets judged on repeated runs: the reactor against serial, one process of the same program
 # (reactor_inline) and the synchronized ceiling (capacity_lockstep), every sweep TRIALS_REPEATED times over
@@ -115,19 +143,25 @@ TRIALS_REPEATED ?= 0,1,2,3,4,5,6,7,8,9
 REPEATED_BACKENDS ?= serial,reactor,reactor_inline,capacity_lockstep
 REPEATED := $(PY) -m harness -m budget=$(BUDGET) resume=$(if $(FRESH),false,true) trial=$(TRIALS_REPEATED) workers=$(WORKERS)
 bench-repeated: install ## The reactor against serial, one process and the ceiling on gym, atari, dqn, marl (TRIALS_REPEATED interleaved trials), the actors round trip, then the report
-	-$(REPEATED) scenario=gym backend=$(REPEATED_BACKENDS) hydra.sweep.dir=$(BENCH_DIR)/repeated/gym
-	-$(REPEATED) scenario=marl scenario.env=synthetic,simple_spread_v3 backend=$(REPEATED_BACKENDS) hydra.sweep.dir=$(BENCH_DIR)/repeated/marl
-	-$(REPEATED) scenario=atari backend=$(REPEATED_BACKENDS) hydra.sweep.dir=$(BENCH_DIR)/repeated/atari
-	-$(REPEATED) scenario=dqn backend=$(REPEATED_BACKENDS) hydra.sweep.dir=$(BENCH_DIR)/repeated/dqn
-	-$(REPEATED) scenario=actors scenario.num_clients=2 scenario.payload_bytes=0,100000 backend=reactor hydra.sweep.dir=$(BENCH_DIR)/repeated/actors
-	$(MAKE) --no-print-directory report BENCH_DIR=$(BENCH_DIR)/repeated
+	$(START)
+	$(TRY) $(REPEATED) scenario=gym backend=$(REPEATED_BACKENDS) hydra.sweep.dir=$(BENCH_DIR)/repeated/gym
+	$(TRY) $(REPEATED) scenario=marl scenario.env=synthetic,simple_spread_v3 backend=$(REPEATED_BACKENDS) hydra.sweep.dir=$(BENCH_DIR)/repeated/marl
+	$(TRY) $(REPEATED) scenario=atari backend=$(REPEATED_BACKENDS) hydra.sweep.dir=$(BENCH_DIR)/repeated/atari
+	$(TRY) $(REPEATED) scenario=dqn backend=$(REPEATED_BACKENDS) hydra.sweep.dir=$(BENCH_DIR)/repeated/dqn
+	$(TRY) $(REPEATED) scenario=actors scenario.num_clients=2 scenario.payload_bytes=0,100000 backend=reactor hydra.sweep.dir=$(BENCH_DIR)/repeated/actors
+	$(SUBMAKE) report BENCH_DIR=$(BENCH_DIR)/repeated
+	$(FINISH)
 
 bench-paper: install ## The paper's twelve configurations at budget=paper (hours to days: prints an estimate first), then the report
-	-$(PY) scripts/paper_bench.py run --budget paper --backends $(PAPER_BACKENDS) --workers $(PAPER_WORKERS) --out $(PAPER_DIR) $(if $(PAPER_JOB_SECONDS),--job-seconds $(PAPER_JOB_SECONDS))
-	$(MAKE) --no-print-directory report BENCH_DIR=$(PAPER_DIR)
+	$(START)
+	$(TRY) $(PY) scripts/paper_bench.py run --budget paper --backends $(PAPER_BACKENDS) --workers $(PAPER_WORKERS) --out $(PAPER_DIR) $(if $(PAPER_JOB_SECONDS),--job-seconds $(PAPER_JOB_SECONDS))
+	$(SUBMAKE) report BENCH_DIR=$(PAPER_DIR)
+	$(FINISH)
 
 bench-paper-local: install ## The paper's configurations at budget=local (part of `make bench`)
-	-$(PY) scripts/paper_bench.py run --budget $(BUDGET) --backends $(PAPER_BACKENDS) --workers $(WORKERS) --out $(BENCH_DIR)/paper
+	$(START)
+	$(TRY) $(PY) scripts/paper_bench.py run --budget $(BUDGET) --backends $(PAPER_BACKENDS) --workers $(WORKERS) --out $(BENCH_DIR)/paper
+	$(FINISH)
 
 report: install ## Statistics, figures and tables for everything under BENCH_DIR (default: results/bench/latest)
 	$(PY) -m harness.report $(BENCH_DIR)
