@@ -43,9 +43,11 @@ def make_report(paths: Iterable[Path | str], all_runs: bool = False, figures: bo
 
 
 def build_report(paths: Iterable[Path | str], out: Optional[Path | str] = None, all_runs: bool = False,
-                 figures: bool = True, readme: Optional[Path | str] = None) -> ReportFiles:
-    """Write report.html, report.md, summary.csv and figures/*.{png,svg} into ``out`` (default
-    ``<first path>/report``); with ``readme``, also rewrite that file's results section."""
+                 figures: bool = True, readme: Optional[Path | str] = None,
+                 embed_figures: bool = True) -> ReportFiles:
+    """Write report.html, report.md, summary.csv, headline.csv and figures/*.png into ``out`` (default
+    ``<first path>/report``); with ``readme``, also rewrite that file's results section. ``embed_figures``:
+    report.html carries its figures (self-contained) or, False, links figures/*.png (archived runs)."""
     paths = [Path(p) for p in paths]
     rep = make_report(paths, all_runs=all_runs, figures=figures)
     out_dir = Path(out) if out is not None else (paths[0] if paths[0].is_dir() else paths[0].parent) / "report"
@@ -55,7 +57,7 @@ def build_report(paths: Iterable[Path | str], out: Optional[Path | str] = None, 
         fig_files += plot.save(out_dir / FIGURE_DIR)
     files = ReportFiles(out=out_dir, html=out_dir / "report.html", markdown=out_dir / "report.md",
                         summary=out_dir / "summary.csv", figures=fig_files)
-    files.html.write_text(to_html(rep))
+    files.html.write_text(to_html(rep, figure_dir=None if embed_figures else FIGURE_DIR))
     files.markdown.write_text(to_markdown(rep, FIGURE_DIR))
     summary_csv(rep).to_csv(files.summary, index=False)
     headline_frame(rep.analysis.headlines or []).to_csv(out_dir / "headline.csv", index=False)

@@ -61,10 +61,9 @@ class Plot:
 
     def save(self, folder: Path) -> list[Path]:
         folder.mkdir(parents=True, exist_ok=True)
-        png, svg = folder / f"{self.name}.png", folder / f"{self.name}.svg"
+        png = folder / f"{self.name}.png"
         png.write_bytes(self.png())
-        self.figure.savefig(svg, format="svg")
-        self.files = [png, svg]
+        self.files = [png]
         return self.files
 
 

@@ -330,101 +330,152 @@ def _counts(rep: Report) -> str:
 
 # ------------------------------------------------------------------------------------------ documents
 
-def _sections(rep: Report) -> list[tuple[str, str, Any]]:
-    """(title, intro, content) where content is a Table, a list of tables, or plots."""
+@dataclass
+class Section:
+    """One part of the report. ``content``: a `Table`, a list of lines (bullets) or a list of `Plot`.
+
+    ``detail``: per-configuration detail (hundreds of rows): collapsed in report.html and, in report.md, one
+    line pointing to summary.csv and report.html. ``md_rows``: at most this many table rows in report.md.
+    A new part of the report (a module's own statistics) is one more `Section` in `sections`.
+    """
+
+    title: str
+    intro: str
+    content: Any
+    detail: bool = False
+    md_rows: Optional[int] = None
+
+
+#: rows of a long table shown in report.md (the rest: report.html and summary.csv)
+MD_ROWS = 30
+
+
+def sections(rep: Report) -> list[Section]:
+    """The report in reading order: verdicts and the opening figure, the headline table and the paper, then
+    what went wrong, then the per-configuration detail and the other figures."""
     overview = [p for p in rep.plots if p.name == "relative_to_serial"]
-    secs: list[tuple[str, str, Any]] = [
-        ("Every backend against serial", "", overview),
-        ("Headline", "One row per configuration: medians in unit/s; the best alternative is the fastest backend "
-         "that is neither serial, nor a reactor executor, nor the ceiling; ratios are ratios of medians with a "
-         "95% bootstrap interval (scipy.stats.bootstrap, percentile); efficiency = reactor throughput / the "
-         "ceiling (measured: `capacity` rows; assumed: serial x min(workers, cores)), and where measured against "
-         "the synchronized ceiling (`capacity_lockstep` rows: the copies meet once per round). Columns: docs/report.md.",
-         headline_table(rep)),
-        ("Verdicts", "Fastest only when the 95% interval of its lead over the runner-up excludes 1; the "
-         "reactor's standing by the same rule (docs/report.md).", verdict_lines(rep)),
-        ("Geometric means", "Per scenario over its configurations, then across scenarios.", geomean_table(rep)),
-        ("The paper side by side", f"{PAPER_CITATION}. Measured: reactor:processes / ray:actors (the paper's "
-         "layout), and beside it reactor:processes / the fastest Ray layout measured.", paper_table(rep)),
+    out = [
+        Section("Verdicts", "Fastest only when the 95% interval of its lead over the runner-up excludes 1; the "
+                "reactor's standing by the same rule (docs/report.md).", verdict_lines(rep)),
+        Section("Every backend against serial", "", overview),
+        Section("Headline", "One row per configuration: medians in unit/s; the best alternative is the fastest "
+                "backend that is neither serial, nor a reactor executor, nor the ceiling; ratios are ratios of "
+                "medians with a 95% bootstrap interval (scipy.stats.bootstrap, percentile); efficiency = reactor "
+                "throughput / the ceiling (measured: `capacity` rows; assumed: serial x min(workers, cores)), and "
+                "where measured against the synchronized ceiling (`capacity_lockstep` rows: the copies meet once "
+                "per round). Columns: docs/report.md.", headline_table(rep)),
+        Section("The paper side by side", f"{PAPER_CITATION}. Measured: reactor:processes / ray:actors (the "
+                "paper's layout), and beside it reactor:processes / the fastest Ray layout measured.",
+                paper_table(rep)),
+        Section("Geometric means", "Per scenario over its configurations, then across scenarios.",
+                geomean_table(rep)),
+        Section("Invalid configurations", "Backends produced different checksums at the same repetition index: "
+                "they did not do the same work, so no speedup is computed.", invalid_table(rep), md_rows=MD_ROWS),
+        Section("Failures", "Rows with status error or timeout, with their messages.", failure_table(rep),
+                md_rows=MD_ROWS),
     ]
     for scen, t in scenario_tables(rep):
-        secs.append((f"Scenario {scen}", "One row per configuration and backend. Red rows: invalid (checksums "
-                     "differ between backends).", t))
-    secs += [
-        ("All speedups", "Every backend over every other, within each valid configuration.", speedup_table(rep)),
-        ("Invalid configurations", "Backends produced different checksums at the same repetition index: "
-         "they did not do the same work, so no speedup is computed.", invalid_table(rep)),
-        ("Failures", "Rows with status error or timeout, with their messages.", failure_table(rep)),
-        ("Hardware and software", "From the rows' metadata.", environment_table(rep)),
-        ("Figures", "", [p for p in rep.plots if p.name != "relative_to_serial"]),
+        out.append(Section(f"Scenario {scen}", "One row per configuration and backend. Red rows: invalid "
+                           "(checksums differ between backends).", t, detail=True))
+    out += [
+        Section("All speedups", "Every backend over every other, within each valid configuration.",
+                speedup_table(rep), detail=True),
+        Section("Hardware and software", "From the rows' metadata.", environment_table(rep)),
+        Section("Figures", "", [p for p in rep.plots if p.name != "relative_to_serial"]),
     ]
-    return secs
+    return out
 
 
 CSS = """body{font-family:system-ui,sans-serif;margin:2em;max-width:1400px;color:#222}
 table{border-collapse:collapse;margin:.5em 0 1.5em;font-size:13px}th,td{border:1px solid #ccc;padding:3px 6px;
 text-align:left;vertical-align:top}th{background:#f3f3f3}tr.invalid td{background:#fdd;color:#a00}
 tr.failed td{background:#fff3f0}tr.unstable td:nth-child(8){color:#a60}.warn{background:#fff8e1;border:1px solid
-#e0c060;padding:.5em 1em}figure{margin:1em 0}img{max-width:100%}figcaption{font-size:13px;color:#555}"""
+#e0c060;padding:.5em 1em}figure{margin:1em 0}img{max-width:100%}figcaption{font-size:13px;color:#555}
+summary{cursor:pointer;font-weight:600}"""
 
 
-def to_html(rep: Report) -> str:
-    """The self-contained page: figures embedded as base64 PNG, no external resource."""
+def _html_figure(p: Plot, figure_dir: Optional[str]) -> str:
+    src = f"{figure_dir}/{p.name}.png" if figure_dir else f"data:image/png;base64,{p.png_base64()}"
+    return (f"<figure><img alt='{html.escape(p.title)}' src='{html.escape(src)}'>"
+            f"<figcaption><strong>{html.escape(p.title)}.</strong> {html.escape(p.caption)}</figcaption></figure>")
+
+
+def to_html(rep: Report, figure_dir: Optional[str] = None) -> str:
+    """The HTML page. Without ``figure_dir`` it is self-contained (figures embedded as base64 PNG); with it,
+    figures are linked (``<figure_dir>/<name>.png``, relative to the page), which keeps archived reports small.
+    Per-configuration detail is collapsed (``<details>``)."""
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>reactorbench report</title>"
              f"<style>{CSS}</style></head><body><h1>reactorbench report</h1>",
              f"<p>Generated {html.escape(rep.generated_at)} from {html.escape(', '.join(rep.sources))}: "
              f"{html.escape(_counts(rep))}.<br>Machine: {html.escape(machine_line(rep.results.rows))}.<br>"
              "How to read it: docs/report.md.</p>"]
     warns = warnings(rep)
-    for i, (title, intro, content) in enumerate(_sections(rep)):
-        if i == 1 and warns:  # the picture opens the report; the warnings come right after it
+    for sec in sections(rep):
+        if sec.title == "Headline" and warns:  # after the verdicts and the picture, before the numbers
             parts.append("<div class='warn'><strong>Warnings and missing data</strong><ul>"
                          + "".join(f"<li>{html.escape(w)}</li>" for w in warns) + "</ul></div>")
-        parts.append(f"<h2>{html.escape(title)}</h2>")
-        if intro:
-            parts.append(f"<p>{html.escape(intro)}</p>")
-        if isinstance(content, Table):
-            body = content.html()
-            if title == "All speedups" and len(content.rows) > 20:
-                body = f"<details><summary>{len(content.rows)} comparisons</summary>{body}</details>"
-            parts.append(body)
-        elif title == "Verdicts":
-            parts.append("<ul>" + "".join(f"<li>{html.escape(x)}</li>" for x in content) + "</ul>"
-                         if content else "<p><em>(none)</em></p>")
-        elif isinstance(content, list):
-            if rep.figure_notes and title == "Figures":
-                parts.append("<p>Not drawn:</p><ul>" + "".join(f"<li>{html.escape(n)}</li>" for n in rep.figure_notes)
-                             + "</ul>")
-            for p in content:
-                parts.append(f"<figure><img alt='{html.escape(p.title)}' src='data:image/png;base64,{p.png_base64()}'>"
-                             f"<figcaption><strong>{html.escape(p.title)}.</strong> {html.escape(p.caption)}"
-                             "</figcaption></figure>")
+        body = []
+        if sec.intro:
+            body.append(f"<p>{html.escape(sec.intro)}</p>")
+        if isinstance(sec.content, Table):
+            body.append(sec.content.html())
+        elif sec.content and isinstance(sec.content[0], str):
+            body.append("<ul>" + "".join(f"<li>{html.escape(x)}</li>" for x in sec.content) + "</ul>")
+        elif isinstance(sec.content, list):
+            if rep.figure_notes and sec.title == "Figures":
+                body.append("<p>Not drawn:</p><ul>" + "".join(f"<li>{html.escape(n)}</li>"
+                                                              for n in rep.figure_notes) + "</ul>")
+            body += [_html_figure(p, figure_dir) for p in sec.content]
+            if not sec.content and sec.title != "Figures":
+                body.append("<p><em>(none)</em></p>")
+        if sec.detail:
+            n = len(sec.content.rows) if isinstance(sec.content, Table) else len(sec.content)
+            parts.append(f"<details><summary>{html.escape(sec.title)} ({n} rows)</summary>{''.join(body)}"
+                         "</details>")
+        else:
+            parts.append(f"<h2>{html.escape(sec.title)}</h2>" + "".join(body))
     parts.append("</body></html>")
     return "\n".join(parts)
 
 
 def to_markdown(rep: Report, figure_dir: str = "figures") -> str:
-    """The Markdown page: tables, and figures linked relative to the page."""
+    """The Markdown page a person reads: verdicts, the opening figure, the headline and the paper; long
+    tables are cut to `MD_ROWS` rows and per-configuration detail is left to summary.csv and report.html."""
     lines = ["# reactorbench report", "",
              f"Generated {rep.generated_at} from {', '.join(rep.sources)}: {_counts(rep)}.", "",
              f"Machine: {machine_line(rep.results.rows)}. How to read it: docs/report.md.", ""]
     warns = warnings(rep)
-    for i, (title, intro, content) in enumerate(_sections(rep)):
-        if i == 1 and warns:  # the picture opens the report; the warnings come right after it
+    detail: list[str] = []
+    for sec in sections(rep):
+        if sec.title == "Headline" and warns:  # after the verdicts and the picture, before the numbers
             lines += ["**Warnings and missing data**", ""] + [f"- {w}" for w in warns] + [""]
-        lines += [f"## {title}", ""]
-        if intro:
-            lines += [intro, ""]
-        if isinstance(content, Table):
-            lines.append(content.markdown())
-        elif title == "Verdicts":
-            lines += ([f"- {x}" for x in content] if content else ["_(none)_"]) + [""]
-        elif isinstance(content, list):
-            if rep.figure_notes and title == "Figures":
+        if sec.detail:
+            n = len(sec.content.rows) if isinstance(sec.content, Table) else len(sec.content)
+            detail.append(f"- {sec.title}: {n} rows")
+            continue
+        lines += [f"## {sec.title}", ""]
+        if sec.intro:
+            lines += [sec.intro, ""]
+        if isinstance(sec.content, Table):
+            t = sec.content
+            if sec.md_rows is not None and len(t.rows) > sec.md_rows:
+                shown = Table(t.header, t.rows[:sec.md_rows], t.classes[:sec.md_rows])
+                lines += [shown.markdown(), f"_... and {len(t.rows) - sec.md_rows} more rows in report.html._", ""]
+            else:
+                lines.append(t.markdown())
+        elif sec.content and isinstance(sec.content[0], str):
+            lines += [f"- {x}" for x in sec.content] + [""]
+        elif isinstance(sec.content, list):
+            if rep.figure_notes and sec.title == "Figures":
                 lines += ["Not drawn:", ""] + [f"- {n}" for n in rep.figure_notes] + [""]
-            for p in content:
-                lines += [f"![{p.title}]({figure_dir}/{p.name}.png)", "",
-                          f"*{p.title}.* {p.caption} ([SVG]({figure_dir}/{p.name}.svg))", ""]
+            for p in sec.content:
+                lines += [f"![{p.title}]({figure_dir}/{p.name}.png)", "", f"*{p.title}.* {p.caption}", ""]
+            if not sec.content and sec.title != "Figures":
+                lines += ["_(none)_", ""]
+    if detail:
+        lines += ["## Per-configuration detail", "",
+                  "One row per configuration and backend, with its speedups over the headline backends, in "
+                  "`summary.csv`; every table below in full in `report.html` (collapsed):", ""] + detail + [""]
     return "\n".join(lines)
 
 

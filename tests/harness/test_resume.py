@@ -5,7 +5,7 @@ import json
 
 from harness.report.build import make_report
 from harness.report.load import load_results
-from harness.report.render import to_markdown, warnings
+from harness.report.render import to_html, warnings
 from tests.conftest import read_rows, run_cli
 
 SWEEP = ("scenario=gym", "backend=serial", "budget=smoke", "seed=0,1,2")
@@ -51,7 +51,7 @@ def test_interrupted_sweep_runs_only_the_missing_and_partial_jobs(tmp_path):
         " ".join(warnings(rep)))
     # peak memory next to throughput and start-up time
     assert (rep.analysis.summary["peak_rss_mb"] > 10).all()
-    assert "| startup s | peak RSS MB | peak shm MB |" in to_markdown(rep)
+    assert "<th>startup s</th><th>peak RSS MB</th><th>peak shm MB</th>" in to_html(rep)
 
 
 def test_changed_config_or_fresh_flag_runs_again(tmp_path):

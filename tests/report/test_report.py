@@ -10,9 +10,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness.report import make_report
+from harness.report import build_report, make_report
 from harness.report.__main__ import main as cli_main
-from harness.report.render import README_END, README_START, to_markdown, warnings
+from harness.report.render import README_END, README_START, to_html, to_markdown, warnings
 from harness.results import COLUMNS
 
 from tests.report.synthetic import Jobs
@@ -62,7 +62,7 @@ def test_overlapping_backends_are_not_significant(jobs: Jobs) -> None:
     rep = make_report([jobs.root], figures=False)
     sp = rep.analysis.speedups
     assert not sp["significant"].any()
-    assert "not significant" in to_markdown(rep)
+    assert "not significant" in to_html(rep)  # the full speedup table (collapsed)
 
 
 def test_differing_checksums_make_the_configuration_invalid(jobs: Jobs) -> None:
@@ -195,7 +195,8 @@ def test_cli_writes_every_file_and_the_readme_section(jobs: Jobs, tmp_path: Path
     md = (out / "report.md").read_text()
     for link in re.findall(r"\]\((figures/[^)]+)\)", md):
         assert (out / link).exists(), link
-    assert (out / "figures" / "throughput_vs_workers.svg").exists()
+    assert (out / "figures" / "throughput_vs_workers.png").exists()
+    assert not list((out / "figures").glob("*.svg"))  # one format: PNG
     with (out / "summary.csv").open() as fh:
         rows = list(csv.DictReader(fh))
     assert {r["label"] for r in rows} == {"serial:-", "reactor:processes", "ray:actors"}
@@ -240,3 +241,37 @@ def test_a_damaged_file_does_not_stop_the_report(jobs: Jobs) -> None:
     lines[1] = lines[1].replace(",ok,", ",weird,", 1)
     odd.write_text("\n".join(lines) + "\n")
     assert any("unknown status" in w for w in warnings(make_report([jobs.root], figures=False)))
+
+
+def test_report_md_opens_with_verdicts_and_leaves_detail_to_html_and_summary(jobs: Jobs, tmp_path: Path) -> None:
+    _gym_pair(jobs)
+    for w, scale in ((1, 0.5), (4, 1.2)):
+        jobs.write("gym", "reactor", "processes", w, [1800 * scale, 1810 * scale, 1790 * scale])
+        jobs.write("gym", "ray", "actors", w, [100 * scale, 101 * scale, 99 * scale])
+    out = tmp_path / "out"
+    files = build_report([jobs.root], out=out, embed_figures=False)
+    md = files.markdown.read_text()
+    titles = re.findall(r"(?m)^## (.+)$", md)
+    assert titles[:4] == ["Verdicts", "Every backend against serial", "Headline", "The paper side by side"]
+    assert "![Every backend against serial]" in md or "relative_to_serial.png" in md
+    # per-configuration detail: not in report.md, collapsed in report.html, every row in summary.csv
+    assert "All speedups" not in titles and not any(t.startswith("Scenario") for t in titles)
+    assert "## Per-configuration detail" in md and "- All speedups:" in md
+    html_text = files.html.read_text()
+    assert re.search(r"<details><summary>All speedups \(\d+ rows\)</summary>", html_text)
+    assert "<details><summary>Scenario gym" in html_text
+    assert len(pd.read_csv(files.summary)) == len(make_report([jobs.root], figures=False).analysis.summary)
+    # archived form: figures linked, not embedded, and every link resolves
+    assert "base64" not in html_text
+    for link in re.findall(r"src='(figures/[^']+)'", html_text):
+        assert (out / link).exists(), link
+
+
+def test_long_tables_are_cut_in_markdown_only(jobs: Jobs) -> None:
+    from harness.report.render import MD_ROWS
+    for i in range(MD_ROWS + 5):
+        jobs.write("gym", "ray", "actors", 2, [], failure=("error", f"boom {i}"), params={"env_id": "x", "i": i})
+    rep = make_report([jobs.root], figures=False)
+    md = to_markdown(rep)
+    assert len(re.findall(r"\| boom \d+ \|", md)) == MD_ROWS and "5 more rows in report.html" in md
+    assert len(re.findall(r"<td>boom \d+</td>", to_html(rep))) == MD_ROWS + 5
