@@ -83,6 +83,11 @@ class Backend(abc.ABC):
     def stop(self) -> None:
         """Tear everything down: no process, actor or shared-memory segment may outlive this call."""
 
+    def timer(self, running: bool) -> None:
+        """The round clock's timer stops (``False``: a progress report, the end of the warm-up or of a
+        repetition) or runs again (``True``; also at the first round). A backend that counts work beside the
+        clock (the capacity backend's other copies) counts it only while the timer runs. Optional."""
+
     def metrics(self) -> dict[str, float]:
         """Numbers about the rounds since the previous call (e.g. where a round's time went), for the
         results row of the repetition that just ended. Optional; called from the clock's callbacks."""

@@ -9,14 +9,19 @@ efficiency = throughput / (serial x measured capacity) = throughput / this backe
 The measuring process runs copy 0 with the real server (its checksum equals serial's: the same work);
 k - 1 forked processes each build their own server and workers and run the same serial rounds, released
 together with copy 0 and kept running until copy 0 has finished, so every timed round of copy 0 runs under
-k-way load. The copies are symmetric, so the aggregate throughput is k x copy 0's (``units_factor = k``).
+k-way load. Each copy counts the rounds it completes in a shared counter; copy 0 reads the counters whenever
+the round clock's timer stops or starts (`Backend.timer`), so a repetition's units are the sum of the units
+every copy completed while copy 0's timer ran (``copy_units`` in the row's ``extra``, copy 0 first): on a VM
+whose vCPUs run at different speeds the copies complete different amounts of work, and the ceiling is what
+they did, not k x copy 0's.
 
 ``lockstep=true`` (preset ``capacity_lockstep``, variant ``lockstep``): the copies also meet once per round at
 the reactor runtime's shared-memory barrier, so every round lasts as long as the slowest copy's. That is the
 ceiling of any orchestration whose rounds are synchronized (the reactor, Ray's gather, vector envs): on a VM
 whose vCPUs run at different and changing speeds (the host's other tenants), k synchronized processes get k x
 the slowest vCPU, not the sum, and no runtime can do better with a static split of the work
-(docs/processes.md, "The remaining gap to the ceiling").
+(docs/processes.md, "The remaining gap to the ceiling"). The barrier makes every copy complete every round
+of copy 0's window, so there each copy's ``copy_units`` are copy 0's.
 """
 from __future__ import annotations
 
@@ -25,7 +30,7 @@ import multiprocessing as mp
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from backends.serial import SerialBackend
+from backends.serial import SerialBackend, SerialConfig
 from backends.base import BackendConfig, Clock
 from scenarios.base import Scenario, Server
 
@@ -58,14 +63,18 @@ class _LoadClock:
     """A clock for a load copy: counts nothing, ends the loop once ``stop`` is set; in lockstep it first
     meets the other copies at ``barrier`` (copy 0 ends the run through the barrier's stop word)."""
 
-    def __init__(self, stop: Any, barrier: Any = None):
+    def __init__(self, stop: Any, barrier: Any = None, counts: Any = None, rank: int = 1):
         self.stop = stop
         self.barrier = barrier
+        self.counts = counts
+        self.rank = rank
 
     def begin(self) -> None:
         pass
 
     def tick(self) -> None:
+        if self.counts is not None:
+            self.counts[self.rank] += 1  # one writer per slot; copy 0 only reads it
         if self.barrier is not None:
             from reactor_backend._sync import Aborted
 
@@ -75,6 +84,21 @@ class _LoadClock:
                 raise _Stopped from None
         if self.stop.is_set():
             raise _Stopped
+
+
+class _CountingClock:
+    """Copy 0's clock: counts its rounds in slot 0 of the shared counters, then ticks the round clock."""
+
+    def __init__(self, clock: Clock, counts: Any):
+        self.clock = clock
+        self.counts = counts
+
+    def begin(self) -> None:
+        self.clock.begin()
+
+    def tick(self) -> None:
+        self.counts[0] += 1  # before the tick: a repetition's last round is counted when its timer stops
+        self.clock.tick()
 
 
 class _LockstepClock:
@@ -100,17 +124,17 @@ def _barrier(buf: Optional[mmap.mmap], copies: int, rank: int, check: Any = None
     return Barrier(buf, copies, rank, check)
 
 
-def _load_copy(scenario: Scenario, ready: Any, start: Any, stop: Any, buf: Optional[mmap.mmap] = None,
-               copies: int = 1, rank: int = 1) -> None:
+def _load_copy(scenario: Scenario, ready: Any, start: Any, stop: Any, counts: Any,
+               buf: Optional[mmap.mmap] = None, copies: int = 1, rank: int = 1) -> None:
     """One copy: its own server and workers, serial rounds from ``start`` until ``stop`` (in lockstep:
     meeting the others at the barrier in ``buf`` after every round, until copy 0 stops the barrier)."""
     server = scenario.make_server()
-    copy = SerialBackend(None, 1)
+    copy = SerialBackend(SerialConfig(breakdown=False), 1)
     try:
         copy.start(scenario, server)
         ready.put(True)
         start.wait()
-        copy.run(2**62, _LoadClock(stop, _barrier(buf, copies, rank)))
+        copy.run(2**62, _LoadClock(stop, _barrier(buf, copies, rank), counts, rank))
     except _Stopped:
         pass
     finally:
@@ -119,37 +143,44 @@ def _load_copy(scenario: Scenario, ready: Any, start: Any, stop: Any, buf: Optio
 
 
 class CapacityBackend(SerialBackend):
-    """k = workers copies of the serial loop in k processes; throughput counts all k."""
+    """k = workers copies of the serial loop in k processes; throughput counts what all k completed."""
 
     name = "capacity"
     variant = "-"
 
-    def __init__(self, config: Any, workers: int):
-        super().__init__(config, workers)
+    def __init__(self, config: CapacityConfig, workers: int):
+        super().__init__(SerialConfig(breakdown=False), workers)  # copy 0 runs the plain serial loop
+        self.config = config
         if self.workers < 1:
             raise ValueError(f"workers must be >= 1 for backend=capacity, got {self.workers}")
-        #: the harness multiplies a round's units by this: k symmetric copies ran each round
-        self.units_factor = self.workers
         self.row_extra["copies"] = self.workers
-        self.lockstep = bool(getattr(config, "lockstep", False)) if config is not None else False
+        self.lockstep = bool(config.lockstep)
         self.variant = variant({"lockstep": self.lockstep})
         #: the barrier's control block (lockstep with more than one copy): anonymous shared memory, inherited
         #: by the forked copies, gone with the processes (nothing in /dev/shm to clean up)
         self.buf: Optional[mmap.mmap] = None
         self.procs: list[Any] = []
+        #: rounds each copy completed (slot = rank), shared with the forked copies; see `timer`
+        self.counts: Any = None
+        self._base: list[int] = [0] * self.workers
+        self._window: list[int] = [0] * self.workers
+        self._running = False
+        self._units_per_round = 0
 
     def start(self, scenario: Scenario, server: Server) -> None:
         super().start(scenario, server)
+        self._units_per_round = scenario.units_per_round()
         # fork, as scripts/parallel_capacity.py: spawn would start multiprocessing's resource tracker, a
         # process that outlives the backend; the copies build their own roles after the fork (threads are
         # pinned to 1 per role, so no OpenMP pool exists to be broken by it)
         ctx = mp.get_context("fork")
         self.ready, self.go, self.halt = ctx.Queue(), ctx.Event(), ctx.Event()
+        self.counts = ctx.RawArray("q", self.workers)  # aligned int64 slots: one writer each
         if self.lockstep and self.workers > 1:
             from reactor_backend._sync import control_size
 
             self.buf = mmap.mmap(-1, control_size(self.workers))
-        self.procs = [ctx.Process(target=_load_copy, args=(scenario, self.ready, self.go, self.halt,
+        self.procs = [ctx.Process(target=_load_copy, args=(scenario, self.ready, self.go, self.halt, self.counts,
                                                             self.buf, self.workers, rank), daemon=True)
                       for rank in range(1, self.workers)]
         for p in self.procs:
@@ -164,13 +195,30 @@ class CapacityBackend(SerialBackend):
 
     def run(self, rounds: int, clock: Clock) -> None:
         barrier = _barrier(self.buf, self.workers, 0, self._check_copies)
+        counting = _CountingClock(clock, self.counts)
         self.go.set()
         try:
-            super().run(rounds, _LockstepClock(clock, barrier) if barrier is not None else clock)
+            super().run(rounds, _LockstepClock(counting, barrier) if barrier is not None else counting)
         finally:
             self.halt.set()
             if barrier is not None:
                 barrier.request_stop(1)  # the copies waiting at the barrier leave their loops
+
+    def timer(self, running: bool) -> None:
+        """Copy 0's timer stops or starts: add each copy's rounds since it last started to the window."""
+        now = list(self.counts)
+        if self._running and not running:
+            self._window = [w + n - b for w, n, b in zip(self._window, now, self._base)]
+        self._base, self._running = now, running
+
+    def metrics(self) -> dict[str, Any]:
+        """``copy_units``: the units each copy (copy 0 first) completed while the timer ran since the
+        previous call; the harness counts their sum as the repetition's units."""
+        rounds = self._window
+        if self.lockstep:  # the barrier: every copy completed every round of copy 0's window
+            rounds = [rounds[0]] * self.workers
+        self._window = [0] * self.workers
+        return {"copy_units": [r * self._units_per_round for r in rounds]}
 
     def _check_copies(self) -> None:
         """Called while copy 0 waits at the barrier: a copy that died would never arrive."""

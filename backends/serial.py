@@ -35,7 +35,7 @@ class SerialBackend(Backend):
 
     def __init__(self, config: Any, workers: int):
         super().__init__(config, workers)
-        self.timed = bool(getattr(config, "breakdown", False))
+        self.timed = bool(config.breakdown)
         self._server_ns = self._steps_ns = self._rounds = 0
         self._seen = (0, 0, 0)
 

@@ -24,6 +24,10 @@ class Repetition:
     latencies: np.ndarray
 
 
+def _ignore(running: bool) -> None:
+    """No listener of the timer."""
+
+
 class RoundClock:
     """Counts rounds: ``warmup`` untimed, then ``repetitions`` x ``rounds`` timed."""
 
@@ -37,6 +41,7 @@ class RoundClock:
         progress_every_s: float = 0.5,
         on_begin: Optional[Callable[[float], None]] = None,
         on_warmup_end: Optional[Callable[[], None]] = None,
+        on_timer: Optional[Callable[[bool], None]] = None,
     ):
         if rounds < 1 or repetitions < 1 or warmup < 0:
             raise ValueError("rounds and repetitions must be >= 1 and warmup >= 0")
@@ -48,6 +53,9 @@ class RoundClock:
         self._on_progress = on_progress
         self._on_begin = on_begin
         self._on_warmup_end = on_warmup_end
+        #: told when the timer stops (False: a report or a repetition's end) and runs again (True), so that
+        #: work counted beside the clock (the capacity backend's other copies) is counted in the same window
+        self._on_timer = on_timer if on_timer is not None else _ignore
         self._progress_every = progress_every_s
         self._lat: list[float] = [0.0] * rounds
         self.done = 0
@@ -70,6 +78,7 @@ class RoundClock:
             # no reporter: no tick is ever due to report (the short path checks the time only)
             self._next_progress = now + self._progress_every if self._on_progress is not None else math.inf
             self._arm()
+            self._on_timer(True)
 
     def tick(self) -> None:
         """One round is complete."""
@@ -96,6 +105,7 @@ class RoundClock:
             self._lat[timed % self.rounds] = now - self._last
         self._last = now
         if timed + 1 >= 0 and (timed + 1) % self.rounds == 0:
+            self._on_timer(False)
             if timed + 1 == 0:  # end of warm-up: the first repetition starts now
                 if self._on_warmup_end is not None:
                     self._on_warmup_end()
@@ -105,13 +115,16 @@ class RoundClock:
                 rep = Repetition(timed // self.rounds, now - self._rep_start, latencies)
                 self._on_repetition(rep)
                 self._last = self._rep_start = time.perf_counter()
+            self._on_timer(True)
         if self._on_progress is not None and now >= self._next_progress:
+            self._on_timer(False)
             t0 = time.perf_counter()
             self._on_progress(self.done, self.total_rounds)
             after = time.perf_counter()
             self._rep_start += after - t0  # the report is not part of any round
             self._last += after - t0
             self._next_progress = after + self._progress_every
+            self._on_timer(True)
         self._arm()
 
     def _arm(self) -> None:

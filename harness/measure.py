@@ -61,8 +61,7 @@ def measure(spec: dict[str, Any], send: Callable[[dict[str, Any]], None]) -> Non
 
     backend = make_backend(backend_cfg, spec["workers"])
     server = scenario.make_server()
-    # the capacity backend runs k symmetric copies of each round: it counts k rounds' units
-    units = scenario.units_per_round() * int(budget["rounds"]) * int(getattr(backend, "units_factor", 1))
+    units = scenario.units_per_round() * int(budget["rounds"])
 
     def on_repetition(rep: Repetition) -> None:
         extra = dict(server.metrics())
@@ -74,7 +73,8 @@ def measure(spec: dict[str, Any], send: Callable[[dict[str, Any]], None]) -> Non
         send({
             "type": "repetition",
             "index": rep.index,
-            "units": units,
+            # the capacity backend's copies each report the units they completed in the timed window
+            "units": sum(extra["copy_units"]) if "copy_units" in extra else units,
             "seconds": rep.seconds,
             "latencies": rep.latencies.tolist(),
             "checksum": server.checksum(),
@@ -91,7 +91,8 @@ def measure(spec: dict[str, Any], send: Callable[[dict[str, Any]], None]) -> Non
 
     clock = RoundClock(int(budget["rounds"]), int(budget["warmup_rounds"]), int(budget["repetitions"]),
                        on_repetition, on_progress, on_begin=on_begin,
-                       on_warmup_end=lambda: (server.metrics(), backend.metrics()))  # timed rounds only
+                       on_warmup_end=lambda: (server.metrics(), backend.metrics()),  # timed rounds only
+                       on_timer=backend.timer)
     try:
         backend.start(scenario, server)
         backend.run(clock.total_rounds, clock)

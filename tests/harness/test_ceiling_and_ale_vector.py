@@ -13,13 +13,18 @@ from tests.scenarios.test_cli import SMOKE, sweep_rows
 
 
 def test_capacity_runs_k_serial_copies_with_the_serial_checksum(tmp_path):
-    proc = run_cli("scenario=gym", "backend=serial,capacity", "workers=2", *SMOKE, "budget.rounds=20",
-                   run_dir=tmp_path, multirun=True, timeout=300)
+    # rounds enough that the other copy completes some in each window (a gym round is well under 1 ms)
+    proc = run_cli("scenario=gym", "backend=serial,capacity", "workers=2", *SMOKE, "budget.rounds=300",
+                   "budget.warmup_rounds=50", run_dir=tmp_path, multirun=True, timeout=300)
     rows = sweep_rows(tmp_path, proc)
     serial, cap = rows[rows.backend == "serial"], rows[rows.backend == "capacity"]
     assert list(cap.checksum) == list(serial.checksum)  # copy 0 did exactly the serial work
-    assert (cap.units.astype(int) == 2 * serial.units.astype(int).iloc[0]).all()  # k = 2 copies counted
-    assert all(json.loads(e)["copies"] == 2 for e in cap.extra)
+    for units, extra in zip(cap.units.astype(int), map(json.loads, cap.extra)):
+        assert extra["copies"] == 2
+        copy0, copy1 = extra["copy_units"]  # what each copy completed in the timed window, copy 0 first
+        assert copy0 + copy1 == units  # the ceiling is the work done, not k x copy 0's
+        assert copy0 == int(serial.units.iloc[0])  # copy 0's window is exactly the repetition's rounds
+        assert copy1 > 0
     rep = make_report([tmp_path], figures=False)
     s = rep.analysis.summary.set_index("label")
     assert s.loc["serial:-", "ceiling_source"] == "measured"
@@ -88,6 +93,8 @@ def test_lockstep_capacity_meets_every_round_and_is_the_synchronized_ceiling(tmp
     assert set(sync.variant) == {"lockstep"}
     assert list(sync.checksum) == list(serial.checksum)  # copy 0 did exactly the serial work
     assert (sync.units.astype(int) == 2 * serial.units.astype(int).iloc[0]).all()
+    # the barrier: every copy completed every round of the window
+    assert all(json.loads(e)["copy_units"] == [int(serial.units.iloc[0])] * 2 for e in sync.extra)
     rep = make_report([tmp_path], figures=False)
     s = rep.analysis.summary.set_index("label")
     k = s.loc["capacity:lockstep", "median"] / s.loc["serial:-", "median"]
