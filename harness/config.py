@@ -16,6 +16,7 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING, OmegaConf
 
 from backends import backend_names, backend_schema, backend_schemas
+from harness.resume import resume_errors
 from scenarios.configs import (
     ActorsConfig,
     AtariConfig,
@@ -65,8 +66,9 @@ class RunConfig:
     threads_per_worker: int = 1
     #: no progress bars
     quiet: bool = False
-    #: skip the job when its folder already holds all its ok rows for this config and git sha (harness.resume)
-    resume: bool = True
+    #: skip the job when its folder already holds all its ok rows for this config and a clean tree at this git
+    #: sha: true, false or dirty-ok (reuse rows of, or on, a tree with uncommitted changes too; harness.resume)
+    resume: Any = True
     #: a deliberate repeat of the same job within one sweep: ``trial=0,1,2 backend=a,b`` runs a, b, a, b, a, b
     #: (Hydra sweeps the last key fastest), spreading every backend over the same stretch of time on a machine
     #: whose speed drifts; the report pools the trials (docs/report.md, "Trials")
@@ -183,6 +185,7 @@ def range_errors(cfg: Any) -> list[str]:
             why = limits.violation(value)
             if why is not None:
                 errors.append(f"{prefix}{key}={value}: {why}")
+    errors += resume_errors(plain)
     fault = plain.get("scenario") or {}
     if fault.get("name") == "fault" and fault.get("fail_worker", 0) >= fault.get("num_workers", 1):
         errors.append(f"scenario.fail_worker={fault['fail_worker']}: must be < scenario.num_workers="

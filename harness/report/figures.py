@@ -270,16 +270,17 @@ def speedup_bars(speedups: pd.DataFrame, rows: pd.DataFrame) -> list[Plot]:
                  "p >= 0.05); invalid configurations (checksum mismatch) are left out.")]
 
 
-def _latency_frame(rows: pd.DataFrame, latencies: pd.DataFrame) -> pd.DataFrame:
+def _latency_frame(rows: pd.DataFrame, latencies: pd.DataFrame, kind: str) -> pd.DataFrame:
+    """The latency summary's ``kind`` rows (`harness.report.load.LATENCY_COLUMNS`) with their job's keys."""
     if not len(latencies):
         return latencies
     jobs = rows.drop_duplicates("job").set_index("job")[["config", "label", "scenario", "workers"]]
-    return latencies.join(jobs, on="job", how="inner")
+    return latencies[latencies["kind"] == kind].join(jobs, on="job", how="inner")
 
 
 def latency_cdfs(rows: pd.DataFrame, latencies: pd.DataFrame) -> list[Plot]:
     """Per-round latency CDFs per backend, for one configuration per scenario (the one with most backends)."""
-    lat = _latency_frame(rows[rows["status"] == "ok"], latencies)
+    lat = _latency_frame(rows[rows["status"] == "ok"], latencies, "quantile")
     if not len(lat):
         return []
     chosen = []
@@ -292,13 +293,11 @@ def latency_cdfs(rows: pd.DataFrame, latencies: pd.DataFrame) -> list[Plot]:
     meta = _config_meta(rows)
     for ax, (scen, cfg, g) in zip(axes, chosen):
         for label, lg in g.groupby("label", sort=True):
-            v = np.sort(lg["latency_ms"].to_numpy(float))
+            # each job's evenly spaced quantiles of its rounds; several jobs (trials) pool their quantiles
+            v = np.sort(lg["value"].to_numpy(float))
             v = v[np.isfinite(v) & (v > 0)]
-            idx = np.arange(v.size)
-            if v.size > 400:  # 400 quantiles draw the same curve, at a fraction of the cost and file size
-                idx = np.unique(np.linspace(0, v.size - 1, 400).round().astype(int))
             if v.size:
-                ax.step(v[idx], (idx + 1) / v.size, where="post", color=color(label), label=label)
+                ax.step(v, np.arange(1, v.size + 1) / v.size, where="post", color=color(label), label=label)
         log_axis(ax, "x")
         ax.set_xlabel("round latency (ms)")
         ax.set_ylabel("fraction of rounds")
@@ -306,8 +305,8 @@ def latency_cdfs(rows: pd.DataFrame, latencies: pd.DataFrame) -> list[Plot]:
         ax.legend(fontsize=7)
         ax.grid(True, which="both", alpha=0.3)
     return [Plot("latency_cdf", "Per-round latency distributions", fig,
-                 "Empirical CDF of every timed round (all repetitions), one configuration per scenario: the one "
-                 "with the most backends, then the most workers.")]
+                 "Empirical CDF of every timed round (all repetitions; drawn from 201 quantiles per job), one "
+                 "configuration per scenario: the one with the most backends, then the most workers.")]
 
 
 def _overhead_plot(summary: pd.DataFrame, rows: pd.DataFrame, xkey: str, name: str, title: str,
@@ -403,7 +402,7 @@ def dqn_plots(rows: pd.DataFrame, latencies: pd.DataFrame) -> list[Plot]:
             ax.legend(fontsize=7)
         plots.append(Plot("dqn_phases", "DQN: sampling, communication and training time", fig,
                           "Median over repetitions of each phase's seconds (from the rows' extra column)."))
-    lat = _latency_frame(ok, latencies)
+    lat = _latency_frame(ok, latencies, "wall")
     fig, axes = _figure(len(configs))
     for ax, c in zip(axes, configs):
         lc = lat[lat["config"] == c] if len(lat) else lat
@@ -411,11 +410,8 @@ def dqn_plots(rows: pd.DataFrame, latencies: pd.DataFrame) -> list[Plot]:
         for label in sorted(set(g["label"])):
             ll = lc[lc["label"] == label] if len(lc) else lc
             if len(ll):
-                curves = [np.cumsum(r.sort_values("round")["latency_ms"].to_numpy(float)) / 1e3
-                          for _, r in ll.groupby(["job", "repetition"])]
-                n = min(len(cv) for cv in curves)
-                med = np.median(np.vstack([cv[:n] for cv in curves]), axis=0)
-                ax.plot(np.arange(1, n + 1), med, color=color(label), label=label)
+                med = ll.groupby("x")["value"].median()  # the median over jobs (trials) of each job's median
+                ax.plot(med.index.to_numpy(float), med.to_numpy(float), color=color(label), label=label)
             else:
                 lg = g[g["label"] == label]
                 ax.plot(lg["rounds"], lg["seconds"], "o", color=color(label), label=f"{label} (totals only)")

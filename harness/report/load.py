@@ -1,4 +1,5 @@
-"""Reading result files: every ``results.csv`` under the given paths, with the ``latencies.csv`` beside it.
+"""Reading result files: every ``results.csv`` under the given paths, with the ``latencies.csv`` beside it,
+and every archived run's ``results.jsonl.gz`` (`harness.archive`).
 
 The report reads only result files (docs/design.md, "Layers and import rules"): nothing here imports a
 backend or a scenario. Columns are taken from the results contract (`harness.results.COLUMNS`); the
@@ -16,6 +17,7 @@ from typing import Any, Iterable
 import numpy as np
 import pandas as pd
 
+from harness.archive import ARCHIVE_FILE, latency_summary, read_archive, record_rows
 from harness.resume import REUSED_FILE
 from harness.results import COLUMNS, LATENCIES_FILE, RESULTS_FILE
 
@@ -29,9 +31,15 @@ MACHINE_KEYS = ("hostname", "cpu_model", "cpu_count", "ram_gb", "os")
 SOFTWARE_KEYS = ("python", "versions", "git_sha")
 
 
+#: the latency summary's columns: per job, ``kind`` ``quantile`` (x: probability, value: ms) or ``wall``
+#: (x: rounds done, value: cumulative seconds, median over repetitions); `harness.archive.latency_summary`
+LATENCY_COLUMNS = ("job", "kind", "x", "value")
+
+
 @dataclass
 class ResultSet:
-    """All rows (one per repetition or failure) and all per-round latencies found under some paths."""
+    """All rows (one per repetition or failure) and a summary of their per-round latencies
+    (`LATENCY_COLUMNS`: what the figures draw, the same whether read from ``latencies.csv`` or an archive)."""
 
     rows: pd.DataFrame
     latencies: pd.DataFrame
@@ -43,14 +51,22 @@ class ResultSet:
         return self.rows[self.rows["status"] == "ok"]
 
 
+#: folders a walk does not enter: the report's own output, and the reference runs below the folder given
+#: (``results/``): a reference run is read by naming it, never pooled with the sweeps around it
+SKIPPED_FOLDERS = ("report", "reference")
+
+
 def find_result_files(paths: Iterable[Path | str]) -> list[Path]:
-    """Every ``results.csv`` under ``paths`` (files or folders), skipping the report's own output folders."""
+    """Every ``results.csv`` and ``results.jsonl.gz`` under ``paths`` (files or folders), skipping
+    `SKIPPED_FOLDERS` below each path."""
     found: set[Path] = set()
+    names = (RESULTS_FILE, ARCHIVE_FILE)
     for p in map(Path, paths):
-        if p.is_file() and p.name == RESULTS_FILE:
+        if p.is_file() and p.name in names:
             found.add(p.resolve())
         elif p.is_dir():
-            found.update(f.resolve() for f in p.rglob(RESULTS_FILE) if "report" not in f.relative_to(p).parts[:-1])
+            found.update(f.resolve() for name in names for f in p.rglob(name)
+                         if not set(SKIPPED_FOLDERS) & set(f.relative_to(p).parts[:-1]))
     return sorted(found)
 
 
@@ -75,42 +91,72 @@ def backend_label(backend: Any, variant: Any) -> str:
     return f"{backend}:{v}"
 
 
-def _read_one(path: Path, job: str) -> tuple[list[dict[str, str]], pd.DataFrame]:
+def _summary_frame(job: str, summary: dict[str, Any] | None) -> pd.DataFrame:
+    if not summary or not summary.get("q"):
+        return pd.DataFrame(columns=list(LATENCY_COLUMNS))
+    q = summary["q"]
+    return pd.DataFrame({"job": job, "kind": ["quantile"] * len(q) + ["wall"] * len(summary["wall_s"]),
+                         "x": [*np.linspace(0, 1, len(q)), *summary["wall_round"]],
+                         "value": [*q, *summary["wall_s"]]})
+
+
+def _read_one(path: Path, job: str) -> tuple[list[dict[str, Any]], pd.DataFrame]:
     # the csv module: small files, read as strings (the columns are typed once, for all files, in `prepare`)
     reused = (path.parent / REUSED_FILE).exists()  # harness.resume: rows kept from an earlier run
     with path.open(newline="") as fh:
         records = [{**r, "job": job, "source": str(path), "reused": reused} for r in csv.DictReader(fh)]
     lat_path = path.parent / LATENCIES_FILE
-    lat = pd.DataFrame(columns=["repetition", "round", "latency_ms", "job"])
+    summary = None
     if lat_path.exists():
         with lat_path.open(newline="") as fh:
             reader = csv.reader(fh)
             next(reader, None)
-            values = np.array([r for r in reader if len(r) == 3], dtype=float).reshape(-1, 3)
-        lat = pd.DataFrame(values, columns=["repetition", "round", "latency_ms"])
-        lat["job"] = job
-    return records, lat
+            summary = latency_summary(np.array([r for r in reader if len(r) == 3], dtype=float).reshape(-1, 3))
+    return records, _summary_frame(job, summary)
+
+
+def _read_archive(path: Path, first: int) -> list[tuple[str, list[dict[str, Any]], pd.DataFrame]]:
+    """One (job, rows, latency summary) per archived job; a job whose folder holds its own results.csv
+    (measured again in the archived run) is left to that folder."""
+    out = []
+    for rec in read_archive(path):
+        folder = path.parent / rec["job"]
+        if (folder / RESULTS_FILE).exists():
+            continue
+        job = f"{first + len(out):05d}:{folder.name}"
+        reused = bool(rec.get("reused")) or (folder / REUSED_FILE).exists()
+        source = str(folder / RESULTS_FILE)  # where the job's rows were, in the run as measured
+        rows = [{**r, "job": job, "source": source, "reused": reused} for r in record_rows(rec)]
+        out.append((job, rows, _summary_frame(job, rec.get("latency"))))
+    return out
 
 
 def load_results(paths: Iterable[Path | str]) -> ResultSet:
     """Read every results file under ``paths`` into one tidy table (never raises on a bad file: it says so)."""
     files = find_result_files(paths)
-    records: list[dict[str, str]] = []
+    records: list[dict[str, Any]] = []
     lats, problems = [], []
-    for i, path in enumerate(files):
+    count = 0
+    for path in files:
         try:
-            recs, lat = _read_one(path, job=f"{i:05d}:{path.parent.name}")
-        except (OSError, csv.Error, ValueError, UnicodeDecodeError) as exc:
+            if path.name == ARCHIVE_FILE:
+                jobs = _read_archive(path, count)
+            else:
+                job = f"{count:05d}:{path.parent.name}"
+                jobs = [(job, *_read_one(path, job))]
+        except (OSError, csv.Error, ValueError, UnicodeDecodeError, EOFError, KeyError, IndexError) as exc:
             problems.append(f"could not read {path}: {exc}")
             continue
-        records += recs
-        if len(lat):
-            lats.append(lat)
+        for _, recs, lat in jobs:
+            count += 1
+            records += recs
+            if len(lat):
+                lats.append(lat)
     columns = list(dict.fromkeys([*COLUMNS, "job", "source", "reused", *(k for r in records[:1] for k in r)]))
     rows = pd.DataFrame.from_records(records, columns=columns).fillna("")
-    latencies = (pd.concat(lats, ignore_index=True) if lats
-                 else pd.DataFrame({"repetition": pd.Series(dtype=float), "round": pd.Series(dtype=float),
-                                    "latency_ms": pd.Series(dtype=float), "job": pd.Series(dtype=str)}))
+    latencies = (pd.concat(lats, ignore_index=True) if lats else
+                 pd.DataFrame({"job": pd.Series(dtype=str), "kind": pd.Series(dtype=str),
+                               "x": pd.Series(dtype=float), "value": pd.Series(dtype=float)}))
     return ResultSet(rows=prepare(rows), latencies=latencies, files=files, problems=problems)
 
 

@@ -175,7 +175,12 @@ def warnings(rep: Report) -> list[str]:
         if missing:
             out.append(f"headline {num_} / {den} unavailable: no ok rows for {', '.join(missing)}")
     if len(ok) and not len(rep.results.latencies):
-        out.append("no latencies.csv beside the results: latency distributions are not drawn")
+        out.append("no per-round latencies (latencies.csv, or an archive's summary of them): latency "
+                   "distributions are not drawn")
+    dirty = [bool((m or {}).get("git_dirty")) for m in rows["meta"]]
+    if any(dirty):
+        out.append(f"{sum(dirty)} row(s) measured on a tree with uncommitted changes (git_dirty): their commit "
+                   "does not say which code ran")
     reused = rows[rows["reused"].astype(bool)] if "reused" in rows else rows.iloc[:0]
     if len(reused):
         folders = sorted({Path(s).parent.name for s in reused["source"]})

@@ -275,3 +275,22 @@ def test_long_tables_are_cut_in_markdown_only(jobs: Jobs) -> None:
     md = to_markdown(rep)
     assert len(re.findall(r"\| boom \d+ \|", md)) == MD_ROWS and "5 more rows in report.html" in md
     assert len(re.findall(r"<td>boom \d+</td>", to_html(rep))) == MD_ROWS + 5
+
+
+def test_without_a_folder_the_report_reads_the_latest_sweep_only(tmp_path: Path, monkeypatch) -> None:
+    from harness.report.__main__ import DEFAULT_DIR
+
+    monkeypatch.chdir(tmp_path)
+    assert cli_main(["--no-figures"]) == 2  # no sweep yet: says so, writes nothing
+    assert not (tmp_path / "results").exists()
+    latest = Jobs(tmp_path / DEFAULT_DIR)
+    latest.write("gym", "serial", "-", 1, [1000, 1010, 990])
+    reference = Jobs(tmp_path / "results" / "reference" / "old-run")
+    reference.write("gym", "ray", "actors", 2, [50, 51, 49])
+    assert cli_main(["--no-figures"]) == 0
+    summary = pd.read_csv(tmp_path / DEFAULT_DIR / "report" / "summary.csv")
+    assert list(summary["label"]) == ["serial:-"]
+    # results/ as a whole: the sweeps, never the reference runs below it; a reference run is read by name
+    assert set(make_report([tmp_path / "results"], figures=False).results.rows["label"]) == {"serial:-"}
+    named = make_report([tmp_path / "results" / "reference" / "old-run"], figures=False)
+    assert set(named.results.rows["label"]) == {"ray:actors"}
