@@ -61,13 +61,17 @@ class _Stopped(Exception):
 
 class _LoadClock:
     """A clock for a load copy: counts nothing, ends the loop once ``stop`` is set; in lockstep it first
-    meets the other copies at ``barrier`` (copy 0 ends the run through the barrier's stop word)."""
+    meets the other copies at ``barrier`` (copy 0 ends the run through the barrier's stop word). Without
+    lockstep, a set first byte of ``flag`` parks the copy (it says so on ``parked``, then sleeps until
+    ``hold`` is set): copy 0 pauses the others between the blocks of a paired job (`CapacityBackend.pause`)."""
 
-    def __init__(self, stop: Any, barrier: Any = None, counts: Any = None, rank: int = 1):
+    def __init__(self, stop: Any, barrier: Any = None, counts: Any = None, rank: int = 1,
+                 pausing: tuple[Any, Any, Any] = (None, None, None)):
         self.stop = stop
         self.barrier = barrier
         self.counts = counts
         self.rank = rank
+        self.flag, self.hold, self.parked = pausing
 
     def begin(self) -> None:
         pass
@@ -82,6 +86,9 @@ class _LoadClock:
                 self.barrier.arrive()
             except Aborted:
                 raise _Stopped from None
+        if self.flag is not None and self.flag[0]:
+            self.parked.release()
+            self.hold.wait()  # returns once resumed (or stopped: checked next)
         if self.stop.is_set():
             raise _Stopped
 
@@ -125,7 +132,8 @@ def _barrier(buf: Optional[mmap.mmap], copies: int, rank: int, check: Any = None
 
 
 def _load_copy(scenario: Scenario, ready: Any, start: Any, stop: Any, counts: Any,
-               buf: Optional[mmap.mmap] = None, copies: int = 1, rank: int = 1) -> None:
+               buf: Optional[mmap.mmap] = None, copies: int = 1, rank: int = 1,
+               pausing: tuple[Any, Any, Any] = (None, None, None)) -> None:
     """One copy: its own server and workers, serial rounds from ``start`` until ``stop`` (in lockstep:
     meeting the others at the barrier in ``buf`` after every round, until copy 0 stops the barrier)."""
     server = scenario.make_server()
@@ -134,7 +142,7 @@ def _load_copy(scenario: Scenario, ready: Any, start: Any, stop: Any, counts: An
         copy.start(scenario, server)
         ready.put(True)
         start.wait()
-        copy.run(2**62, _LoadClock(stop, _barrier(buf, copies, rank), counts, rank))
+        copy.run(2**62, _LoadClock(stop, _barrier(buf, copies, rank), counts, rank, pausing))
     except _Stopped:
         pass
     finally:
@@ -166,6 +174,11 @@ class CapacityBackend(SerialBackend):
         self._window: list[int] = [0] * self.workers
         self._running = False
         self._units_per_round = 0
+        #: uncoordinated copies: the pause flag (one shared byte), the event that resumes them, and the
+        #: semaphore each parked copy releases (`pause`, `resume`)
+        self.flag: Optional[mmap.mmap] = None
+        self.hold: Any = None
+        self.parked: Any = None
 
     def start(self, scenario: Scenario, server: Server) -> None:
         super().start(scenario, server)
@@ -180,8 +193,12 @@ class CapacityBackend(SerialBackend):
             from reactor_backend._sync import control_size
 
             self.buf = mmap.mmap(-1, control_size(self.workers))
+        elif self.workers > 1:
+            self.flag, self.hold, self.parked = mmap.mmap(-1, 1), ctx.Event(), ctx.Semaphore(0)
+            self.hold.set()
         self.procs = [ctx.Process(target=_load_copy, args=(scenario, self.ready, self.go, self.halt, self.counts,
-                                                            self.buf, self.workers, rank), daemon=True)
+                                                            self.buf, self.workers, rank,
+                                                            (self.flag, self.hold, self.parked)), daemon=True)
                       for rank in range(1, self.workers)]
         for p in self.procs:
             p.start()
@@ -220,6 +237,25 @@ class CapacityBackend(SerialBackend):
         self._window = [0] * self.workers
         return {"copy_units": [r * self._units_per_round for r in rounds]}
 
+    def pause(self) -> None:
+        """Park the uncoordinated copies after their current round and wait until all are parked (a paired
+        job, `harness.compare_child`, calls this after copy 0's block, so that no copy runs during another
+        backend's block). The synchronized copies need nothing: they wait at the barrier for copy 0."""
+        if self.flag is None:
+            return
+        self.hold.clear()
+        self.flag[0] = 1
+        for _ in self.procs:
+            while not self.parked.acquire(timeout=1.0):
+                self._check_copies()
+
+    def resume(self) -> None:
+        """Release the copies parked by `pause`."""
+        if self.flag is None:
+            return
+        self.flag[0] = 0
+        self.hold.set()
+
     def _check_copies(self) -> None:
         """Called while copy 0 waits at the barrier: a copy that died would never arrive."""
         dead = [p.exitcode for p in self.procs if p.exitcode is not None]
@@ -230,6 +266,9 @@ class CapacityBackend(SerialBackend):
         if self.procs:
             self.halt.set()
             self.go.set()
+            if self.hold is not None:
+                self.flag[0] = 0
+                self.hold.set()
             for p in self.procs:
                 p.join(timeout=30)
             for p in self.procs:

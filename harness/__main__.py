@@ -1,4 +1,5 @@
-"""``python -m harness ...`` runs jobs; ``python -m harness graph scenario=<name>`` prints a dataflow graph."""
+"""``python -m harness ...`` runs jobs; ``python -m harness graph scenario=<name>`` prints a dataflow graph;
+``python -m harness compare backends=a,b,... [overrides]`` measures backends paired (`harness.compare`)."""
 import sys
 
 if __name__ == "__main__":
@@ -6,6 +7,12 @@ if __name__ == "__main__":
         from harness.graph import main as graph_main
 
         sys.exit(graph_main(sys.argv[2:]))
+    if len(sys.argv) > 1 and sys.argv[1] == "compare":
+        from harness.compare import list_argument, main as compare_main
+
+        sys.argv = [sys.argv[0], *list_argument(sys.argv[2:])]
+        compare_main()
+        sys.exit(0)
     from harness.app import main
 
     main()

@@ -46,6 +46,10 @@ COLUMNS: tuple[str, ...] = (
     # peak memory of the job's whole process tree, sampled by the parent (harness.memory)
     "peak_rss_mb",
     "peak_shm_mb",
+    # paired jobs (`python -m harness compare`): the cycle of a block and its position in time within the job
+    # (empty in a standalone job's rows)
+    "cycle",
+    "block",
 )
 
 STATUSES = ("ok", "error", "timeout")

@@ -25,7 +25,7 @@ from harness.results import COLUMNS, LATENCIES_FILE, RESULTS_FILE
 CONFIG_COLUMNS: tuple[str, ...] = ("scenario", "params", "env_id", "num_envs", "workers", "budget", "seed")
 NUMERIC = ("workers", "num_envs", "seed", "repetition", "units", "seconds", "throughput", "latency_p50_ms",
            "latency_p99_ms", "startup_seconds", "latency_mean_ms", "rounds", "round_work_ms", "threads_per_worker",
-           "peak_rss_mb", "peak_shm_mb")
+           "peak_rss_mb", "peak_shm_mb", "cycle", "block")
 #: metadata fields that identify the machine, and those that identify the software
 MACHINE_KEYS = ("hostname", "cpu_model", "cpu_count", "ram_gb", "os")
 SOFTWARE_KEYS = ("python", "versions", "git_sha")

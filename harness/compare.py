@@ -1,0 +1,155 @@
+"""``python -m harness compare scenario=<name> backends=a,b,c [overrides]``: one paired job (`harness.cycles`).
+
+Composed by Hydra from ``conf/compare.yaml`` like every job: the scenario, budget, workers and seed are shared by
+all backends; each name in ``backends`` is a preset of ``conf/backend/``, composed on its own and checked
+(ranges, this machine's capacity, the backend's variant) before anything runs, so a bad key, value or backend
+name fails naming it and writes nothing. ``compare.*`` sets the stopping rule and block size
+(`harness.cycles.CompareSettings`).
+
+Ray is kept out: its daemons (GCS, raylet, the dashboard and its agents) run timers of their own whatever the
+workload, so a resident Ray takes CPU during every other backend's blocks, the interference a paired job is
+built to exclude (docs/harness.md, "Paired blocks"); Ray layouts are measured as standalone jobs.
+"""
+from __future__ import annotations
+
+import dataclasses
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, List
+
+import hydra
+from hydra.core.config_store import ConfigStore
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import MISSING, DictConfig, OmegaConf
+
+from harness.capacity import capacity_errors
+from harness.config import BudgetConfig, ConfigRangeError, range_errors, range_of, register_configs
+from harness.cycles import CompareSettings, run_compare
+from harness.runner import MeasurementFailed, backend_variant
+
+CONF_DIR = str(Path(__file__).resolve().parents[1] / "conf")
+#: backends a paired job refuses, and why
+REFUSED = {"ray": "Ray's daemons run timers whatever the workload: a resident Ray takes CPU during the other "
+                  "backends' blocks (docs/harness.md, 'Paired blocks'); measure Ray layouts as standalone jobs"}
+
+
+@dataclass
+class CompareRanges(CompareSettings):
+    """`CompareSettings` as a Hydra schema, with the range of every knob."""
+
+    precision: float = field(default=0.05, metadata={"range": {"gt": 0}})
+    max_seconds: float = field(default=240.0, metadata={"range": {"gt": 0}})
+    min_cycles: int = field(default=10, metadata={"range": {"ge": 2}})
+    block_s: float = field(default=0.2, metadata={"range": {"gt": 0}})
+    block_rounds: int = field(default=0, metadata={"range": {"ge": 0}})
+    confidence: float = field(default=0.95, metadata={"range": {"gt": 0, "le": 0.999}})
+
+
+@dataclass
+class CompareConfig:
+    """One paired job: a scenario on several resident backends under one budget, workers and seed."""
+
+    scenario: Any = MISSING
+    budget: BudgetConfig = MISSING
+    #: backend presets (conf/backend/), at least two; the second over the first is the main ratio
+    backends: List[str] = field(default_factory=lambda: ["serial", "reactor", "capacity_lockstep"])
+    workers: int = 2
+    seed: int = 0
+    threads_per_worker: int = 1
+    quiet: bool = False
+    compare: CompareRanges = field(default_factory=CompareRanges)
+
+
+def register() -> None:
+    register_configs()
+    ConfigStore.instance().store(name="compare_schema", node=CompareConfig)
+
+
+register()
+
+
+def list_argument(argv: list[str]) -> list[str]:
+    """``backends=a,b,c`` as a list (``backends=[a,b,c]``): outside a sweep Hydra would refuse the commas."""
+    out = []
+    for arg in argv:
+        key, eq, value = arg.partition("=")
+        if key == "backends" and eq and value and not value.startswith(("[", "'", '"')):
+            arg = f"backends=[{value}]"
+        out.append(arg)
+    return out
+
+
+def backend_preset(name: str) -> dict[str, Any]:
+    """The composed config of backend preset ``name`` (Hydra names a missing one)."""
+    from hydra import compose
+
+    cfg = compose(config_name="config", overrides=[f"backend={name}"])
+    return OmegaConf.to_container(cfg.backend, resolve=True, enum_to_str=True)
+
+
+def compare_errors(plain: dict[str, Any]) -> list[str]:
+    """Out-of-range ``compare.*`` knobs and unusable ``backends`` lists."""
+    errors = []
+    for key, value in (plain.get("compare") or {}).items():
+        limits = range_of(CompareRanges, key)
+        if limits is not None and not isinstance(value, bool) and isinstance(value, (int, float)):
+            why = limits.violation(value)
+            if why is not None:
+                errors.append(f"compare.{key}={value}: {why}")
+    names = list(plain.get("backends") or [])
+    if len(names) < 2:
+        errors.append(f"backends={names}: a paired job needs at least two")
+    if len(set(names)) != len(names):
+        errors.append(f"backends={names}: a backend is listed twice")
+    return errors
+
+
+def job_configs(plain: dict[str, Any]) -> list[dict[str, Any]]:
+    """One standalone-job config per backend (as `harness.app` would run it); raises `ConfigRangeError`
+    naming every bad value first."""
+    errors = compare_errors(plain)
+    jobs = []
+    for name in plain.get("backends") or []:
+        backend = backend_preset(name)
+        if backend["name"] in REFUSED:
+            errors.append(f"backends: {name}: {REFUSED[backend['name']]}")
+            continue
+        job = {k: plain[k] for k in ("scenario", "budget", "workers", "seed", "threads_per_worker")}
+        job["backend"] = backend
+        job["trial"] = 0
+        errors += [f"{name}: {e}" for e in range_errors(job) + capacity_errors(job)]
+        try:
+            backend_variant(backend)
+        except ValueError as exc:
+            errors.append(f"{name}: {exc}")
+        jobs.append(job)
+    keys = [f"{j['backend']['name']}:{backend_variant(j['backend'])}" for j in jobs] if not errors else []
+    if len(set(keys)) != len(keys):
+        errors.append(f"backends={plain.get('backends')}: two presets are the same backend and variant")
+    if errors:
+        raise ConfigRangeError("out of range: " + "; ".join(dict.fromkeys(errors)))
+    return jobs
+
+
+@hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="compare")
+def main(cfg: DictConfig) -> None:
+    job_dir = Path(HydraConfig.get().runtime.output_dir)
+    plain = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
+    jobs = job_configs(plain)
+    settings = CompareSettings(**{f.name: plain["compare"][f.name] for f in dataclasses.fields(CompareSettings)})
+    label = f"compare {cfg.scenario.name} w={cfg.workers}"
+
+    def log(text: str) -> None:
+        if not cfg.quiet:
+            print(f"{label}: {text}", file=sys.stderr, flush=True)
+
+    outcome = run_compare(jobs, job_dir, settings, int(cfg.seed), log=log)
+    ratio = ""
+    if outcome.main_ratio is not None and outcome.main_pair is not None:
+        med, lo, hi = outcome.main_ratio
+        ratio = f", {outcome.main_pair[0]} / {outcome.main_pair[1]} = {med:.3f} [{lo:.3f}, {hi:.3f}]"
+    print(f"{label}: {outcome.status}, {outcome.cycles} cycles of {outcome.block_rounds} rounds (stopped by "
+          f"{outcome.stopped_by or outcome.status}){ratio} -> {job_dir / 'results.csv'}", file=sys.stderr)
+    if outcome.status != "ok":
+        raise MeasurementFailed(f"{outcome.status}: {outcome.message}")

@@ -1,0 +1,212 @@
+"""A resident measuring child of ``python -m harness compare``: one backend, started once, timed in blocks.
+
+Started by `harness.cycles` as ``python -m harness.compare_child FD JOB_DIR BACKEND`` in a new session, with the
+job spec (JSON, as `harness.runner.job_spec`) on the first line of stdin. The backend's ``run`` is called once
+with a very large round count; the clock given to it (`BlockClock`) holds the rounds at every block boundary
+until the parent says what comes next, so the backend stays resident (its processes, environments, models)
+while the other backends of the job take their turns. Messages on file descriptor FD, one JSON line each:
+
+    {"type": "hello", ...row fields known before start-up}
+    {"type": "started", "startup_seconds": s}
+    {"type": "warm", "seconds": s, "rounds": r}      (warm-up done: seconds of its rounds but the first)
+    {"type": "block", "seconds": s, "units": u, "latencies": [...], "checksum": c, "extra": {...}}
+    {"type": "error", "message": m, "traceback": tb}
+
+After ``warm`` and after each ``block`` the child waits for one command line on stdin: ``go N`` (time the
+next N rounds) or ``stop`` (leave the rounds: the clock raises `StopRounds` out of ``tick``, the backend's
+``run`` unwinds and ``stop`` tears it down). While it waits it reads a pipe: no core is used by this process;
+a backend whose other processes wait for the next round (the reactor's workers, the synchronized ceiling's
+copies) lets them fall asleep in their own wait (docs/harness.md, "Paired blocks"), and one whose helpers
+would run on (the uncoordinated ceiling's copies) is paused through its optional ``pause``/``resume`` hooks.
+
+Checksums: each block reports the server's checksum after it, i.e. of everything produced in the
+warm-up and every block so far; every backend runs the same rounds per block, so the checksums of one
+cycle are equal across backends, and equal to a standalone job's repetition ``cycle`` with
+``budget.rounds = N`` and the same warm-up.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import traceback
+from typing import Any, Callable
+
+import numpy as np
+
+#: the round count given to ``backend.run``: never reached, the parent ends the rounds with ``stop``
+ENDLESS_ROUNDS = 2**40
+
+
+class StopRounds(Exception):
+    """The parent asked the backend to leave its rounds (raised from the clock's ``tick``)."""
+
+
+class BlockClock:
+    """Warm-up rounds untimed, then blocks of rounds the parent asks for one at a time.
+
+    ``wait_command()`` returns the next block's round count, or None to stop; ``on_warm(seconds, rounds)``
+    and ``on_block(seconds, latencies)`` report (both may block, e.g. on the parent's reply)."""
+
+    def __init__(self, warmup: int, wait_command: Callable[[], int | None],
+                 on_warm: Callable[[float, int], None], on_block: Callable[[float, np.ndarray], None],
+                 on_begin: Callable[[float], None] | None = None,
+                 pause: Callable[[], None] | None = None, resume: Callable[[], None] | None = None,
+                 timer: Callable[[bool], None] | None = None):
+        self.warmup = warmup
+        self._wait_command = wait_command
+        self._on_warm = on_warm
+        self._on_block = on_block
+        self._on_begin = on_begin
+        self._pause = pause
+        self._resume = resume
+        self._timer = timer if timer is not None else (lambda running: None)
+        self.done = 0
+        self.blocks = 0
+        self.begun_at: float | None = None
+        self._left = 0  # rounds left in the current block (0: warming up)
+        self._lat: list[float] = []
+        self._last = self._start = 0.0
+        self._warm_from = 0.0  # the end of the first warm-up round (the first may hold one-off costs)
+
+    def begin(self) -> None:
+        if self.begun_at is None:
+            self.begun_at = time.perf_counter()
+            if self._on_begin is not None:
+                self._on_begin(self.begun_at)
+            self._timer(True)
+            self._last = self._start = self._warm_from = time.perf_counter()
+            if self.warmup == 0:
+                self._end_warmup(0.0)
+
+    def tick(self) -> None:
+        now = time.perf_counter()
+        if self.begun_at is None:
+            self.begin()
+            now = time.perf_counter()
+        self.done += 1
+        if self._left > 0:  # a timed round
+            self._lat.append(now - self._last)
+            self._last = now
+            self._left -= 1
+            if self._left == 0:
+                self._end_block(now)
+            return
+        if self.done == 1:
+            self._warm_from = now
+        if self.done == self.warmup:
+            self._end_warmup(now - self._warm_from)
+
+    def _end_warmup(self, seconds: float) -> None:
+        self._timer(False)
+        if self._pause is not None:
+            self._pause()
+        self._on_warm(seconds, max(0, self.warmup - 1))
+        self._next()
+
+    def _end_block(self, now: float) -> None:
+        seconds = now - self._start
+        lat = np.asarray(self._lat, dtype=np.float64)
+        self.blocks += 1
+        self._timer(False)
+        if self._pause is not None:
+            self._pause()
+        self._on_block(seconds, lat)
+        self._next()
+
+    def _next(self) -> None:
+        n = self._wait_command()
+        if n is None:
+            raise StopRounds
+        if self._resume is not None:
+            self._resume()
+        self._left = n
+        self._lat = []
+        self._timer(True)
+        self._last = self._start = time.perf_counter()
+
+
+def measure_blocks(spec: dict[str, Any], send: Callable[[dict[str, Any]], None],
+                   wait_command: Callable[[], int | None]) -> None:
+    """Build the spec's scenario on its backend and run it under a `BlockClock` until told to stop."""
+    from backends import backend_schema, make_backend  # imports this job's backend module only
+    from harness.config import SCENARIO_SCHEMAS, config_object
+    from harness.measure import pin_threads
+    from scenarios import make_scenario
+
+    pin_threads(int(spec["threads_per_worker"]))
+    scenario_cfg = config_object(SCENARIO_SCHEMAS[spec["scenario"]["name"]], spec["scenario"])
+    backend_cfg = config_object(backend_schema(spec["backend"]["name"]), spec["backend"])
+    scenario = make_scenario(scenario_cfg, spec["seed"])
+    work = scenario.round_work_seconds()
+    send({"type": "hello", "unit": scenario.unit, "round_work_ms": None if work is None else work * 1e3,
+          **scenario.row_fields()})
+    backend = make_backend(backend_cfg, spec["workers"])
+    server = scenario.make_server()
+    per_round = scenario.units_per_round()
+    t0 = time.perf_counter()
+
+    def on_block(seconds: float, lat: np.ndarray) -> None:
+        extra = dict(server.metrics())
+        extra.update(backend.metrics())
+        extra.update(getattr(backend, "row_extra", {}))
+        # the capacity backend's copies each report the units they completed while the timer ran
+        units = sum(extra["copy_units"]) if "copy_units" in extra else per_round * int(lat.size)
+        send({"type": "block", "seconds": seconds, "units": units,
+              "latencies": lat.tolist(), "checksum": server.checksum(), "extra": extra})
+
+    def on_warm(seconds: float, rounds: int) -> None:
+        server.metrics(), backend.metrics()  # the blocks' metrics count timed rounds only
+        send({"type": "warm", "seconds": seconds, "rounds": rounds,
+              "startup": dict(backend.startup_breakdown)})
+
+    clock = BlockClock(int(spec["budget"]["warmup_rounds"]), wait_command, on_warm, on_block,
+                       on_begin=lambda at: send({"type": "started", "startup_seconds": at - t0}),
+                       pause=getattr(backend, "pause", None), resume=getattr(backend, "resume", None),
+                       timer=backend.timer)
+    try:
+        backend.start(scenario, server)
+        backend.run(ENDLESS_ROUNDS, clock)
+    finally:
+        backend.stop()
+        server.close()
+
+
+def main() -> int:
+    fd = int(sys.argv[1])
+    out = os.fdopen(fd, "w", buffering=1)
+    stopped = {"flag": False}
+
+    def send(msg: dict[str, Any]) -> None:
+        out.write(json.dumps(msg) + "\n")
+
+    def wait_command() -> int | None:
+        line = sys.stdin.readline()
+        if not line:
+            raise RuntimeError("the harness closed the job's pipe: no parent to store its results")
+        word = line.split()
+        if word and word[0] == "go":
+            return int(word[1])
+        stopped["flag"] = True
+        return None
+
+    spec = json.loads(sys.stdin.readline())
+    try:
+        try:
+            measure_blocks(spec, send, wait_command)
+        except StopRounds:
+            pass
+        except Exception:
+            if not stopped["flag"]:  # a backend may wrap the clock's StopRounds in its own error
+                raise
+    except BaseException as exc:  # noqa: BLE001 - every failure becomes an error row in the parent
+        send({"type": "error", "message": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()})
+        out.close()
+        return 1
+    out.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,388 @@
+"""The parent of a paired job (``python -m harness compare``): resident backends, cycles of timed blocks, rows.
+
+Every listed backend runs in its own measuring child (`harness.compare_child`), started once, one after the
+other, each warmed up while the others wait. Then cycles: in each, every backend runs one block of the same
+N rounds, in an order shuffled per cycle with the job's seed, while the others wait on their pipes. Between
+two blocks the parent waits until the backend that just finished has gone quiet (its waiting processes
+asleep: `settle`), so a block never shares the cores with another backend's wind-down. Each block is one
+row of ``results.csv`` (``cycle``, ``block`` = its position in time, and in ``extra``: the CPU the waiting
+backends used during it, the settle time, the host's calibration of the cycle and its CPU steal).
+
+Cycles go on until the main ratio (the second backend over the first: reactor/serial in
+``backends=serial,reactor,...``) is known to ``precision`` (the half-width of its bootstrap interval over
+cycles, relative to the median) or ``max_seconds`` have passed; ``compare.json`` says which stopped it.
+A child that fails or passes ``budget.timeout_s`` on one message ends the job: every tree is killed, the
+job's /dev/shm entries removed, and an ``error`` / ``timeout`` row written (as `harness.runner` does).
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import select
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+from harness.cleanup import ShmLedger, end_job
+from harness.hostwatch import CoreProbe, cpu_ns, steal_seconds, tree_pids
+from harness.jobtree import JobTree
+from harness.metadata import job_metadata, load_average
+from harness.results import ResultsWriter, make_row, timing_fields
+from harness.runner import backend_variant, job_spec, kill_tree
+
+COMPARE_FILE = "compare.json"
+#: a finished backend counts as quiet once its processes ran less than this per `SETTLE_POLL_S`
+QUIET_NS = 200_000
+SETTLE_POLL_S = 0.005
+#: at most this long is waited for a backend to go quiet (a backend that never does is recorded as such)
+SETTLE_MAX_S = 0.5
+
+
+@dataclass
+class CompareSettings:
+    """How long a paired job runs and how its blocks are sized (``compare.*`` in conf/compare.yaml)."""
+
+    #: stop once the main ratio's interval is within +-precision of its median (0.05: +-5%)
+    precision: float = 0.05
+    #: stop after this many seconds of cycles whatever the precision (at least two cycles run)
+    max_seconds: float = 240.0
+    #: never stop on precision before this many cycles
+    min_cycles: int = 10
+    #: target seconds of the slowest backend's block (rounds per block from the warm-up's speed)
+    block_s: float = 0.2
+    #: rounds per block; 0: from ``block_s``
+    block_rounds: int = 0
+    confidence: float = 0.95
+
+
+@dataclass
+class CompareOutcome:
+    status: str
+    rows: int = 0
+    cycles: int = 0
+    block_rounds: int = 0
+    calibration_rounds: int = 0
+    stopped_by: str = ""
+    message: str = ""
+    main_pair: tuple[str, str] | None = None
+    main_ratio: tuple[float, float, float] | None = None
+    leftover_processes: int = 0
+    leftover_shm: list[str] = field(default_factory=list)
+
+
+class ChildFailed(RuntimeError):
+    def __init__(self, backend: str, status: str, message: str):
+        super().__init__(f"{backend}: {status}: {message}")
+        self.backend, self.status, self.message = backend, status, message
+
+
+class Resident:
+    """One backend's measuring child and the pipes to it."""
+
+    def __init__(self, key: str, cfg: dict[str, Any], job_dir: Path):
+        self.key = key
+        self.cfg = cfg
+        self.timeout_s = float(cfg["budget"]["timeout_s"])
+        rfd, wfd = os.pipe()
+        env = dict(os.environ)
+        for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+            env[var] = str(cfg["threads_per_worker"])
+        env["PYTHONUNBUFFERED"] = "1"
+        self.child = subprocess.Popen(
+            [sys.executable, "-m", "harness.compare_child", str(wfd), str(job_dir), key],
+            stdin=subprocess.PIPE, pass_fds=(wfd,), start_new_session=True, env=env,
+            cwd=str(Path(__file__).resolve().parents[1]))
+        os.close(wfd)
+        self.fd = rfd
+        self.pending = b""
+        self.lines: list[str] = []
+        self.tree = JobTree(self.child.pid)
+        self.pids: list[int] = [self.child.pid]
+        self.send(json.dumps(job_spec(cfg)))
+
+    def send(self, line: str) -> None:
+        assert self.child.stdin is not None
+        self.child.stdin.write(line.encode() + b"\n")
+        self.child.stdin.flush()
+
+    def read(self, timeout_s: float) -> dict[str, Any]:
+        """The next message; `ChildFailed` on an error message, a closed pipe or the timeout."""
+        deadline = time.monotonic() + timeout_s
+        while not self.lines:
+            wait = deadline - time.monotonic()
+            if wait <= 0:
+                raise ChildFailed(self.key, "timeout", f"no answer within timeout_s={timeout_s:g}")
+            ready, _, _ = select.select([self.fd], [], [], wait)
+            if not ready:
+                continue
+            chunk = os.read(self.fd, 1 << 16)
+            if not chunk:
+                raise ChildFailed(self.key, "error", f"measurement process ended (exit code {self.child.poll()})")
+            *done, self.pending = (self.pending + chunk).split(b"\n")
+            self.lines += [d.decode() for d in done if d]
+        msg = json.loads(self.lines.pop(0))
+        if msg["type"] == "error":
+            raise ChildFailed(self.key, "error", msg["message"])
+        return msg
+
+    def expect(self, kind: str) -> dict[str, Any]:
+        """Messages up to the next one of type ``kind`` (the others are returned through `on_other`)."""
+        while True:
+            msg = self.read(self.timeout_s)
+            if msg["type"] == kind:
+                return msg
+            self.on_other(msg)
+
+    def on_other(self, msg: dict[str, Any]) -> None:
+        self.last = msg
+
+    def refresh_pids(self) -> None:
+        self.tree.walk()
+        self.pids = tree_pids(self.child.pid) or [self.child.pid]
+
+    def finish(self, grace_s: float = 60.0) -> None:
+        """Ask the child to stop and wait for it to tear its backend down and exit."""
+        self.tree.walk()
+        try:
+            self.send("stop")
+            self.child.wait(timeout=grace_s)
+        except (BrokenPipeError, OSError, subprocess.TimeoutExpired):
+            pass
+
+    def close(self) -> None:
+        """Kill the child's tree (whatever it left) and close the pipes; safe to call twice."""
+        if self.fd < 0:
+            return
+        if self.child.poll() is None:
+            self.tree.walk()
+        kill_tree(self.child.pid)
+        self.child.wait()
+        try:
+            self.child.stdin.close()  # type: ignore[union-attr]
+        except (BrokenPipeError, OSError, AttributeError):
+            pass
+        os.close(self.fd)
+        self.fd = -1
+
+
+def settle(pids: list[int], max_s: float = SETTLE_MAX_S) -> float:
+    """Wait until the processes ``pids`` run less than `QUIET_NS` per `SETTLE_POLL_S`; the seconds waited."""
+    t0 = time.perf_counter()
+    before = cpu_ns(pids)
+    while time.perf_counter() - t0 < max_s:
+        time.sleep(SETTLE_POLL_S)
+        now = cpu_ns(pids)
+        if now - before < QUIET_NS:
+            break
+        before = now
+    return time.perf_counter() - t0
+
+
+def interval_half_width(median: float, lo: float, hi: float) -> float:
+    """The larger distance of an interval's ends from its median, relative to the median."""
+    if not (median > 0 and math.isfinite(lo) and math.isfinite(hi)):
+        return math.inf
+    return max(hi / median - 1.0, 1.0 - lo / median)
+
+
+def main_ratio(ratios: list[float], confidence: float) -> tuple[float, float, float]:
+    """Median of per-cycle ratios with its bootstrap interval (`harness.report.stats.median_ci`)."""
+    from harness.report.stats import median_ci
+
+    return median_ci(ratios, confidence=confidence)
+
+
+def calibrate(residents: dict[str, "Resident"], warm: dict[str, float], block_s: float,
+              tries: int = 4) -> tuple[int, int]:
+    """Rounds per block such that the slowest backend's block lasts about ``block_s``, from untimed blocks of
+    every backend (the warm-up's few rounds are too few to trust). Returns (rounds per block, rounds run
+    here by every backend: they add to the warm-up, and equally to every backend's checksum)."""
+    known = [w for w in warm.values() if math.isfinite(w) and w > 0]
+    n = max(1, int(block_s / 4 / max(known))) if known else 1
+    spent = 0
+    slowest = math.nan
+    for attempt in range(tries):
+        per_round = []
+        for res in residents.values():
+            res.send(f"go {n}")
+            msg = res.expect("block")
+            settle(res.pids)
+            per_round.append(msg["seconds"] / n)
+        spent += n
+        slowest = max(per_round)
+        if slowest * n >= block_s / 4 or attempt == tries - 1:
+            break
+        n = max(n + 1, int(math.ceil(block_s / 4 / slowest)))
+    return max(1, int(round(block_s / slowest))) if slowest > 0 else n, spent
+
+
+def stop_reason(ratios: list[float], cycles: int, elapsed_s: float, settings: CompareSettings
+                ) -> tuple[str, Optional[tuple[float, float, float]]]:
+    """Whether a paired job stops after ``cycles`` cycles and ``elapsed_s`` seconds of them: ``precision``
+    once the main ratio (its per-cycle values ``ratios``) has a bootstrap interval within +-precision of its
+    median, after at least ``min_cycles``; ``time`` once ``max_seconds`` have passed (after at least two
+    cycles); else ``""``. Also returns the main ratio's (median, low, high) once it is computed."""
+    interval = None
+    if len(ratios) >= max(2, settings.min_cycles):
+        interval = main_ratio(ratios, settings.confidence)
+        if interval_half_width(*interval) <= settings.precision:
+            return "precision", interval
+    if elapsed_s >= settings.max_seconds and cycles >= 2:
+        return "time", interval
+    return "", interval
+
+
+def backend_key(cfg: dict[str, Any]) -> str:
+    """``backend:variant`` of a job config (as the report labels rows)."""
+    return f"{cfg['backend']['name']}:{backend_variant(cfg['backend'])}"
+
+
+def run_compare(jobs: list[dict[str, Any]], job_dir: Path, settings: CompareSettings, seed: int,
+                log: Callable[[str], None] = lambda s: None) -> CompareOutcome:
+    """Measure ``jobs`` (one composed job config per backend, identical but for ``backend``) paired."""
+    job_dir.mkdir(parents=True, exist_ok=True)
+    writer = ResultsWriter(job_dir)
+    keys = [backend_key(c) for c in jobs]
+    bases: dict[str, dict[str, Any]] = {}
+    for key, cfg in zip(keys, jobs):
+        scenario = cfg["scenario"]
+        meta = job_metadata(job_spec(cfg))
+        meta["paired"] = True
+        bases[key] = {"scenario": scenario["name"], "backend": cfg["backend"]["name"],
+                      "variant": backend_variant(cfg["backend"]), "workers": cfg["workers"],
+                      "num_envs": scenario.get("num_envs"), "env_id": scenario.get("env_id", "-"),
+                      "budget": cfg["budget"]["name"], "seed": cfg["seed"],
+                      "threads_per_worker": cfg["threads_per_worker"],
+                      "params": {k: v for k, v in scenario.items() if k != "name"}, "metadata": meta, "unit": None}
+    outcome = CompareOutcome(status="ok")
+    if len(keys) >= 2:
+        outcome.main_pair = (keys[1], keys[0])
+    ledger = ShmLedger.snapshot()
+    residents: dict[str, Resident] = {}
+    probe: Optional[CoreProbe] = None
+    current = keys[0]
+    started = time.monotonic()
+    load_start = load_average()
+    try:
+        probe = CoreProbe()
+        warm: dict[str, float] = {}
+        for key, cfg in zip(keys, jobs):  # one at a time: each starts and warms up while the others wait
+            current = key
+            res = residents[key] = Resident(key, cfg, job_dir)
+            hello = res.expect("hello")
+            bases[key]["unit"] = hello["unit"]
+            bases[key]["num_envs"] = hello.get("num_envs", bases[key]["num_envs"])
+            bases[key]["env_id"] = hello.get("env_id", bases[key]["env_id"])
+            bases[key]["round_work_ms"] = hello.get("round_work_ms")
+            bases[key]["startup_seconds"] = res.expect("started")["startup_seconds"]
+            msg = res.expect("warm")
+            warm[key] = msg["seconds"] / msg["rounds"] if msg["rounds"] > 0 else math.nan
+            res.refresh_pids()
+            settle(res.pids)
+            log(f"{key}: started in {bases[key]['startup_seconds']:.1f} s, warm-up "
+                f"{warm[key] * 1e3:.3g} ms per round")
+        if settings.block_rounds > 0:
+            n_rounds, calibration = settings.block_rounds, 0
+        else:
+            n_rounds, calibration = calibrate(residents, warm, settings.block_s)
+        outcome.calibration_rounds = calibration
+        outcome.block_rounds = n_rounds
+        log(f"blocks of {n_rounds} rounds")
+        rng = np.random.default_rng(seed)
+        watched = [p for r in residents.values() for p in r.pids] + probe.pids
+        position = 0
+        ratios: list[float] = []
+        cycle = 0
+        cycles_from = time.monotonic()  # the time budget counts cycles only (not start-up, warm-up, sizing)
+        while True:
+            steal0, t_cycle = steal_seconds(), time.perf_counter()
+            core_ms = probe.probe()  # the probes read their pipes again at once: nothing to settle
+            order = [keys[i] for i in rng.permutation(len(keys))]
+            blocks: dict[str, dict[str, Any]] = {}
+            for key in order:
+                current = key
+                res = residents[key]
+                others = [p for p in watched if p not in set(res.pids)]
+                before = cpu_ns(others)
+                res.send(f"go {n_rounds}")
+                msg = res.expect("block")
+                others_ns = cpu_ns(others) - before
+                settle_s = settle(res.pids)
+                blocks[key] = {"msg": msg, "position": position, "others_ms": others_ns / 1e6,
+                               "settle_ms": settle_s * 1e3}
+                position += 1
+            wall = time.perf_counter() - t_cycle
+            steal = (steal_seconds() - steal0) / (wall * max(1, len(probe.cores))) if wall > 0 else math.nan
+            host = {"cycle": cycle, "host_core_ms": core_ms, "host_steal": steal}
+            for key in keys:
+                b = blocks[key]
+                msg = b["msg"]
+                lat = np.asarray(msg["latencies"], dtype=float)
+                extra = dict(msg.get("extra") or {})
+                extra.update(host)
+                extra.update({"paired": True, "block_rounds": n_rounds, "others_cpu_ms": b["others_ms"],
+                              "settle_ms": b["settle_ms"]})
+                writer.append(make_row(bases[key], repetition=cycle, cycle=cycle, block=b["position"],
+                                       status="ok", checksum=msg["checksum"], extra=extra,
+                                       **timing_fields(msg["units"], msg["seconds"], lat)))
+                outcome.rows += 1
+            cycle += 1
+            outcome.cycles = cycle
+            elapsed = time.monotonic() - cycles_from
+            if outcome.main_pair is not None:
+                a, b_ = outcome.main_pair
+                tp = {k: blocks[k]["msg"]["units"] / blocks[k]["msg"]["seconds"] for k in keys}
+                ratios.append(tp[a] / tp[b_])
+            reason, interval = stop_reason(ratios, cycle, elapsed, settings)
+            if interval is not None:
+                outcome.main_ratio = interval
+                if cycle % 10 == 0 or reason:
+                    med, lo, hi = interval
+                    log(f"cycle {cycle}: {outcome.main_pair[0]} / {outcome.main_pair[1]} = {med:.3f} "
+                        f"[{lo:.3f}, {hi:.3f}] (+-{interval_half_width(*interval) * 100:.1f}%), {elapsed:.0f} s")
+            if reason:
+                outcome.stopped_by = reason
+                break
+        current = ""
+        for res in residents.values():
+            res.finish()
+        outcome.leftover_processes = sum(len([p for p in r.tree.survivors() if p.pid != r.child.pid])
+                                         for r in residents.values())
+        outcome.leftover_shm = [n for r in residents.values() for n in ledger.owned(r.tree.pids)]
+    except ChildFailed as exc:
+        outcome.status, outcome.message = exc.status, exc.message
+        current = exc.backend
+    except BaseException:
+        _tear_down(residents, probe, ledger)
+        raise
+    if outcome.status != "ok":
+        err = make_row(bases[current], repetition=outcome.cycles, status=outcome.status,
+                       error=f"{current}: {outcome.message}")
+        writer.append(err)
+    _tear_down(residents, probe, ledger)
+    summary = {**asdict(settings), "backends": keys, "status": outcome.status, "message": outcome.message,
+               "cycles": outcome.cycles, "block_rounds": outcome.block_rounds,
+               "calibration_rounds": outcome.calibration_rounds, "leftover_processes": outcome.leftover_processes,
+               "leftover_shm": outcome.leftover_shm, "stopped_by": outcome.stopped_by,
+               "main_pair": list(outcome.main_pair) if outcome.main_pair else None,
+               "main_ratio": list(outcome.main_ratio) if outcome.main_ratio else None,
+               "elapsed_s": time.monotonic() - started, "load_avg_start": load_start,
+               "load_avg_end": load_average()}
+    (job_dir / COMPARE_FILE).write_text(json.dumps(summary, indent=1, default=str) + "\n")
+    return outcome
+
+
+def _tear_down(residents: dict[str, Resident], probe: Optional[CoreProbe], ledger: ShmLedger) -> None:
+    """Kill every child's tree and the probes; remove the job's /dev/shm entries."""
+    if probe is not None:
+        probe.close()
+    for res in residents.values():
+        res.close()
+    for res in residents.values():
+        end_job(res.tree, ledger)

@@ -1,0 +1,158 @@
+"""What the machine gave a paired job, cycle by cycle: a cheap calibration on every core, CPU steal, and the
+CPU time of processes that should be idle.
+
+Why: a VM's speed and its parallel capacity change within seconds (docs/design.md, "Measurement rules"), and
+paired blocks cancel a change only when it spans a whole cycle. `CoreProbe` keeps one small resident process
+per usable core (pinned to it) that times a fixed pure-Python loop when asked, all cores at once: the series of
+those times shows the host's per-core speed, and their spread whether the cores really ran in parallel.
+`steal_seconds` reads the hypervisor's steal time (``/proc/stat``). `cpu_ns` reads what a set of processes ran
+(``/proc/<pid>/task/*/schedstat``, nanoseconds; `psutil` cpu_times' 10 ms ticks as a fallback): the harness
+uses it to see that backends waiting between their blocks take no core.
+
+``python -m harness.hostwatch CORE`` is the probe process itself (pinned to CORE, one loop per stdin line).
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Iterable
+
+import psutil
+
+#: iterations of the calibration loop: a few milliseconds of one core
+LOOP_ITERATIONS = 100_000
+
+
+def calibration_loop(n: int = LOOP_ITERATIONS) -> float:
+    """Seconds of a fixed pure-Python loop (interpreter speed of the core it ran on)."""
+    t0 = time.perf_counter()
+    s = 0
+    for i in range(n):
+        s += i * i
+    return time.perf_counter() - t0
+
+
+def usable_cores() -> list[int]:
+    """The cores this process may run on."""
+    try:
+        return sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return list(range(os.cpu_count() or 1))
+
+
+class CoreProbe:
+    """One resident process per core; `probe` times the calibration loop on all of them at once."""
+
+    def __init__(self, cores: Iterable[int] | None = None):
+        self.cores = list(usable_cores() if cores is None else cores)
+        root = str(Path(__file__).resolve().parents[1])
+        self.procs = [subprocess.Popen([sys.executable, "-m", "harness.hostwatch", str(c)], cwd=root,
+                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True)
+                      for c in self.cores]
+        for p in self.procs:  # each answers once it is pinned and its loop compiled
+            if not p.stdout.readline():
+                raise RuntimeError("a calibration process did not start")
+
+    @property
+    def pids(self) -> list[int]:
+        return [p.pid for p in self.procs]
+
+    def probe(self) -> list[float]:
+        """Milliseconds of the loop on each core, all started together."""
+        for p in self.procs:
+            p.stdin.write(b"\n")
+            p.stdin.flush()
+        out = []
+        for p in self.procs:
+            line = p.stdout.readline()
+            if not line:
+                raise RuntimeError("a calibration process ended")
+            out.append(float(line) * 1e3)
+        return out
+
+    def close(self) -> None:
+        for p in self.procs:
+            try:
+                p.stdin.close()
+            except OSError:
+                pass
+        for p in self.procs:
+            try:
+                p.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        self.procs = []
+
+    def __enter__(self) -> "CoreProbe":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def steal_seconds() -> float:
+    """CPU seconds the hypervisor gave other guests, summed over this machine's cores since boot (0 where the
+    kernel does not report steal)."""
+    return float(getattr(psutil.cpu_times(), "steal", 0.0) or 0.0)
+
+
+def _schedstat_ns(pid: int) -> int | None:
+    total, found = 0, False
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return None
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as fh:
+                total += int(fh.read().split()[0])
+                found = True
+        except (OSError, ValueError, IndexError):
+            continue
+    return total if found else None
+
+
+def cpu_ns(pids: Iterable[int]) -> int:
+    """Nanoseconds of CPU the processes ``pids`` (all their threads) have run so far; gone ones count 0."""
+    total = 0
+    for pid in pids:
+        ns = _schedstat_ns(pid)
+        if ns is None:
+            try:
+                t = psutil.Process(pid).cpu_times()
+                ns = int((t.user + t.system) * 1e9)
+            except psutil.Error:
+                ns = 0
+        total += ns
+    return total
+
+
+def tree_pids(root: int) -> list[int]:
+    """The pid of ``root`` and of all its descendants alive now."""
+    try:
+        proc = psutil.Process(root)
+        return [root, *(c.pid for c in proc.children(recursive=True))]
+    except psutil.Error:
+        return []
+
+
+def _serve(core: int) -> None:
+    try:
+        os.sched_setaffinity(0, {core})
+    except (AttributeError, OSError):
+        pass
+    calibration_loop(1000)
+    out = sys.stdout
+    out.write("ready\n")
+    out.flush()
+    for _ in sys.stdin:
+        out.write(f"{calibration_loop():.9f}\n")
+        out.flush()
+
+
+if __name__ == "__main__":
+    _serve(int(sys.argv[1]))
