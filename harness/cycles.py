@@ -320,6 +320,19 @@ def run_compare(jobs: list[dict[str, Any]], job_dir: Path, settings: CompareSett
             wall = time.perf_counter() - t_cycle
             steal = (steal_seconds() - steal0) / (wall * max(1, len(probe.cores))) if wall > 0 else math.nan
             host = {"cycle": cycle, "host_core_ms": core_ms, "host_steal": steal}
+            outcome.cycles = cycle + 1
+            elapsed = time.monotonic() - cycles_from
+            if outcome.main_pair is not None:
+                a, b_ = outcome.main_pair
+                tp = {k: blocks[k]["msg"]["units"] / blocks[k]["msg"]["seconds"] for k in keys}
+                ratios.append(tp[a] / tp[b_])
+            reason, interval = stop_reason(ratios, cycle + 1, elapsed, settings)
+            if interval is not None:
+                outcome.main_ratio = interval
+                if (cycle + 1) % 10 == 0 or reason:
+                    med, lo, hi = interval
+                    log(f"cycle {cycle + 1}: {outcome.main_pair[0]} / {outcome.main_pair[1]} = {med:.3f} "
+                        f"[{lo:.3f}, {hi:.3f}] (+-{interval_half_width(*interval) * 100:.1f}%), {elapsed:.0f} s")
             for key in keys:
                 b = blocks[key]
                 msg = b["msg"]
@@ -327,25 +340,13 @@ def run_compare(jobs: list[dict[str, Any]], job_dir: Path, settings: CompareSett
                 extra = dict(msg.get("extra") or {})
                 extra.update(host)
                 extra.update({"paired": True, "block_rounds": n_rounds, "others_cpu_ms": b["others_ms"],
-                              "settle_ms": b["settle_ms"]})
+                              "settle_ms": b["settle_ms"], "stopped_by": reason,
+                              "precision_target": settings.precision})
                 writer.append(make_row(bases[key], repetition=cycle, cycle=cycle, block=b["position"],
                                        status="ok", checksum=msg["checksum"], extra=extra,
                                        **timing_fields(msg["units"], msg["seconds"], lat)))
                 outcome.rows += 1
             cycle += 1
-            outcome.cycles = cycle
-            elapsed = time.monotonic() - cycles_from
-            if outcome.main_pair is not None:
-                a, b_ = outcome.main_pair
-                tp = {k: blocks[k]["msg"]["units"] / blocks[k]["msg"]["seconds"] for k in keys}
-                ratios.append(tp[a] / tp[b_])
-            reason, interval = stop_reason(ratios, cycle, elapsed, settings)
-            if interval is not None:
-                outcome.main_ratio = interval
-                if cycle % 10 == 0 or reason:
-                    med, lo, hi = interval
-                    log(f"cycle {cycle}: {outcome.main_pair[0]} / {outcome.main_pair[1]} = {med:.3f} "
-                        f"[{lo:.3f}, {hi:.3f}] (+-{interval_half_width(*interval) * 100:.1f}%), {elapsed:.0f} s")
             if reason:
                 outcome.stopped_by = reason
                 break

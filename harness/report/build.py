@@ -10,6 +10,9 @@ from harness.report.load import latest_runs, load_results
 from harness.report.paper import side_by_side
 from harness.report.render import Report, readme_section, summary_csv, to_html, to_markdown, update_readme
 from harness.report.analysis import analyze
+from harness.report.paired import analyze_paired, split_paired
+from harness.report.paired_render import paired_plots, paired_sections
+from harness.report.render import config_names
 from harness.report.verdict import headline_frame
 
 FIGURE_DIR = "figures"
@@ -30,6 +33,9 @@ def make_report(paths: Iterable[Path | str], all_runs: bool = False, figures: bo
     """Load, analyze and draw (nothing written)."""
     paths = [Path(p) for p in paths]
     results = load_results(paths)
+    # paired jobs (harness compare) are read apart: each is a whole reading, never pooled with standalone jobs
+    paired_rows, results.rows = split_paired(results.rows)
+    paired = analyze_paired(paired_rows, config_names(paired_rows) if len(paired_rows) else {})
     superseded = 0
     if not all_runs:
         results.rows, superseded = latest_runs(results.rows)
@@ -38,8 +44,12 @@ def make_report(paths: Iterable[Path | str], all_runs: bool = False, figures: bo
     plots, notes = (all_plots(analysis.summary, analysis.speedups, results.rows, results.latencies,
                               analysis.unequal) if figures
                     else ([], ["figures not drawn (--no-figures)"]))
-    return Report(results=results, analysis=analysis, paper=paper, plots=plots, sources=[str(p) for p in paths],
-                  superseded_runs=superseded, figure_notes=notes)
+    if figures:
+        plots += paired_plots(paired)
+    rep = Report(results=results, analysis=analysis, paper=paper, plots=plots, sources=[str(p) for p in paths],
+                 superseded_runs=superseded, figure_notes=notes, paired=paired)
+    rep.paired_sections = paired_sections(rep)
+    return rep
 
 
 def build_report(paths: Iterable[Path | str], out: Optional[Path | str] = None, all_runs: bool = False,

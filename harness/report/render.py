@@ -112,6 +112,10 @@ class Report:
     names: Optional[dict[str, str]] = None
     #: figures that could not be drawn, and why
     figure_notes: list[str] = field(default_factory=list)
+    #: paired jobs (`harness.report.paired.PairedJob`), analyzed apart from the standalone rows above, and
+    #: their sections (`harness.report.paired_render`), placed after the failures
+    paired: list = field(default_factory=list)
+    paired_sections: list = field(default_factory=list)
     generated_at: str = field(default_factory=lambda: _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
 
 
@@ -379,6 +383,7 @@ def sections(rep: Report) -> list[Section]:
         Section("Failures", "Rows with status error or timeout, with their messages.", failure_table(rep),
                 md_rows=MD_ROWS),
     ]
+    out += rep.paired_sections
     for scen, t in scenario_tables(rep):
         out.append(Section(f"Scenario {scen}", "One row per configuration and backend. Red rows: invalid "
                            "(checksums differ between backends).", t, detail=True))
@@ -386,7 +391,8 @@ def sections(rep: Report) -> list[Section]:
         Section("All speedups", "Every backend over every other, within each valid configuration.",
                 speedup_table(rep), detail=True),
         Section("Hardware and software", "From the rows' metadata.", environment_table(rep)),
-        Section("Figures", "", [p for p in rep.plots if p.name != "relative_to_serial"]),
+        Section("Figures", "", [p for p in rep.plots if p.name != "relative_to_serial"
+                                and not p.name.startswith("paired_")]),
     ]
     return out
 

@@ -1,0 +1,187 @@
+"""Statistics of paired jobs (``python -m harness compare``): per-cycle ratios, host regimes, the host series.
+
+Rows with a ``cycle`` come from a paired job: every backend of the job ran one block of the same rounds in
+each cycle, seconds apart. A ratio is therefore taken within a cycle (a change of host speed that spans the
+cycle cancels), and a pair's reading is the median of its per-cycle ratios with a percentile-bootstrap
+interval over cycles (`harness.report.stats.median_ci`); the verdict rule is the report's: faster only when
+the interval excludes 1. Efficiency is a contender's block over the ceiling's block of the same cycle
+(``capacity``: k uncoordinated copies; ``capacity_lockstep``: k copies meeting once per round).
+
+The host is read from the same cycles: the ceiling's throughput (what k copies got), the calibration loop's
+time on each core and the CPU steal (`harness.hostwatch`). A shift of the ceiling's series
+(`harness.report.changepoint`) splits the job into regimes, and ratios are then given per regime instead of
+one pooled number across two machines. Rows without a ``cycle`` are standalone jobs, analyzed elsewhere.
+Definitions: docs/report.md, "Paired jobs".
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import numpy as np
+import pandas as pd
+
+from harness.report.changepoint import Split, change_points, regimes
+from harness.report.stats import CEILING, CEILINGS, SERIAL, SYNC_CEILING, median_ci
+
+#: the ceiling whose series is searched for a host shift, in order of preference
+SHIFT_SERIES = (CEILING, SYNC_CEILING)
+
+
+def split_paired(rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(paired rows, standalone rows): rows of paired jobs carry a ``cycle``."""
+    if "cycle" not in rows or not len(rows):
+        return rows.iloc[0:0], rows
+    paired = rows["cycle"].notna()
+    return rows[paired].reset_index(drop=True), rows[~paired].reset_index(drop=True)
+
+
+def verdict(a: str, b: str, lo: float, hi: float) -> str:
+    """The report's rule on a ratio a/b: a winner only when the interval excludes 1."""
+    if lo > 1:
+        return f"{a} faster"
+    if hi < 1:
+        return f"{b} faster"
+    return "no clear winner"
+
+
+def contenders(labels: list[str]) -> list[str]:
+    """Labels that compete (not ceilings), serial first, then reactor executors, then the rest."""
+    def rank(label: str) -> tuple[int, str]:
+        return (0 if label == SERIAL else 1 if label.startswith("reactor:") else 2, label)
+
+    return sorted((lab for lab in labels if lab not in CEILINGS), key=rank)
+
+
+@dataclass
+class PairedJob:
+    """One paired job's reading."""
+
+    job: str
+    config: str
+    name: str
+    labels: list[str]
+    cycles: int
+    block_rounds: int
+    stopped_by: str
+    precision_target: float
+    #: throughput, one row per cycle, one column per label
+    table: pd.DataFrame
+    #: per cycle: mean and per-core calibration ms, steal fraction, CPU the waiting backends used
+    host: pd.DataFrame
+    shift_series: str
+    splits: list[Split] = field(default_factory=list)
+    ratios: pd.DataFrame = field(default_factory=pd.DataFrame)
+
+    @property
+    def regimes(self) -> list[tuple[int, int]]:
+        return regimes(len(self.table), self.splits)
+
+
+def _ratio_rows(job: PairedJob, lo_i: int, hi_i: int, regime: str) -> list[dict[str, Any]]:
+    t = job.table.iloc[lo_i:hi_i]
+    out = []
+    cont = contenders(job.labels)
+    pairs = [(b, a, "ratio") for i, a in enumerate(cont) for b in cont[i + 1:]]
+    pairs += [(a, c, "efficiency") for a in cont for c in CEILINGS if c in job.labels]
+    for num, den, kind in pairs:
+        r = (t[num] / t[den]).replace([np.inf, -np.inf], np.nan).dropna()
+        med, lo, hi = median_ci(r.to_numpy(float))
+        half = max(hi / med - 1, 1 - lo / med) if med > 0 else math.nan
+        out.append({"job": job.job, "config": job.config, "name": job.name, "regime": regime,
+                    "cycles": int(r.size), "numerator": num, "denominator": den, "kind": kind,
+                    "median": med, "ci_low": lo, "ci_high": hi, "half_width": half,
+                    "verdict": verdict(num, den, lo, hi) if kind == "ratio" else ""})
+    return out
+
+
+def _host_frame(rows: pd.DataFrame) -> pd.DataFrame:
+    per_cycle = rows.sort_values("block").groupby("cycle")
+    recs = []
+    for cycle, g in per_cycle:
+        e = g["extra_dict"].iloc[0] or {}
+        cores = [float(v) for v in e.get("host_core_ms", []) or []]
+        recs.append({"cycle": int(cycle), "core_ms": cores,
+                     "core_ms_mean": float(np.mean(cores)) if cores else math.nan,
+                     "core_ms_max": float(np.max(cores)) if cores else math.nan,
+                     "steal": float(e.get("host_steal", math.nan)),
+                     "others_cpu_ms": float(sum((x or {}).get("others_cpu_ms", 0.0) for x in g["extra_dict"]))})
+    return pd.DataFrame(recs).set_index("cycle") if recs else pd.DataFrame()
+
+
+def analyze_paired(rows: pd.DataFrame, names: Optional[dict[str, str]] = None) -> list[PairedJob]:
+    """Every paired job in ``rows`` (rows from `harness.report.load`; only ``ok`` rows with a cycle count)."""
+    paired, _ = split_paired(rows)
+    paired = paired[paired["status"] == "ok"]
+    jobs = []
+    for job_id, g in paired.groupby("job", sort=True):
+        table = g.pivot_table(index="cycle", columns="label", values="throughput", aggfunc="first")
+        table = table.dropna()  # a cycle counts only with every backend's block
+        labels = list(dict.fromkeys(g.sort_values("block")["label"]))
+        last = g[g["cycle"] == g["cycle"].max()]["extra_dict"]
+        stop = next((str(e.get("stopped_by")) for e in last if e and e.get("stopped_by")), "")
+        first = g["extra_dict"].iloc[0] or {}
+        series = next((s for s in SHIFT_SERIES if s in table), "")
+        config = str(g["config"].iloc[0])
+        job = PairedJob(job=str(job_id), config=config, name=(names or {}).get(config, config), labels=labels,
+                        cycles=len(table), block_rounds=int(first.get("block_rounds", 0) or 0), stopped_by=stop,
+                        precision_target=float(first.get("precision_target", math.nan)), table=table,
+                        host=_host_frame(g), shift_series=series)
+        if series:
+            job.splits = change_points(table[series].to_numpy(float))
+        recs = []
+        if len(job.regimes) > 1:
+            for lo_i, hi_i in job.regimes:
+                recs += _ratio_rows(job, lo_i, hi_i, f"cycles {int(table.index[lo_i])}-{int(table.index[hi_i - 1])}")
+        else:
+            recs += _ratio_rows(job, 0, len(table), "all")
+        job.ratios = pd.DataFrame(recs)
+        jobs.append(job)
+    return jobs
+
+
+def ratio_frame(jobs: list[PairedJob]) -> pd.DataFrame:
+    """Every paired reading of every job, one row per (job, regime, pair)."""
+    frames = [j.ratios for j in jobs if len(j.ratios)]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def host_summary(job: PairedJob) -> list[dict[str, Any]]:
+    """Per regime (or per quarter of the run when there is one regime): how the host moved."""
+    n = len(job.table)
+    spans = job.regimes if len(job.regimes) > 1 else \
+        [(a, b) for a, b in zip(np.linspace(0, n, 5).astype(int)[:-1], np.linspace(0, n, 5).astype(int)[1:]) if b > a]
+    out = []
+    for lo_i, hi_i in spans:
+        cycles = job.table.index[lo_i:hi_i]
+        host = job.host.reindex(cycles)
+        rec = {"cycles": f"{int(cycles[0])}-{int(cycles[-1])}",
+               "calibration_ms": float(np.nanmedian(host["core_ms_mean"])) if len(host) else math.nan,
+               "slowest_core_ms": float(np.nanmedian(host["core_ms_max"])) if len(host) else math.nan,
+               "steal_pct": 100 * float(np.nanmean(host["steal"])) if len(host) else math.nan}
+        for c in CEILINGS:
+            if c in job.table:
+                rec[c] = float(job.table[c].iloc[lo_i:hi_i].median())
+        if SERIAL in job.table:
+            rec[SERIAL] = float(job.table[SERIAL].iloc[lo_i:hi_i].median())
+        out.append(rec)
+    return out
+
+
+def shift_lines(jobs: list[PairedJob]) -> list[str]:
+    """One line per paired job: cycles, what stopped it, and the host shifts found (or none)."""
+    out = []
+    for j in jobs:
+        stop = {"precision": f"the main ratio reached +-{j.precision_target * 100:g}%",
+                "time": "the time budget ended"}.get(j.stopped_by, j.stopped_by or "unknown")
+        head = f"{j.name}: {j.cycles} cycles of {j.block_rounds} rounds, stopped because {stop}"
+        if not j.shift_series:
+            out.append(head + "; no ceiling in the job, host shifts not searched")
+        elif j.splits:
+            where = ", ".join(f"at cycle {int(j.table.index[s.index])} ({s.shift * 100:+.0f}%, p={s.p_value:.3g})"
+                              for s in j.splits)
+            out.append(head + f"; HOST SHIFT in {j.shift_series}'s throughput {where}: ratios are given per regime")
+        else:
+            out.append(head + f"; no shift in {j.shift_series}'s throughput")
+    return out

@@ -1,0 +1,112 @@
+"""Paired statistics (harness.report.paired) and change points (harness.report.changepoint) on synthetic series."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from harness.report.build import build_report, make_report
+from harness.report.changepoint import change_points, regimes
+from harness.report.load import load_results
+from harness.report.paired import analyze_paired, split_paired
+from harness.report.stats import speedup
+from harness.results import ResultsWriter, make_row
+
+
+def test_a_step_in_the_series_is_found_where_it_is():
+    rng = np.random.default_rng(1)
+    x = np.r_[rng.normal(100, 5, 40), rng.normal(60, 5, 30)]
+    (split,) = change_points(x)
+    assert abs(split.index - 40) <= 2 and split.p_value < 0.01 and split.shift < -0.3
+    assert regimes(len(x), [split]) == [(0, split.index), (split.index, 70)]
+
+
+def test_two_steps_give_three_regimes():
+    rng = np.random.default_rng(2)
+    x = np.r_[rng.normal(100, 4, 30), rng.normal(150, 4, 30), rng.normal(90, 4, 30)]
+    assert [abs(s.index - at) <= 2 for s, at in zip(change_points(x), (30, 60))] == [True, True]
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_noise_alone_is_no_shift(seed):
+    rng = np.random.default_rng(seed)
+    assert change_points(rng.lognormal(0, 0.3, 120)) == []  # 30% noise, heavy right tail: no regime
+
+
+def test_a_significant_but_small_change_is_not_a_regime():
+    rng = np.random.default_rng(3)
+    x = np.r_[rng.normal(100, 0.5, 50), rng.normal(103, 0.5, 50)]  # 3%: detectable, below min_shift
+    assert change_points(x) == []
+    assert len(change_points(x, min_shift=0.02)) == 1
+
+
+def _write_paired(folder, serial, reactor, ceiling, variant="processes"):
+    writer = ResultsWriter(folder)
+    base = {"scenario": "gym", "workers": 2, "num_envs": 15, "env_id": "CartPole-v1", "budget": "local", "seed": 0,
+            "threads_per_worker": 1, "params": {"num_envs": 15}, "unit": "env_steps",
+            "metadata": {"hostname": "h", "cpu_model": "m", "cpu_count": 2, "started_at": "2026-01-01T00:00:00"}}
+    position = 0
+    for cycle, values in enumerate(zip(serial, reactor, ceiling)):
+        for (backend, var), tp in zip((("serial", "-"), ("reactor", variant), ("capacity", "lockstep")), values):
+            extra = {"paired": True, "block_rounds": 100, "host_core_ms": [5.0, 5.5], "host_steal": 0.0,
+                     "others_cpu_ms": 0.0, "stopped_by": "time" if cycle == len(serial) - 1 else "",
+                     "precision_target": 0.05}
+            writer.append(make_row({**base, "backend": backend, "variant": var}, repetition=cycle, cycle=cycle,
+                                   block=position, status="ok", units=1000, seconds=1000 / tp, throughput=tp,
+                                   checksum=f"c{cycle}", extra=extra))
+            position += 1
+
+
+def test_pairing_cancels_a_host_whose_speed_swings_between_cycles(tmp_path):
+    rng = np.random.default_rng(4)
+    host = rng.uniform(0.5, 1.5, 40)  # the host's speed, 3x between cycles
+    serial = 30000 * host
+    reactor = 1.5 * serial * rng.normal(1, 0.02, 40)
+    ceiling = 1.9 * serial * rng.normal(1, 0.02, 40)
+    _write_paired(tmp_path, serial, reactor, ceiling)
+    rows = load_results([tmp_path]).rows
+    paired, standalone = split_paired(rows)
+    assert len(paired) == 120 and len(standalone) == 0
+    (job,) = analyze_paired(rows)
+    assert job.cycles == 40 and job.stopped_by == "time" and job.splits == []
+    r = job.ratios.set_index(["numerator", "denominator"])
+    main = r.loc[("reactor:processes", "serial:-")]
+    assert 1.45 < main["ci_low"] <= main["median"] <= main["ci_high"] < 1.55
+    assert main["verdict"] == "reactor:processes faster"
+    eff = r.loc[("reactor:processes", "capacity:lockstep")]
+    assert eff["kind"] == "efficiency" and 0.75 < eff["median"] < 0.83
+    unpaired = speedup(reactor, serial)  # the same blocks read as two independent samples
+    assert (unpaired.high - unpaired.low) > 5 * (main["ci_high"] - main["ci_low"])
+
+
+def test_a_shift_of_the_ceiling_gives_ratios_per_regime(tmp_path):
+    rng = np.random.default_rng(5)
+    serial = 30000 * rng.normal(1, 0.03, 60)
+    gain = np.r_[np.full(30, 1.7), np.full(30, 1.05)]  # the second core went away at cycle 30
+    reactor = serial * gain * rng.normal(1, 0.02, 60)
+    ceiling = serial * np.r_[np.full(30, 1.95), np.full(30, 1.1)] * rng.normal(1, 0.02, 60)
+    _write_paired(tmp_path, serial, reactor, ceiling)
+    (job,) = analyze_paired(load_results([tmp_path]).rows)
+    assert [abs(s.index - 30) <= 1 for s in job.splits] == [True]
+    main = job.ratios[job.ratios["numerator"] == "reactor:processes"]
+    main = main[main["denominator"] == "serial:-"]
+    assert list(main["regime"]) == ["cycles 0-29", "cycles 30-59"] or len(main) == 2
+    assert main["median"].iloc[0] == pytest.approx(1.7, rel=0.03)
+    assert main["median"].iloc[1] == pytest.approx(1.05, rel=0.03)
+
+
+def test_the_report_keeps_paired_and_standalone_rows_apart(tmp_path):
+    rng = np.random.default_rng(6)
+    serial = 30000 * rng.uniform(0.8, 1.2, 12)
+    _write_paired(tmp_path / "paired", serial, 1.4 * serial, 1.9 * serial)
+    writer = ResultsWriter(tmp_path / "standalone")
+    for rep in range(3):
+        writer.append(make_row({"scenario": "gym", "backend": "serial", "variant": "-", "workers": 2,
+                                "budget": "local", "seed": 0, "unit": "env_steps", "metadata": {}},
+                               repetition=rep, status="ok", units=1000, seconds=0.03, throughput=33333.0,
+                               checksum=f"s{rep}"))
+    rep = make_report([tmp_path], figures=False)
+    assert len(rep.paired) == 1 and len(rep.results.rows) == 3
+    files = build_report([tmp_path], out=tmp_path / "report", figures=False)
+    text = files.markdown.read_text()
+    assert "## Paired ratios" in text and "36 paired rows from 1 paired job" in text
+    assert "reactor:processes / serial:-" in text and "the other sections read the 3 rows" in text
