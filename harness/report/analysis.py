@@ -7,8 +7,8 @@ from dataclasses import dataclass
 import pandas as pd
 
 from harness.report.stats import (add_efficiency, geomean_by_scenario, mixed_environment, not_same_work,
-                                  pairwise_speedups, summarize, validity)
-from harness.report.verdict import headlines
+                                  pairwise_speedups, references, summarize, validity)
+from harness.report.verdict import headlines, reference_rows
 
 
 @dataclass
@@ -25,6 +25,8 @@ class Analysis:
     unequal: set = None  # type: ignore[assignment]
     #: one `harness.report.verdict.Headline` per configuration
     headlines: list = None  # type: ignore[assignment]
+    #: labelled references (`harness.report.verdict.Reference`): shown beside the verdicts, never in them
+    references: list = None  # type: ignore[assignment]
 
 
 def analyze(rows: pd.DataFrame) -> Analysis:
@@ -41,4 +43,4 @@ def analyze(rows: pd.DataFrame) -> Analysis:
     heads = headlines(rows, summary, invalid, unequal)
     return Analysis(summary=summary, validity=valid, speedups=sp, geomeans=geomean_by_scenario(sp),
                     mixed=mixed_environment(rows), failures=fails[fail_cols].reset_index(drop=True), unequal=unequal,
-                    headlines=heads)
+                    headlines=heads, references=reference_rows(rows, references(rows)))

@@ -235,6 +235,17 @@ def verdict_lines(rep: Report) -> list[str]:
             for h in sorted(rep.analysis.headlines or [], key=lambda h: _name(rep, h.config))]
 
 
+def reference_lines(rep: Report) -> list[str]:
+    """One line per labelled reference (e.g. RLlib's sampler): what it is, its median and, for context, its
+    ratio to serial and to the reactor. Kept out of every verdict: it did not do the same work."""
+    out = []
+    for r in sorted(rep.analysis.references or [], key=lambda r: (_name(rep, r.config), r.label)):
+        ratios = [f"{fmt_ratio(sp)} of {lab}" for lab, sp in ((SERIAL, r.vs_serial), (REACTOR, r.vs_reactor)) if sp]
+        out.append(f"{_name(rep, r.config)}: {r.label} ({r.reference}): {num(r.median)} {r.unit}/s"
+                   + (f", {', '.join(ratios)}" if ratios else "") + "; not in the verdict")
+    return out
+
+
 def geomean_table(rep: Report) -> Table:
     g = rep.analysis.geomeans
     return Table(["pair", "scenario", "geometric mean", "configurations", "significant"],
@@ -255,6 +266,7 @@ def paper_table(rep: Report) -> Table:
 def scenario_tables(rep: Report) -> list[tuple[str, Table]]:
     """One table per scenario: every (configuration, backend) with its statistics; invalid rows in red."""
     s, rows = rep.analysis.summary, rep.results.rows
+    refs = {(r.config, r.label): r.reference for r in rep.analysis.references or []}
     out = []
     for scen, g in s.groupby("scenario", sort=True):
         has_overhead = np.isfinite(g["overhead_ms"].astype(float)).any()
@@ -269,7 +281,7 @@ def scenario_tables(rep: Report) -> list[tuple[str, Table]]:
                    f"{r['cv']:.1%}" if np.isfinite(r["cv"]) else "-",
                    ("unstable: " + r["unstable_reasons"]) if r["unstable"] else "stable",
                    (f"{r['efficiency']:.0%} ({r['ceiling_source']})" if np.isfinite(r["efficiency"]) else "-")
-                   + ("" if r.get("equal_work", True) else "; NOT THE SAME WORK (checksum differs; no verdict)"),
+                   + ("" if r.get("equal_work", True) else f"; NOT THE SAME WORK ({refs.get((r['config'], r['label']), 'checksum differs')}; no verdict)"),
                    num(r["latency_p50_ms"]), num(r["latency_p99_ms"]), num(r["startup_s"]),
                    num(r["peak_rss_mb"]), num(r["peak_shm_mb"])]
             if has_overhead:
@@ -366,6 +378,10 @@ def sections(rep: Report) -> list[Section]:
     out = [
         Section("Verdicts", "Fastest only when the 95% interval of its lead over the runner-up excludes 1; the "
                 "reactor's standing by the same rule (docs/report.md).", verdict_lines(rep)),
+        *([Section("References (not the same work)", "Backends that label themselves a reference: they did "
+                   "other work than the scenario's (RLlib's sampler computes its own actions), so they stand beside "
+                   "the verdicts and never in them (docs/report.md, \"References\").", reference_lines(rep))]
+          if rep.analysis.references else []),
         Section("Every backend against serial", "", overview),
         Section("Headline", "One row per configuration: medians in unit/s; the best alternative is the fastest "
                 "backend that is neither serial, nor a reactor executor, nor the ceiling; ratios are ratios of "
@@ -528,6 +544,9 @@ def readme_section(rep: Report) -> str:
     verdicts = verdict_lines(rep)
     if verdicts:
         lines += ["Verdicts:", ""] + [f"- {v}" for v in verdicts] + [""]
+    refs = reference_lines(rep)
+    if refs:
+        lines += ["References (not the same work, outside the verdicts):", ""] + [f"- {v}" for v in refs] + [""]
     warns = warnings(rep)
     if warns:
         lines += ["Caveats:", ""] + [f"- {w}" for w in warns[:6]]

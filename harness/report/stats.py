@@ -282,17 +282,30 @@ def _promised(extra: object) -> bool:
     return not (isinstance(extra, dict) and extra.get("equal_work_promised") is False)
 
 
+def references(rows: pd.DataFrame) -> dict[tuple[str, str], str]:
+    """(config, label) -> what the rows say they are, for rows whose backend labels itself a reference
+    (``extra.reference``, e.g. ``RLlib sampler, not equal work``: backends/rllib.py): a number shown beside the
+    verdicts, never in them, whatever its checksum."""
+    ok = rows[rows["status"] == "ok"]
+    out: dict[tuple[str, str], str] = {}
+    for config, label, extra in zip(ok["config"], ok["label"], ok["extra_dict"]):
+        if isinstance(extra, dict) and extra.get("reference"):
+            out[(config, label)] = str(extra["reference"])
+    return out
+
+
 def not_same_work(rows: pd.DataFrame) -> set[tuple[str, str]]:
     """(config, label) pairs whose backend did not promise equal work and whose checksums differ from the
     promised backends' at an equal repetition index: "not the same work", left out of validity and verdicts.
-    Where such a backend's checksums do equal the others', the checksum has proved equal work."""
+    Where such a backend's checksums do equal the others', the checksum has proved equal work. A labelled
+    reference (`references`) is never the same work."""
+    out = set(references(rows))
     ok = rows[(rows["status"] == "ok") & (rows["checksum"] != "")]
     if not len(ok):
-        return set()
+        return out
     promised = np.array([_promised(e) for e in ok["extra_dict"]], dtype=bool)
     if promised.all():
-        return set()
-    out = set()
+        return out
     reference = ok[promised].groupby(["config", "repetition"])["checksum"].agg(lambda c: set(c)).to_dict()
     for (config, label), g in ok[~promised].groupby(["config", "label"]):
         for rep, ck in zip(g["repetition"], g["checksum"]):

@@ -157,6 +157,40 @@ def headlines(rows: pd.DataFrame, summary: pd.DataFrame, invalid: set[str], uneq
     return out
 
 
+@dataclass
+class Reference:
+    """A labelled reference row of one configuration (`harness.report.stats.references`): its median and, for
+    context only, its ratio to serial and to the reactor; never part of a verdict."""
+
+    config: str
+    label: str
+    reference: str
+    unit: str
+    median: float
+    vs_serial: Optional[Speedup]
+    vs_reactor: Optional[Speedup]
+
+
+def reference_rows(rows: pd.DataFrame, refs: dict[tuple[str, str], str]) -> list[Reference]:
+    """One `Reference` per labelled (configuration, backend) with ok rows."""
+    ok = rows[rows["status"] == "ok"]
+    out = []
+    for (config, label), what in sorted(refs.items()):
+        g = ok[ok["config"] == config]
+        samples = {lab: _clean(s["throughput"]) for lab, s in g.groupby("label")}
+        mine = samples.get(label)
+        if mine is None or not mine.size:
+            continue
+
+        def over(other: str) -> Optional[Speedup]:
+            x = samples.get(other)
+            return _speedup(mine, x) if x is not None and x.size else None
+
+        out.append(Reference(config=config, label=label, reference=what, unit=str(g["unit"].iloc[0]),
+                             median=float(np.median(mine)), vs_serial=over(SERIAL), vs_reactor=over(REACTOR)))
+    return out
+
+
 def headline_frame(heads: list[Headline]) -> pd.DataFrame:
     """The headlines as a table (for summary files and tests)."""
     recs = []
