@@ -32,8 +32,9 @@ SCENARIOS := gym atari dqn marl actors object_size overhead
 # every backend that can run the Gym / Atari workloads: Ray in the paper's layout (ray, ray_compiled: one
 # actor per role) and at its best on few cores (ray_packed, ray_compiled_packed: one actor per worker), and
 # capacity: the machine's measured ceiling (`workers` uncoordinated serial copies); capacity_lockstep: the
-# ceiling of synchronized rounds (the same copies meeting once per round; docs/report.md)
-ENV_BACKENDS := serial,reactor,reactor_threads,reactor_inline,ray,ray_compiled,ray_packed,ray_compiled_packed,vector,capacity,capacity_lockstep
+# ceiling of synchronized rounds (the same copies meeting once per round; docs/report.md); rllib: RLlib's own
+# sampler, a labelled reference beside the verdicts (not the same work: docs/ray.md, "RLlib")
+ENV_BACKENDS := serial,reactor,reactor_threads,reactor_inline,ray,ray_compiled,ray_packed,ray_compiled_packed,vector,capacity,capacity_lockstep,rllib
 # Atari adds ale-py's own C++-threaded vector env
 ATARI_BACKENDS := $(ENV_BACKENDS),ale_vector
 ROLE_BACKENDS := serial,reactor,reactor_threads,reactor_inline,ray,ray_compiled,ray_packed,ray_compiled_packed,capacity,capacity_lockstep
@@ -57,7 +58,8 @@ $(STAMP): pyproject.toml setup.py $(wildcard reactor_backend/*.pyx reactor_backe
 	$(PY) -m pip install -q --upgrade pip
 	# torch first and pinned: the CPU wheel 2.13.0; an unpinned torch would pull a multi-GB CUDA build
 	$(PY) -m pip install -q torch==2.13.0 "Cython>=3.0" "numpy>=1.26" "setuptools>=68" wheel
-	$(PY) -m pip install -q --no-build-isolation -e ".[dev]"
+	# rllib: RLlib's dependencies (bench-gym and bench-atari run the rllib reference row)
+	$(PY) -m pip install -q --no-build-isolation -e ".[dev,rllib]"
 	@touch $(STAMP)
 
 install: $(STAMP) ## Create .venv if absent and install everything (quick when nothing changed)
@@ -86,12 +88,12 @@ bench: install ## The default local sweep of every scenario, then the report (re
 	$(SUBMAKE) report BENCH_DIR=$(BENCH_DIR)
 	$(FINISH)
 
-bench-gym: install ## Gym (CartPole) on every backend, the packed Ray layouts and the measured ceiling
+bench-gym: install ## Gym (CartPole) on every backend, the packed Ray layouts, the measured ceiling and RLlib's sampler (a reference)
 	$(START)
 	$(TRY) $(HARNESS) scenario=gym backend=$(ENV_BACKENDS) hydra.sweep.dir=$(BENCH_DIR)/gym
 	$(FINISH)
 
-bench-atari: install ## Atari (Pong) on every backend, ale-py's AtariVectorEnv and the measured ceiling
+bench-atari: install ## Atari (Pong) on every backend, ale-py's AtariVectorEnv, the measured ceiling and RLlib's sampler (a reference)
 	$(START)
 	$(TRY) $(HARNESS) scenario=atari backend=$(ATARI_BACKENDS) hydra.sweep.dir=$(BENCH_DIR)/atari
 	$(FINISH)
