@@ -31,7 +31,9 @@ from harness.runner import MeasurementFailed, backend_variant
 CONF_DIR = str(Path(__file__).resolve().parents[1] / "conf")
 #: backends a paired job refuses, and why
 REFUSED = {"ray": "Ray's daemons run timers whatever the workload: a resident Ray takes CPU during the other "
-                  "backends' blocks (docs/harness.md, 'Paired blocks'); measure Ray layouts as standalone jobs"}
+                  "backends' blocks (docs/harness.md, 'Paired blocks'); measure Ray layouts as standalone jobs",
+           "rllib": "RLlib runs on Ray, whose daemons run timers whatever the workload (docs/harness.md, 'Paired "
+                    "blocks'); measure RLlib's sampler as a standalone job"}
 
 
 @dataclass
