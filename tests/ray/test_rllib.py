@@ -100,6 +100,9 @@ def test_stop_leaves_no_ray_process_and_random_actions_sample_the_round():
     try:
         backend.start(scenario, scenario.make_server())
         assert our_ray_processes() != []
+        # env i is first reset with the scenario's seed for it (3 envs on 2 runners: 4 envs, seeds 0..3)
+        seeds = backend.group.foreach_env_runner(lambda r: list(r._seed), local_env_runner=False)
+        assert sorted(seeds) == [[0, 1], [2, 3]]
         clock = TickClock()
         backend.run(5, clock)
         assert clock.ticks == 5
