@@ -30,6 +30,8 @@ from libc.string cimport memcpy
 
 import numpy as np
 
+from reactor_backend.readonly import ReadOnlyList as _ROList
+
 cnp.import_array()
 
 DEF MAX_FIELDS = 16
@@ -132,7 +134,7 @@ cdef class RecordCodec:
         if self.container == TUPLE:
             if type(value) is not tuple:
                 return 0
-        elif type(value) is not list:
+        elif type(value) is not list and type(value) is not _ROList:  # a reader forwarding what it got
             return 0
         if len(value) != self.n:
             return 0

@@ -40,6 +40,7 @@ import time as _pytime
 import numpy as _np
 
 from reactor_backend.errors import ReactionError
+from reactor_backend.readonly import ReadOnlyDict as _RODict, ReadOnlyList as _ROList, ReadOnlySet as _ROSet
 from reactor_backend.timeutil import Tag
 
 cdef object _time_ns = _pytime.time_ns
@@ -70,17 +71,80 @@ cdef inline object _ro_array(object value):
     return value
 
 
-cdef inline object _readonly(object value):
-    """What readers of a port see: a writable numpy array (also one directly inside a tuple) becomes
-    a read-only view, so a reaction cannot modify in place what another reader sees."""
-    cdef object v
-    if type(value) is _ndarray:
+#: how deep ``_frozen`` follows tuples, lists and dicts inside a value (deeper: refused, likely a cycle)
+cdef int _MAX_NESTING = 100
+
+
+cdef object _frozen(object value, int depth, bint *copied):
+    """What readers of a port see: ``value`` with every numpy array in it a read-only view and every
+    list, dict and set a `ReadOnlyList` / `ReadOnlyDict` / `ReadOnlySet` copy (followed through tuples,
+    lists and dicts), so that no reaction can modify in place what another reader sees: the same
+    refusal in every placement. A value with nothing to freeze is returned as it is (no copy);
+    ``copied[0]`` becomes True where a container was copied (its read-only form is a snapshot)."""
+    cdef object t = type(value)
+    if t is _ndarray:
         return _ro_array(value)
-    if type(value) is tuple:
-        for v in <tuple> value:
-            if type(v) is _ndarray and cnp.PyArray_ISWRITEABLE(<cnp.ndarray> v):
-                return tuple([_ro_array(x) for x in <tuple> value])
+    if t is tuple:
+        return _frozen_tuple(<tuple> value, depth, copied)
+    if t is list or t is _ROList or t is dict or t is _RODict or t is set or t is _ROSet:
+        if depth >= _MAX_NESTING:
+            raise ValueError(f"a value sent through a port nests lists, dicts or tuples more than "
+                             f"{_MAX_NESTING} deep (a cycle?): it cannot be made read-only for its readers")
+        if t is list or t is _ROList:
+            return _frozen_list(value, t is _ROList, depth, copied)
+        if t is dict or t is _RODict:
+            return _frozen_dict(value, t is _RODict, depth, copied)
+        if t is _ROSet:
+            return value
+        copied[0] = True
+        return _ROSet(value)
     return value
+
+
+cdef object _frozen_tuple(tuple value, int depth, bint *copied):
+    cdef Py_ssize_t i, n = PyTuple_GET_SIZE(value)
+    cdef object x, f
+    cdef list items = None
+    for i in range(n):
+        x = <object> PyTuple_GET_ITEM(value, i)
+        f = _frozen(x, depth + 1, copied)
+        if f is not x:
+            if items is None:
+                items = list(value)
+            items[i] = f
+    return value if items is None else tuple(items)
+
+
+cdef object _frozen_list(object value, bint already, int depth, bint *copied):
+    cdef Py_ssize_t i
+    cdef object x, f
+    cdef list items = None
+    for i in range(len(value)):
+        x = (<list> value)[i]
+        f = _frozen(x, depth + 1, copied)
+        if f is not x:
+            if items is None:
+                items = list(value)
+            items[i] = f
+    if items is None and already:
+        return value
+    copied[0] = True
+    return _ROList(value if items is None else items)
+
+
+cdef object _frozen_dict(object value, bint already, int depth, bint *copied):
+    cdef object k, x, f
+    cdef dict items = None
+    for k, x in (<dict> value).items():
+        f = _frozen(x, depth + 1, copied)
+        if f is not x:
+            if items is None:
+                items = dict(value)
+            items[k] = f
+    if items is None and already:
+        return value
+    copied[0] = True
+    return _RODict(value if items is None else items)
 
 
 def _refs_seen(x):
@@ -282,8 +346,8 @@ cdef class Port(Trigger):
 
     ``set`` propagates at once to every port downstream through zero-delay connections and triggers
     their reactions; delayed and physical connections become events. Readers share one value, so it
-    is handed out read-only where that can be enforced (numpy arrays, also directly inside a tuple,
-    become read-only views); a ``mutable`` input holds its own copy instead.
+    is handed out read-only (``_frozen``: numpy arrays become read-only views, lists, dicts and sets
+    read-only copies, also inside tuples, lists and dicts); a ``mutable`` input holds its own copy.
     """
     cdef public str kind             # "input" | "output"
     cdef public int channel          # index within its multiport, or -1
@@ -296,8 +360,8 @@ cdef class Port(Trigger):
     cdef public int id               # position in Program.ports
     cdef list _pending               # delayed events created by this port at the current tag
     cdef uint64_t _pending_epoch
-    cdef object _ro_src              # the last writable value set here, and its read-only form
-    cdef object _ro_view             # (a writer that sends the same array each tag: no new view)
+    cdef object _ro_src              # the last value set here whose read-only form is views only, and
+    cdef object _ro_view             # that form (a writer that sends the same array each tag: no new view)
     cdef public object lender        # lend(shape, dtype) of this port's slot writer (processes executor,
                                      # the process that exports it), or None: `lend` keeps its own array
     cdef object _lent                # the array `lend` returns while it has no lender
@@ -370,11 +434,12 @@ cdef class Port(Trigger):
         cdef Event ev
         cdef tuple d
         cdef object shared
+        cdef bint copied = False
         if value is self._ro_src:
             shared = self._ro_view
         else:
-            shared = _readonly(value)
-            if shared is not value:
+            shared = _frozen(value, 0, &copied)
+            if shared is not value and not copied:  # views only: they stay true to the value
                 self._ro_src = value
                 self._ro_view = shared
         if not self.is_present:

@@ -129,6 +129,7 @@ from reactor_backend.assembly import Program, assign_workers
 from reactor_backend.errors import ReactionError
 from reactor_backend.executors import Executor
 from reactor_backend.model import Reactor, State, class_declarations
+from reactor_backend.readonly import ReadOnlyDict
 from reactor_backend.timeutil import Tag
 from reactor_backend.transport import SlotTable, create_segment, open_segment
 
@@ -572,7 +573,7 @@ def _plain(v: Any, depth: int = 0) -> bool:
         return not v.dtype.hasobject
     if isinstance(v, (list, tuple, set, frozenset)):
         return all(_plain(x, depth + 1) for x in v)
-    if type(v) is dict:
+    if type(v) is dict or type(v) is ReadOnlyDict:  # a received dict a reactor kept
         return all(_plain(k, depth + 1) and _plain(x, depth + 1) for k, x in v.items())
     return False
 

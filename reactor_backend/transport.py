@@ -56,6 +56,7 @@ from typing import Any
 import numpy as np
 
 from reactor_backend._codec import BARE, LIST, SCALAR_BYTES, TUPLE, RecordCodec, SlotHotReader, SlotHotWriter
+from reactor_backend.readonly import ReadOnlyList
 
 SHM_DIR = "/dev/shm"
 HEADER_SIZE = 128
@@ -228,7 +229,7 @@ class SlotWriter:
             if value.ndim <= MAX_NDIM and _plain_dtype(value.dtype):
                 self._write_array(value, key, round_)
                 return
-        elif t is tuple or t is list or t in _REC_TAGS:
+        elif t is tuple or t is list or t is ReadOnlyList or t in _REC_TAGS:
             if self._cur is _RECORD_KEY and self.gen == self._cur_gen:
                 done = self._rec.write(value)  # type: ignore[union-attr]
                 if done == 1:  # same record layout as last time: stored field by field

@@ -5,6 +5,7 @@ process or /dev/shm segment after any of them."""
 from __future__ import annotations
 
 import glob
+import mmap
 import os
 import signal
 import threading
@@ -294,12 +295,18 @@ class ArraySink(Reactor):
         super().__init__()
         self.sums = []
         self.writable = []
+        self.private = []
 
     @reaction(inp)
     def got(self):
         for p in self.inp:
-            self.sums.append((p.value["i"], int(p.value["frame"].astype(np.int64).sum())))
-            self.writable.append(p.value["frame"].flags.writeable)
+            frame = p.value["frame"]
+            self.sums.append((p.value["i"], int(frame.astype(np.int64).sum())))
+            self.writable.append(frame.flags.writeable)
+            while isinstance(frame.base, np.ndarray):
+                frame = frame.base
+            shared = isinstance(frame.base, memoryview) and isinstance(frame.base.obj, mmap.mmap)
+            self.private.append(not shared)  # its own memory, not a view over the shared segment
 
 
 class ArrayMain(Reactor):
@@ -315,12 +322,14 @@ def test_arrays_cross_as_views_or_copies():
     run(ref, timeout=msec(5))
     main = ArrayMain()
     run(main, timeout=msec(5), executor="processes", workers=2)
-    assert main.sink.sums == ref.sink.sums and all(main.sink.writable)  # private copies by default
+    assert main.sink.sums == ref.sink.sums and all(main.sink.private)  # private copies by default
     main = ArrayMain()
     run(main, timeout=msec(5), executor="processes", workers=2, copy_arrays=False)
     assert main.sink.sums == ref.sink.sums
-    # member 1 lives in worker 1: its frames arrive as read-only views over shared memory
-    assert main.sink.writable == [True, False] * 6
+    # member 1 lives in worker 1: its frames arrive as views over shared memory
+    assert main.sink.private == [True, False] * 6
+    # and every reader sees a read-only array, a copy or not, in a dict (the sharing rule)
+    assert not any(ref.sink.writable + main.sink.writable)
 
 
 class LendingSource(Reactor):
