@@ -101,10 +101,32 @@ cdef object _frozen(object value, int depth, bint *copied):
     return value
 
 
+cdef inline bint _is_read_only(object x):
+    """True for what ``_frozen`` returns as it is without looking inside: scalars first (a record's
+    reward and done), then read-only arrays; False for a writable array or any container."""
+    cdef object t = type(x)
+    if t is float or t is int or t is bool or x is None:
+        return True
+    if t is _ndarray:
+        return not cnp.PyArray_ISWRITEABLE(<cnp.ndarray> x)
+    return not (t is tuple or t is list or t is dict or t is set or t is _ROList or t is _RODict or t is _ROSet)
+
+
+cdef inline bint _items_read_only(tuple value):
+    """True when every item of ``value`` is `_is_read_only` (an env step's frozen obs, reward, flag)."""
+    cdef Py_ssize_t i
+    for i in range(PyTuple_GET_SIZE(value)):
+        if not _is_read_only(<object> PyTuple_GET_ITEM(value, i)):
+            return False
+    return True
+
+
 cdef object _frozen_tuple(tuple value, int depth, bint *copied):
     cdef Py_ssize_t i, n = PyTuple_GET_SIZE(value)
     cdef object x, f
     cdef list items = None
+    if _items_read_only(value):
+        return value
     for i in range(n):
         x = <object> PyTuple_GET_ITEM(value, i)
         f = _frozen(x, depth + 1, copied)
@@ -121,6 +143,8 @@ cdef object _frozen_list(object value, bint already, int depth, bint *copied):
     cdef list items = None
     for i in range(len(value)):
         x = (<list> value)[i]
+        if _is_read_only(x):
+            continue
         f = _frozen(x, depth + 1, copied)
         if f is not x:
             if items is None:
@@ -136,6 +160,8 @@ cdef object _frozen_dict(object value, bint already, int depth, bint *copied):
     cdef object k, x, f
     cdef dict items = None
     for k, x in (<dict> value).items():
+        if _is_read_only(x):
+            continue
         f = _frozen(x, depth + 1, copied)
         if f is not x:
             if items is None:
@@ -437,6 +463,8 @@ cdef class Port(Trigger):
         cdef bint copied = False
         if value is self._ro_src:
             shared = self._ro_view
+        elif _is_read_only(value) or (type(value) is tuple and _items_read_only(<tuple> value)):
+            shared = value  # a scalar, a read-only array, a record of those: nothing to make read-only
         else:
             shared = _frozen(value, 0, &copied)
             if shared is not value and not copied:  # views only: they stay true to the value
