@@ -3,6 +3,10 @@
 Every conformance test takes the ``executor`` fixture and runs its program with ``executor.run(main,
 ...)``, so each case runs under every executor listed in ``EXECUTOR_PARAMS``. To add an executor
 (e.g. ``processes`` with 1, 2 and 4 workers) append ``("processes", 1)`` ... to ``EXECUTOR_PARAMS``.
+The cases under ``SLOW_EXECUTORS`` are ``slow`` (``make test-slow``): four processes on the gate's two
+cores add time, not behaviour, to the 1- and 2-process runs; more than two processes (children talking
+to each other, meetings of several ranks) stay in the fast gate through test_processes.py's
+``WORKERS`` cases, test_plan.py and test_architecture.py's small program.
 
 Observations: tests record values in plain Python lists held by reactors that are *not* bank
 members (main and its non-bank children are placed on worker 0, the calling process, by
@@ -42,6 +46,10 @@ class ExecutorSpec:
         return run(main, executor=self.name, workers=self.workers, **kwargs)
 
 
-@pytest.fixture(params=EXECUTOR_PARAMS, ids=[f"{n}-{w}" for n, w in EXECUTOR_PARAMS])
+SLOW_EXECUTORS = {("processes", 4)}
+
+
+@pytest.fixture(params=[pytest.param(p, marks=pytest.mark.slow) if p in SLOW_EXECUTORS else p
+                        for p in EXECUTOR_PARAMS], ids=[f"{n}-{w}" for n, w in EXECUTOR_PARAMS])
 def executor(request: pytest.FixtureRequest) -> ExecutorSpec:
     return ExecutorSpec(*request.param)
