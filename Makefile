@@ -33,11 +33,22 @@ SCENARIOS := gym atari dqn marl actors object_size overhead
 # actor per role) and at its best on few cores (ray_packed, ray_compiled_packed: one actor per worker), and
 # capacity: the machine's measured ceiling (`workers` uncoordinated serial copies); capacity_lockstep: the
 # ceiling of synchronized rounds (the same copies meeting once per round; docs/report.md); rllib: RLlib's own
-# sampler, a labelled reference beside the verdicts (not the same work: docs/ray.md, "RLlib")
-ENV_BACKENDS := serial,reactor,reactor_threads,reactor_inline,ray,ray_compiled,ray_packed,ray_compiled_packed,vector,capacity,capacity_lockstep,rllib
+# sampler, a labelled reference beside the verdicts (not the same work: docs/ray.md, "RLlib").
+# The reactor executors against serial and the ceilings are read from paired jobs (bench-paired); these standalone
+# sweeps measure Ray, RLlib and the vector envs, with serial, the reactor and the ceilings as their same-kind
+# reference (a ratio of a paired block to a standalone job would mix the two readings: docs/harness.md, "Paired
+# blocks")
+ENV_BACKENDS := serial,reactor,ray,ray_compiled,ray_packed,ray_compiled_packed,vector,capacity,capacity_lockstep,rllib
 # Atari adds ale-py's own C++-threaded vector env
 ATARI_BACKENDS := $(ENV_BACKENDS),ale_vector
-ROLE_BACKENDS := serial,reactor,reactor_threads,reactor_inline,ray,ray_compiled,ray_packed,ray_compiled_packed,capacity,capacity_lockstep
+ROLE_BACKENDS := serial,reactor,ray,ray_compiled,ray_packed,ray_compiled_packed,capacity,capacity_lockstep
+# paired jobs (`python -m harness compare`): every backend resident, alternating blocks of the same rounds; the
+# first two give the main ratio (reactor / serial), whose precision (PAIRED_PRECISION, 0.05: +-5%) or
+# PAIRED_SECONDS of cycles end each job
+PAIRED_BACKENDS ?= serial,reactor,reactor_threads,reactor_inline,capacity_lockstep,capacity
+PAIRED_PRECISION ?= 0.05
+PAIRED_SECONDS ?= 240
+PAIRED := $(PY) -m harness compare -m budget=$(BUDGET) workers=$(WORKERS) backends=[$(PAIRED_BACKENDS)] compare.precision=$(PAIRED_PRECISION) compare.max_seconds=$(PAIRED_SECONDS)
 # the paper's configurations (scripts/paper_bench.py): the paper's pair (reactor, Ray one actor per role),
 # the reference, and Ray at its best (packed layouts; names as issue 11's backend configs define them)
 PAPER_RAY_BEST ?= ray_packed,ray_compiled_packed
@@ -48,7 +59,7 @@ PAPER_DIR ?= results/bench/paper
 # seconds (empty: the paper's rounds); the report lists the shortened rounds as a difference
 PAPER_JOB_SECONDS ?=
 
-.PHONY: help install test test-slow load soak bench bench-scaling bench-repeated bench-paper bench-paper-local report results-readme clean $(addprefix bench-,$(SCENARIOS))
+.PHONY: help install test test-slow load soak bench bench-scaling bench-paired bench-paper bench-paper-local report results-readme clean $(addprefix bench-,$(SCENARIOS))
 
 help: ## List every target
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 22
@@ -81,9 +92,10 @@ load: install ## Load held: many workers, 256 envs, /dev/shm-sized payloads, a s
 soak: install ## Gym on the reactor for SOAK_MINUTES (default 30): RSS and /dev/shm over time, no growth, no leak
 	$(PY) -m harness.soak --minutes $(SOAK_MINUTES)
 
-bench: install ## The default local sweep of every scenario, then the report (resumes; FRESH=1: from scratch)
+bench: install ## The local sweep of every scenario, the paired jobs (bench-paired), then the report (resumes; FRESH=1: from scratch)
 	$(START)
 	$(SUBMAKE) $(addprefix bench-,$(SCENARIOS)) BENCH_DIR=$(BENCH_DIR)
+	$(SUBMAKE) bench-paired-jobs BENCH_DIR=$(BENCH_DIR)
 	$(SUBMAKE) bench-paper-local BENCH_DIR=$(BENCH_DIR)
 	$(SUBMAKE) report BENCH_DIR=$(BENCH_DIR)
 	$(FINISH)
@@ -137,22 +149,22 @@ bench-scaling: install ## Gym and Atari at SCALING_WORKERS (1..16) workers on se
 	$(SUBMAKE) report BENCH_DIR=$(BENCH_DIR)/scaling
 	$(FINISH)
 
-# issue 12's targets judged on repeated runs: the reactor against serial, one process of the same program
-# (reactor_inline) and the synchronized ceiling (capacity_lockstep), every sweep TRIALS_REPEATED times over
-# with its backends interleaved (this VM's speed changes 2x within seconds: only many interleaved trials give
-# a ratio that holds), and the actors round trip; then the report
-TRIALS_REPEATED ?= 0,1,2,3,4,5,6,7,8,9
-REPEATED_BACKENDS ?= serial,reactor,reactor_inline,capacity_lockstep
-REPEATED := $(PY) -m harness -m budget=$(BUDGET) resume=$(if $(FRESH),false,true) trial=$(TRIALS_REPEATED) workers=$(WORKERS)
-bench-repeated: install ## The reactor against serial, one process and the ceiling on gym, atari, dqn, marl (TRIALS_REPEATED interleaved trials), the actors round trip, then the report
+# issue 12's targets (the reactor against serial, one process of the same program and the synchronized ceiling)
+# read from paired jobs: every backend resident in one job, alternating blocks, ratios within cycles and the host
+# watched (docs/harness.md, "Paired blocks"); then the actors round trip and the report. A paired job is never
+# resumed: each is one whole reading
+bench-paired: install ## Paired jobs: serial, the reactor executors and both ceilings alternating in one job on gym, atari, marl, dqn (until +-PAIRED_PRECISION or PAIRED_SECONDS), the actors round trip, then the report
 	$(START)
-	$(TRY) $(REPEATED) scenario=gym backend=$(REPEATED_BACKENDS) hydra.sweep.dir=$(BENCH_DIR)/repeated/gym
-	$(TRY) $(REPEATED) scenario=marl scenario.env=synthetic,simple_spread_v3 backend=$(REPEATED_BACKENDS) hydra.sweep.dir=$(BENCH_DIR)/repeated/marl
-	$(TRY) $(REPEATED) scenario=atari backend=$(REPEATED_BACKENDS) hydra.sweep.dir=$(BENCH_DIR)/repeated/atari
-	$(TRY) $(REPEATED) scenario=dqn backend=$(REPEATED_BACKENDS) hydra.sweep.dir=$(BENCH_DIR)/repeated/dqn
-	$(TRY) $(REPEATED) scenario=actors scenario.num_clients=2 scenario.payload_bytes=0,100000 backend=reactor hydra.sweep.dir=$(BENCH_DIR)/repeated/actors
-	$(SUBMAKE) report BENCH_DIR=$(BENCH_DIR)/repeated
+	$(SUBMAKE) bench-paired-jobs BENCH_DIR=$(BENCH_DIR)/paired
+	$(TRY) $(HARNESS) scenario=actors scenario.num_clients=2 scenario.payload_bytes=0,100000 backend=reactor hydra.sweep.dir=$(BENCH_DIR)/paired/actors
+	$(SUBMAKE) report BENCH_DIR=$(BENCH_DIR)/paired
 	$(FINISH)
+
+bench-paired-jobs: install
+	$(TRY) $(PAIRED) scenario=gym hydra.sweep.dir=$(BENCH_DIR)/paired/gym
+	$(TRY) $(PAIRED) scenario=atari hydra.sweep.dir=$(BENCH_DIR)/paired/atari
+	$(TRY) $(PAIRED) scenario=marl scenario.env=synthetic,simple_spread_v3 hydra.sweep.dir=$(BENCH_DIR)/paired/marl
+	$(TRY) $(PAIRED) scenario=dqn hydra.sweep.dir=$(BENCH_DIR)/paired/dqn
 
 bench-paper: install ## The paper's twelve configurations at budget=paper (hours to days: prints an estimate first), then the report
 	$(START)
