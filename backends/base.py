@@ -88,6 +88,15 @@ class Backend(abc.ABC):
         repetition) or runs again (``True``; also at the first round). A backend that counts work beside the
         clock (the capacity backend's other copies) counts it only while the timer runs. Optional."""
 
+    def pause(self) -> None:
+        """A paired job (`python -m harness compare`) holds this backend's rounds until ``resume``, while other
+        backends run their blocks: stop whatever would still run meanwhile (the capacity backend's
+        uncoordinated copies). Processes that wait for the next round in a blocking wait need nothing.
+        Optional."""
+
+    def resume(self) -> None:
+        """The held rounds go on (after ``pause``). Optional."""
+
     def metrics(self) -> dict[str, float]:
         """Numbers about the rounds since the previous call (e.g. where a round's time went), for the
         results row of the repetition that just ended. Optional; called from the clock's callbacks."""

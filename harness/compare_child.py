@@ -17,11 +17,12 @@ next N rounds) or ``stop`` (leave the rounds: the clock raises `StopRounds` out 
 ``run`` unwinds and ``stop`` tears it down). While it waits it reads a pipe: no core is used by this process;
 a backend whose other processes wait for the next round (the reactor's workers, the synchronized ceiling's
 copies) lets them fall asleep in their own wait (docs/harness.md, "Paired blocks"), and one whose helpers
-would run on (the uncoordinated ceiling's copies) is paused through its optional ``pause``/``resume`` hooks.
+would run on (the uncoordinated ceiling's copies) is paused through its ``pause``/``resume`` hooks
+(`backends.base.Backend`).
 
 Checksums: each block reports the server's checksum after it, i.e. of everything produced in the
-warm-up and every block so far; every backend runs the same rounds per block, so the checksums of one
-cycle are equal across backends, and equal to a standalone job's repetition ``cycle`` with
+warm-up and every block so far (sizing blocks included); every backend runs the same rounds per block, so the
+checksums of one cycle are equal across backends, and equal to a standalone job's repetition ``cycle`` with
 ``budget.rounds = N`` and the same warm-up.
 """
 from __future__ import annotations
@@ -163,7 +164,7 @@ def measure_blocks(spec: dict[str, Any], send: Callable[[dict[str, Any]], None],
 
     clock = BlockClock(int(spec["budget"]["warmup_rounds"]), wait_command, on_warm, on_block,
                        on_begin=lambda at: send({"type": "started", "startup_seconds": at - t0}),
-                       pause=getattr(backend, "pause", None), resume=getattr(backend, "resume", None),
+                       pause=backend.pause, resume=backend.resume,
                        timer=backend.timer)
     try:
         backend.start(scenario, server)
