@@ -61,8 +61,8 @@ class ReactorConfig(BackendConfig):
     #: ``even``, contiguous even parts
     placement: Placement = Placement.cost
     #: processes executor, ``placement=cost``: what the two hand-offs of a round (scatter, results) cost
-    #: together, in microseconds; per round the breakdown measured worker 1's at 0.8-8 us on gym and 5-59 us
-    #: on atari (2-vCPU VM, runs k, l, m of 2026-12-02), worker 0's at 0-4 us
+    #: together, in microseconds; the breakdown's medians per round in results/reference/
+    #: vm-2core-2026-12-02m-repeated: worker 1's 0.8 us on gym and 5.2 us on atari, worker 0's 0-2.3 us
     handoff_us: float = field(default=10.0, metadata={"range": {"ge": 0}})
     #: processes executor, servers with ``incremental_gather``: the server gathers the results of the bank
     #: members in its own process (worker 0) while the other processes still step, then the rest

@@ -199,7 +199,7 @@ def compact_run(run: Path, dest: Path, figures: bool = True) -> Path:
     report = dest / "report"
     if report.exists():
         shutil.rmtree(report)
-    build_report([dest], out=report, figures=figures, embed_figures=False)
+    build_report([dest], out=report, figures=figures)  # an archive: figures linked, not embedded
     if not (dest / "README.md").exists():
         (dest / "README.md").write_text(_readme(dest, list(read_archive(path))))
     return path

@@ -1,4 +1,4 @@
-"""``python -m harness.report [DIR ...] [--out OUT] [--readme README.md] [--all-runs] [--no-figures]``
+"""``python -m harness.report [DIR ...] [--out OUT] [--readme README.md] [--all-runs] [--no-figures] [--link-figures]``
 
 Reads every results.csv (and archived run, results.jsonl.gz) under the folders (default: the latest sweep,
 results/bench/latest) and writes report.html, report.md, summary.csv and figures into ``<first DIR>/report``
@@ -27,6 +27,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--all-runs", action="store_true",
                         help="pool every run of a configuration and backend (default: the latest run only)")
     parser.add_argument("--no-figures", action="store_true", help="tables only (faster)")
+    parser.add_argument("--link-figures", action="store_true",
+                        help="report.html links figures/*.png instead of embedding them (the default for "
+                             "archived runs)")
     args = parser.parse_args(argv)
     t0 = time.perf_counter()
     missing = [d for d in args.dirs if not Path(d).exists()]
@@ -36,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         files = build_report(args.dirs, out=args.out, all_runs=args.all_runs, figures=not args.no_figures,
-                             readme=args.readme)
+                             readme=args.readme, embed_figures=False if args.link_figures else None)
     except ValueError as exc:  # e.g. README without markers
         print(f"harness.report: {exc}", file=sys.stderr)
         return 2

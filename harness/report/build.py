@@ -5,6 +5,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Optional
 
+from harness.archive import ARCHIVE_FILE
 from harness.report.figures import all_plots
 from harness.report.load import latest_runs, load_results
 from harness.report.paper import side_by_side
@@ -54,10 +55,12 @@ def make_report(paths: Iterable[Path | str], all_runs: bool = False, figures: bo
 
 def build_report(paths: Iterable[Path | str], out: Optional[Path | str] = None, all_runs: bool = False,
                  figures: bool = True, readme: Optional[Path | str] = None,
-                 embed_figures: bool = True) -> ReportFiles:
+                 embed_figures: Optional[bool] = None) -> ReportFiles:
     """Write report.html, report.md, summary.csv, headline.csv and figures/*.png into ``out`` (default
     ``<first path>/report``); with ``readme``, also rewrite that file's results section. ``embed_figures``:
-    report.html carries its figures (self-contained) or, False, links figures/*.png (archived runs)."""
+    report.html carries its figures (self-contained) or, False, links figures/*.png; by default it links them
+    when everything read is an archived run (`harness.archive`), so a reference run's report stays small
+    however it is regenerated."""
     paths = [Path(p) for p in paths]
     rep = make_report(paths, all_runs=all_runs, figures=figures)
     out_dir = Path(out) if out is not None else (paths[0] if paths[0].is_dir() else paths[0].parent) / "report"
@@ -67,6 +70,8 @@ def build_report(paths: Iterable[Path | str], out: Optional[Path | str] = None, 
         fig_files += plot.save(out_dir / FIGURE_DIR)
     files = ReportFiles(out=out_dir, html=out_dir / "report.html", markdown=out_dir / "report.md",
                         summary=out_dir / "summary.csv", figures=fig_files)
+    if embed_figures is None:
+        embed_figures = not (rep.results.files and all(f.name == ARCHIVE_FILE for f in rep.results.files))
     files.html.write_text(to_html(rep, figure_dir=None if embed_figures else FIGURE_DIR))
     files.markdown.write_text(to_markdown(rep, FIGURE_DIR))
     summary_csv(rep).to_csv(files.summary, index=False)

@@ -345,7 +345,8 @@ def machine_line(rows: pd.DataFrame) -> str:
 def _counts(rep: Report) -> str:
     rows = rep.results.rows
     st = rows["status"].value_counts().to_dict() if len(rows) else {}
-    return (f"{len(rep.results.files)} result file(s), {len(rows)} row(s): "
+    jobs = rows["job"].nunique() if len(rows) else 0
+    return (f"{len(rep.results.files)} result file(s), {jobs} job(s), {len(rows)} row(s): "
             + ", ".join(f"{st.get(k, 0)} {k}" for k in ("ok", "error", "timeout")))
 
 
