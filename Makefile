@@ -8,6 +8,9 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 # where `make bench` and `make bench-<scenario>` write (one folder per scenario sweep)
 BENCH_DIR ?= results/bench/latest
+# the reference full sweep that README's Results block is generated from (make results-readme)
+README_RUN ?= results/reference/vm-2core-2026-12-02n
+NAME ?=
 WORKERS ?= 2
 BUDGET ?= local
 # sweeps resume by default: a job whose folder holds all its ok rows for the same config and git sha is
@@ -59,7 +62,7 @@ PAPER_DIR ?= results/bench/paper
 # seconds (empty: the paper's rounds); the report lists the shortened rounds as a difference
 PAPER_JOB_SECONDS ?=
 
-.PHONY: help install test test-slow load soak bench bench-scaling bench-paired bench-paper bench-paper-local report results-readme clean $(addprefix bench-,$(SCENARIOS))
+.PHONY: help install test test-slow load soak bench bench-scaling bench-paired bench-paper bench-paper-local report results-readme archive clean $(addprefix bench-,$(SCENARIOS))
 
 help: ## List every target
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 22
@@ -180,8 +183,12 @@ bench-paper-local: install ## The paper's configurations at budget=local (part o
 report: install ## Statistics, figures and tables for everything under BENCH_DIR (default: results/bench/latest)
 	$(PY) -m harness.report $(BENCH_DIR)
 
-results-readme: install ## Rewrite README's Results section from the last `make bench`
-	$(PY) -m harness.report $(BENCH_DIR) --readme README.md
+results-readme: install ## Rewrite README's Results section from the reference full sweep (README_RUN)
+	$(PY) -m harness.report $(README_RUN) --readme README.md
+
+archive: install ## Keep BENCH_DIR as results/reference/NAME in its compact form (harness.archive), then edit its README
+	@test -n "$(NAME)" || { echo "make archive NAME=<folder under results/reference>"; exit 2; }
+	$(PY) -m harness.archive $(BENCH_DIR) results/reference/$(NAME)
 
 clean: ## Remove build products and results (keeps .venv and results/reference)
 	rm -rf build *.egg-info reactor_backend/*.c reactor_backend/*.so scenarios/*.c scenarios/*.so .pytest_cache
