@@ -6,6 +6,8 @@ one check of every backend and of every scenario's data path, ``make test-slow``
 """
 from __future__ import annotations
 
+import json
+
 import pandas as pd
 import pytest
 
@@ -25,6 +27,8 @@ CASES = {
 
 def backends_for(scenario: str) -> list[str]:
     extra = ["vector"] if scenario in ("gym", "atari") else []
+    if scenario == "gym":  # and Ray's packed actors: 3 roles on 2 workers, one actor of 2 and one of 1
+        extra.append("ray_packed")
     if scenario == "overhead":  # the runtime-overhead benchmark: the reference and the reactor executors
         return ["serial", "reactor_inline", "reactor_threads", "reactor"]
     return ROLE_BACKENDS + extra
@@ -36,7 +40,7 @@ def _slow(reason: str) -> pytest.MarkDecorator:
 
 
 #: (scenario, backends) of the fast gate and of ``make test-slow``. The fast gate runs every backend on gym
-#: (the one full per-backend check), atari's frames on the reactor's processes executor and on vector,
+#: (the one full per-backend check, with Ray's one-actor-per-role and packed layouts recorded), atari's frames on the reactor's processes executor and on vector,
 #: object_size's large payloads and overhead's chain/fan programs everywhere; the rest repeats a data path
 #: that a fast test already checks against serial.
 RUNS = [
@@ -77,6 +81,14 @@ def test_every_backend_computes_the_same_checksums(tmp_path, scenario, backends)
         reference = group[group.backend == "serial"].checksum
         assert len(reference) == 1
         assert (group.checksum == reference.iloc[0]).all(), group[["label", "checksum"]].to_string()
+    if scenario == "gym":
+        serial = rows[rows.backend == "serial"].checksum
+        assert len(serial) == 2 and serial.nunique() == 2  # each repetition extends the stream
+        for label, layout in (("ray:actors", (1, 3)), ("ray:actors_packed", (2, 2))):  # (envs per actor, actors)
+            ray = rows[rows.label == label]
+            assert (ray.startup_seconds > 0).all() and (ray.throughput > 0).all(), label
+            extra = json.loads(ray.extra.iloc[0])
+            assert (extra["envs_per_actor"], extra["actors"]) == layout, label
 
 
 #: budget=paper (the authors' settings: same seeding, Atari reset quirk and full actions, DQN first-N minibatch

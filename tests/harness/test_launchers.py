@@ -12,7 +12,8 @@ from omegaconf import OmegaConf
 from harness.app import CONF_DIR
 from tests.conftest import read_rows, run_cli
 
-SWEEP = ("scenario=gym", "backend=serial,vector", "budget=smoke", "budget.repetitions=2", "seed=0,1")
+#: two jobs of different backends (each job's own config crosses submitit's pickling), two repetitions each
+SWEEP = ("scenario=gym", "backend=serial,vector", "budget=smoke", "budget.repetitions=2", "seed=1")
 SAME = ["scenario", "backend", "variant", "workers", "num_envs", "env_id", "seed", "repetition", "units", "unit",
         "rounds", "checksum", "status", "params"]
 
@@ -29,7 +30,7 @@ def test_submitit_local_sweep_yields_the_rows_of_the_basic_launcher(tmp_path):
     assert local.returncode == 0, local.stderr
     assert list((tmp_path / "submitit" / ".submitit").iterdir())  # the jobs really went through submitit
     a, b = _rows(tmp_path / "basic"), _rows(tmp_path / "submitit")
-    assert len(a) == 8 and set(a.status) == {"ok"}
+    assert len(a) == 4 and set(a.status) == {"ok"} and a.job.nunique() == 2
     pd.testing.assert_frame_equal(a[SAME + ["job"]], b[SAME + ["job"]])
 
 

@@ -1,8 +1,8 @@
 """The Ray backend with real Ray: both modes equal serial, packing, teardown, and every failure path.
 
-Ray start-up costs seconds per job on a 2-core machine, so the default set starts Ray four times
-(two CLI jobs in one multirun, one in-process run, one failing CLI job); the other failure paths and the
-cluster join are ``slow``.
+Ray start-up costs seconds per job on a 2-core machine, so the default set here starts Ray twice (one
+in-process run, one failing CLI job; the CLI layouts against serial are checked in tests/test_cross_backend.py's
+gym multirun); the other failure paths and the cluster join are ``slow``.
 """
 from __future__ import annotations
 
@@ -209,31 +209,10 @@ def test_known_small_sizes_without_serializing():
 
 
 # ------------------------------------------------------------------ real Ray
-def test_cli_paper_and_packed_layouts_give_the_serial_checksums(tmp_path):
-    # gym smoke: 5 envs on workers=2, so the packed layout holds ceil(5 / 2) = 3 and 2 roles per actor.
-    # The compiled graph's layouts are left to fast tests that still check them against serial:
-    # tests/test_cross_backend.py[gym] (ray_compiled, one actor per role) and
-    # test_compiled_envs_per_actor_2_matches_serial_and_teardown_leaves_no_ray_process (packed, in-process);
-    # ``auto``'s resolution is the same for both modes (test_envs_per_actor_auto_is_one_actor_per_worker)
-    proc = run_cli("scenario=gym", "backend=serial,ray,ray_packed",
-                   "budget=smoke", "scenario.num_envs=5", run_dir=tmp_path, multirun=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    rows = {}
-    for f in sorted(tmp_path.glob("*/results.csv")):
-        df = read_rows(f.parent)
-        assert (df.status == "ok").all(), df[["backend", "variant", "error"]]
-        rows[f"{df.backend[0]}:{df.variant[0]}"] = df
-    assert sorted(rows) == ["ray:actors", "ray:actors_packed", "serial:-"]
-    serial = list(rows["serial:-"].checksum)
-    assert len(serial) == 3 and len(set(serial)) == 3  # each repetition extends the stream
-    for label, per_actor, actors in (("ray:actors", 1, 5), ("ray:actors_packed", 3, 2)):
-        df = rows[label]
-        assert list(df.checksum) == serial, label
-        assert (df.startup_seconds > 0).all() and (df.throughput > 0).all()
-        extra = json.loads(df.extra[0])
-        assert (extra["envs_per_actor"], extra["actors"]) == (per_actor, actors), label
-
-
+# The CLI's Ray layouts (one actor per role, packed) against serial, with the layout each row records: in
+# tests/test_cross_backend.py[gym], whose multirun runs ray and ray_packed beside every other backend. The
+# compiled graph's packed layout: the in-process test below; ``auto``'s resolution is the same for both modes
+# (test_envs_per_actor_auto_is_one_actor_per_worker).
 def test_compiled_envs_per_actor_2_matches_serial_and_teardown_leaves_no_ray_process():
     assert our_ray_processes() == [], "a Ray process was already running in this session"
     scenario_cfg = config_object(GymConfig, {"num_envs": 3})  # actors hold workers [0, 1] and [2]
