@@ -39,12 +39,17 @@ def _slow(reason: str) -> pytest.MarkDecorator:
     return pytest.mark.slow(reason=reason)
 
 
-#: (scenario, backends) of the fast gate and of ``make test-slow``. The fast gate runs every backend on gym
-#: (the one full per-backend check, with Ray's one-actor-per-role and packed layouts recorded), atari's frames on the reactor's processes executor and on vector,
-#: object_size's large payloads and overhead's chain/fan programs everywhere; the rest repeats a data path
-#: that a fast test already checks against serial.
+#: (scenario, backends) of the fast gate and of ``make test-slow``. The fast gate runs every backend on gym but
+#: Ray's compiled graph (the one full per-backend check, with Ray's one-actor-per-role and packed layouts
+#: recorded; the compiled graph runs gym in tests/ray and object_size here), atari's frames on the reactor's
+#: processes executor and on vector, object_size's large payloads and overhead's chain/fan programs
+#: everywhere; the rest repeats a data path that a fast test already checks against serial.
 RUNS = [
-    pytest.param("gym", backends_for("gym"), id="gym"),
+    pytest.param("gym", [b for b in backends_for("gym") if b != "ray_compiled"], id="gym"),
+    pytest.param("gym", ["serial", "ray_compiled"], id="gym-compiled",
+                 marks=_slow("gym's roles through a compiled graph: tests/ray's test_compiled_envs_per_actor_2_matches_"
+                             "serial_and_teardown_leaves_no_ray_process (the same actor loop, packed); one compiled "
+                             "actor per role from the CLI: [object_size]")),
     pytest.param("atari", ["serial", "reactor", "vector"], id="atari"),
     pytest.param("atari", ["serial", "reactor_inline", "reactor_threads", "ray", "ray_compiled"], id="atari-more",
                  marks=_slow("executors and Ray modes: [gym] here; frames through Ray: [object_size]'s "
@@ -81,7 +86,7 @@ def test_every_backend_computes_the_same_checksums(tmp_path, scenario, backends)
         reference = group[group.backend == "serial"].checksum
         assert len(reference) == 1
         assert (group.checksum == reference.iloc[0]).all(), group[["label", "checksum"]].to_string()
-    if scenario == "gym":
+    if "ray_packed" in backends:  # [gym]
         serial = rows[rows.backend == "serial"].checksum
         assert len(serial) == 2 and serial.nunique() == 2  # each repetition extends the stream
         for label, layout in (("ray:actors", (1, 3)), ("ray:actors_packed", (2, 2))):  # (envs per actor, actors)
