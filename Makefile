@@ -62,7 +62,7 @@ PAPER_DIR ?= results/bench/paper
 # seconds (empty: the paper's rounds); the report lists the shortened rounds as a difference
 PAPER_JOB_SECONDS ?=
 
-.PHONY: help install test test-slow load soak bench bench-scaling bench-paired bench-paper bench-paper-local report results-readme archive clean $(addprefix bench-,$(SCENARIOS))
+.PHONY: help python-ft install-ft test-ft bench-ft install test test-slow load soak bench bench-scaling bench-paired bench-paper bench-paper-local report results-readme archive clean $(addprefix bench-,$(SCENARIOS))
 
 help: ## List every target
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 22
@@ -189,6 +189,26 @@ results-readme: install ## Rewrite README's Results section from the reference f
 archive: install ## Keep BENCH_DIR as results/reference/NAME in its compact form (harness.archive), then edit its README
 	@test -n "$(NAME)" || { echo "make archive NAME=<folder under results/reference>"; exit 2; }
 	$(PY) -m harness.archive $(BENCH_DIR) results/reference/$(NAME)
+
+# free-threaded CPython (docs/reactor.md, "Threads and free-threaded Python"): none of these is part of
+# `make install` / `make test`. python-ft: PYTHON_FT=/path/to/python3.13t uses one you have; otherwise it builds
+# upstream CPython with --disable-gil from the source archive apt can fetch (scripts/python_ft.sh)
+FT_PREFIX := .python-ft
+FT_VENV := .venv-ft
+FT_PY := $(FT_VENV)/bin/python
+FT_TEST_REPEAT ?= 3
+python-ft: ## A free-threaded CPython in .python-ft (PYTHON_FT=path: yours; else built from source, ~10 min)
+	PREFIX=$(CURDIR)/$(FT_PREFIX) scripts/python_ft.sh
+
+install-ft: python-ft ## .venv-ft on the free-threaded interpreter: cp313t wheels and the project compiled for it
+	FT_PY=$(CURDIR)/$(FT_PREFIX)/bin/python3 VENV_FT=$(CURDIR)/$(FT_VENV) scripts/python_ft_venv.sh
+
+test-ft: ## The runtime's suite on .venv-ft under threads at 2, 4 and 8 workers, FT_TEST_REPEAT times, and the thread stress tests
+	@test -x $(FT_PY) || { echo "test-ft: no $(FT_PY): run make install-ft first"; exit 1; }
+	$(FT_PY) -m pytest -q tests/reactor/test_threads.py tests/reactor/test_threads_ft.py
+	for i in $$(seq $(FT_TEST_REPEAT)); do for w in 2 4 8; do \
+	  REACTOR_EXECUTORS=threads:$$w $(FT_PY) -m pytest -q -x tests/reactor || exit 1; \
+	done; done
 
 clean: ## Remove build products and results (keeps .venv and results/reference)
 	rm -rf build *.egg-info reactor_backend/*.c reactor_backend/*.so scenarios/*.c scenarios/*.so .pytest_cache

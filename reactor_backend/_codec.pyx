@@ -1,4 +1,5 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
+# cython: freethreading_compatible = True
 """The compiled hot paths of shared-memory slots (``transport.py`` lays values out in them).
 
 Why this exists: an environment step's ``(obs, reward, terminated, truncated)`` crosses processes

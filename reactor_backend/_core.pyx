@@ -1,4 +1,5 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+# cython: freethreading_compatible = True
 """Compiled hot paths of the reactor runtime: ports, actions, timers, reactions and the scheduler core.
 
 Why compiled: the per-tag work (setting a port, triggering downstream reactions, the tag-ordered event
@@ -16,11 +17,14 @@ Data structures (all owned by `Core`):
 - presence list: a C array of the triggers (ports, actions, timers) made present in this tag; only
   those are reset at the end of the tag.
 
-Thread safety: under the GIL, every mutation of these structures happens inside one C function that
-calls no Python code, so worker threads of the ``threads`` executor can set ports concurrently.
-Without a GIL (free-threaded CPython) set ``core.locking = True`` (the threads executor does it when
-``sys._is_gil_enabled()`` is False): the three operations reactions perform concurrently (mark
-present, trigger a reaction, queue an event) then take a lock; pops happen only between levels.
+Thread safety (docs/reactor.md, "Threads and free-threaded Python"): under the GIL, every mutation of
+these structures happens inside one C function that calls no Python code, so worker threads of the
+``threads`` executor can set ports concurrently. Without a GIL (free-threaded CPython) set
+``core.locking = True`` (the threads executor does it when ``sys._is_gil_enabled()`` is False): the
+operations reactions perform concurrently (mark present, trigger a reaction, queue an event, request
+a stop) then take a lock; pops happen only between levels, in the thread that runs the tag loop.
+Everything else a reaction touches belongs to one reactor (its ports' values, caches and pending
+events, its actions, its context), and one reactor's reactions never share a level.
 """
 cimport cython
 from libc.stdlib cimport malloc, realloc, free
@@ -30,6 +34,23 @@ from cpython.ref cimport PyObject, Py_INCREF, Py_DECREF, Py_REFCNT
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from cpython.pythread cimport (PyThread_type_lock, PyThread_allocate_lock, PyThread_free_lock,
                                PyThread_acquire_lock, PyThread_release_lock, WAIT_LOCK)
+
+cdef extern from *:
+    """
+    /* the reference count, portable to free-threaded builds (no ob_refcnt field there) */
+    static inline Py_ssize_t rb_refcnt(PyObject *op) { return Py_REFCNT(op); }
+    /* free-threaded builds: the object's local reference count belongs to this thread, so no other
+       thread can change it while this one reads; with the GIL every object qualifies */
+    static inline int rb_owned_here(PyObject *op) {
+    #ifdef Py_GIL_DISABLED
+        return _Py_IsOwnedByCurrentThread(op);
+    #else
+        (void)op; return 1;
+    #endif
+    }
+    """
+    Py_ssize_t rb_refcnt(PyObject *op) nogil
+    bint rb_owned_here(PyObject *op) nogil
 
 cimport numpy as cnp
 
@@ -181,6 +202,11 @@ def _refs_seen(x):
 # ``set`` with this reference count; nobody else can see it, so it is made read-only in place instead
 # of through a view. Calibrated with Python code calling a compiled function, as a reaction calls
 # ``set``; off (-1) where a variable's value looks the same (an interpreter passing borrowed references).
+# Free-threaded builds split the count into a local part (changed only by the thread that owns the
+# object) and an atomic shared part; ``Py_REFCNT`` sums them. The sum is exact for an object this thread
+# owns (nothing else writes its local part during the read), and a count of ``_TEMP_REFS`` then means no
+# other holder exists, in any thread. For an object another thread owns the two loads could straddle a
+# reference moving between the parts, so such an object is never frozen in place (it gets a view).
 _probe = {"seen": _refs_seen}
 exec("def temp():\n    return seen(object())\n"
      "def local():\n    o = object()\n    return seen(o)\n", _probe)
@@ -192,7 +218,7 @@ del _probe
 
 cdef inline Py_ssize_t _item_refs(tuple t, Py_ssize_t i):
     """The reference count of ``t[i]`` as `Port.set` sees it (borrowed: the loop adds none)."""
-    return (<PyObject *> PyTuple_GET_ITEM(t, i)).ob_refcnt
+    return rb_refcnt(<PyObject *> PyTuple_GET_ITEM(t, i))
 
 
 # ``port.set((obs, reward, done))`` with a temporary tuple whose array only the tuple references (an env
@@ -202,12 +228,13 @@ cdef Py_ssize_t _ITEM_ONLY_REFS = _item_refs((object(),), 0)
 
 
 cdef inline void _freeze_owned_items(tuple value):
-    """Clear the write flag, in place, of every array that only ``value`` references."""
+    """Clear the write flag, in place, of every array that only ``value`` references (and, without a
+    GIL, that this thread owns: see ``_TEMP_REFS``)."""
     cdef Py_ssize_t i
     cdef PyObject *p
     for i in range(PyTuple_GET_SIZE(value)):
         p = PyTuple_GET_ITEM(value, i)
-        if <object> p.ob_type is _ndarray and p.ob_refcnt == _ITEM_ONLY_REFS:
+        if <object> p.ob_type is _ndarray and rb_refcnt(p) == _ITEM_ONLY_REFS and rb_owned_here(p):
             cnp.PyArray_CLEARFLAGS(<cnp.ndarray> p, cnp.NPY_ARRAY_WRITEABLE)
 
 
@@ -437,7 +464,7 @@ cdef class Port(Trigger):
         cdef ReactorCtx c = self.wctx
         if c is None or c.current < 0 or not ((self.allowed_mask >> c.current) & 1):
             self._refuse()
-        if Py_REFCNT(value) == _TEMP_REFS:
+        if Py_REFCNT(value) == _TEMP_REFS and rb_owned_here(<PyObject *> value):
             if type(value) is _ndarray:
                 cnp.PyArray_CLEARFLAGS(<cnp.ndarray> value, cnp.NPY_ARRAY_WRITEABLE)
             elif type(value) is tuple:
@@ -986,10 +1013,14 @@ cdef class Core:
         """Stop at the microstep after the current tag (a second request changes nothing)."""
         if not self._running:
             return
+        if self.locking:  # reactions of one level may call it at once (free-threaded builds)
+            PyThread_acquire_lock(self._lock, WAIT_LOCK)
         if not self._stop:
             self._stop = True
             self._stop_t = self.time
             self._stop_m = self.mstep + 1
+        if self.locking:
+            PyThread_release_lock(self._lock)
 
     def request_stop_external(self) -> None:
         """Stop from a thread that is not running a reaction: at the next tag (handled at tag advance)."""

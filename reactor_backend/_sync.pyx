@@ -1,4 +1,5 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
+# cython: freethreading_compatible = True
 """Lock-free synchronization between worker processes over one shared-memory control block.
 
 Why this exists: the multi-process executor must meet N processes once or a few times per tag.

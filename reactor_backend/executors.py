@@ -79,6 +79,7 @@ import threading
 from typing import Any, Callable
 
 from reactor_backend._core import Core, Reaction
+from reactor_backend._crew import Crew
 
 
 class Executor:
@@ -125,43 +126,19 @@ class InlineExecutor(Executor):
     inline = True
 
 
-class _Worker(threading.Thread):
-    """A persistent worker thread fed one chunk of reactions per level."""
-
-    def __init__(self, core: Core, done: Callable[[], None]) -> None:
-        super().__init__(daemon=True)
-        self.core = core
-        self.go = threading.Event()
-        self.chunk: list[Reaction] = []
-        self.error: BaseException | None = None
-        self.error_at = -1
-        self.stopping = False
-        self.done = done
-
-    def run(self) -> None:
-        execute = self.core.execute
-        while True:
-            self.go.wait()
-            self.go.clear()
-            if self.stopping:
-                return
-            self.error = None
-            for r in self.chunk:
-                try:
-                    execute(r)
-                except BaseException as exc:  # reported to the calling thread
-                    self.error = exc
-                    self.error_at = r.index
-                    break
-            self.done()
-
-
 class ThreadExecutor(Executor):
-    """Runs a level's reactions on ``workers`` threads (the calling thread is one of them).
+    """Runs a level's reactions on a fixed crew of ``workers`` threads (the calling thread is worker 0).
 
-    Deterministic: levels are barriers and a level's reactions are independent; the ready queue is
-    ordered, so the same reactions run at the same tags with the same inputs. Parallel where the
-    reactions release the GIL (numpy, torch, I/O) or on free-threaded builds.
+    Each reactor runs on the worker ``assign_workers`` places it on (the processes executor's placement:
+    ``Reactor.place``/``Bank.place`` hints, bank members in even contiguous parts, everything else with
+    its container), and a level whose reactions are all placed on worker 0 (or a level of one reaction)
+    runs here without waking anyone; a reactor's reactions never share a level, so its state is
+    touched by one thread at a time. The crew meets
+    per level through one pair of words per worker (``_crew.Crew``), never a lock. Deterministic:
+    levels are barriers and a level's reactions are independent; the ready queue is ordered, so the
+    same reactions run at the same tags with the same inputs. Parallel where the reactions release the
+    GIL (numpy, torch, I/O) and, on a free-threaded interpreter, everywhere (docs/reactor.md, "Threads
+    and free-threaded Python").
     """
 
     name = "threads"
@@ -174,62 +151,31 @@ class ThreadExecutor(Executor):
             raise ValueError("workers must be >= 1")
         gil = getattr(sys, "_is_gil_enabled", lambda: True)()
         self.lock = (not gil) if lock is None else bool(lock)
-        self._threads: list[_Worker] = []
-        self._cv = threading.Condition()
-        self._pending = 0
+        self._threads: list[threading.Thread] = []
+        self._crew: Crew | None = None
 
     def attach(self, core: Core, program: Any) -> None:
         super().attach(core, program)
+        from reactor_backend.assembly import assign_workers  # the placement the processes executor uses
+
         core.locking = self.lock
-        for _ in range(self.workers - 1):
-            w = _Worker(core, self._one_done)
-            w.start()
-            self._threads.append(w)
-
-    def _one_done(self) -> None:
-        with self._cv:
-            self._pending -= 1
-            if self._pending == 0:
-                self._cv.notify_all()
-
-    def run_level(self, level: int, reactions: list[Reaction]) -> None:
-        n = len(reactions)
-        k = min(len(self._threads) + 1, n)
-        execute = self.core.execute  # type: ignore[union-attr]
-        if k <= 1:
-            for r in reactions:
-                execute(r)
-            return
-        # contiguous chunks; chunk 0 runs here
-        bounds = [(i * n) // k for i in range(k + 1)]
-        helpers = self._threads[: k - 1]
-        with self._cv:
-            self._pending = k - 1
-        for j, w in enumerate(helpers, start=1):
-            w.chunk = reactions[bounds[j]: bounds[j + 1]]
-            w.error = None
-            w.go.set()
-        first_err: BaseException | None = None
-        first_at = -1
-        for r in reactions[: bounds[1]]:
-            try:
-                execute(r)
-            except BaseException as exc:
-                first_err, first_at = exc, r.index
-                break
-        with self._cv:
-            while self._pending > 0:
-                self._cv.wait()
-        for w in helpers:
-            if w.error is not None and (first_err is None or w.error_at < first_at):
-                first_err, first_at = w.error, w.error_at
-        if first_err is not None:
-            raise first_err
+        where = assign_workers(program, self.workers)
+        placed = [0] * len(program.reactions)
+        for r in program.reactions:
+            placed[r.index] = where[r.reactor]
+        self._crew = Crew(self.workers, core.execute, placed)
+        for k in range(1, self.workers):
+            t = threading.Thread(target=self._crew.serve, args=(k,), name=f"reactor-worker-{k}", daemon=True)
+            t.start()
+            self._threads.append(t)
+        if self.workers > 1:
+            self.run_level = self._crew.run_level  # type: ignore[method-assign]  # no Python frame per level
 
     def close(self, error: BaseException | None = None) -> None:
-        for w in self._threads:
-            w.stopping = True
-            w.go.set()
-        for w in self._threads:
-            w.join(timeout=5)
+        if self._crew is not None:
+            self._crew.stop()
+        for t in self._threads:
+            t.join(timeout=5)
         self._threads = []
+        self._crew = None
+        self.__dict__.pop("run_level", None)

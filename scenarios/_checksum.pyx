@@ -1,4 +1,5 @@
 # cython: language_level=3
+# cython: freethreading_compatible = True
 """The checksum encoder compiled: the bytes of `scenarios.base.RunningChecksum`'s layout, built in one C buffer.
 
 Why: a server folds every value it receives into its checksum on the critical path of every round, in the
@@ -29,12 +30,11 @@ cdef bint _little = sys.byteorder == "little"
 cdef object _fallback = None
 
 #: array headers (``f"{dtype.str}{shape}"``) of recently seen (dtype object, shape) pairs; the dtype objects
-#: are held, so an identity match can never be a recycled address
+#: are held, so an identity match can never be a recycled address. One ``(dtype, shape, header)`` tuple per
+#: slot, replaced whole: threads encoding at once (free-threaded builds) never see a torn entry
 cdef enum:
     HEADER_SLOTS = 8
-cdef list _head_dtypes = [None] * HEADER_SLOTS
-cdef list _head_shapes = [None] * HEADER_SLOTS
-cdef list _head_bytes = [None] * HEADER_SLOTS
+cdef list _heads = [(None, None, b"")] * HEADER_SLOTS
 cdef int _head_next = 0
 
 
@@ -93,14 +93,14 @@ cdef bytes _header(cnp.ndarray arr):
     cdef object dtype = obj.dtype
     cdef tuple shape = obj.shape
     cdef int i
+    cdef tuple entry
     for i in range(HEADER_SLOTS):
-        if _head_dtypes[i] is dtype and _head_shapes[i] == shape:
-            return <bytes>_head_bytes[i]
+        entry = <tuple>_heads[i]
+        if entry[0] is dtype and entry[1] == shape:
+            return <bytes>entry[2]
     head = f"{dtype.str}{shape}".encode()
-    i = _head_next
-    _head_dtypes[i] = dtype
-    _head_shapes[i] = shape
-    _head_bytes[i] = head
+    i = _head_next % HEADER_SLOTS
+    _heads[i] = (dtype, shape, head)
     _head_next = (i + 1) % HEADER_SLOTS
     return head
 

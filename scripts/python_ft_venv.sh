@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Make .venv-ft: a virtual environment on the free-threaded interpreter (scripts/python_ft.sh) with what
+# has cp313t wheels or builds quickly, and the project's Cython extensions compiled for it.
+#
+# Why a separate venv: the default .venv (make install) is the GIL interpreter the whole suite and CI run on;
+# this one exists only for `make test-ft` and `make bench-ft`. Installed here: numpy, scipy, pandas<3.1
+# (3.1 has no cp313t wheel: a long source build), matplotlib, psutil, Cython, gymnasium, hydra-core,
+# pettingzoo, pytest, tqdm (antlr4-python3-runtime and PyYAML build from source in seconds). Not installed:
+# ale-py and ray (no cp313t wheels; the harness skips them under ft with the reason in the row), and torch
+# unless a CPU-only cp313t wheel can be had (FT_TORCH_INDEX, default the PyTorch CPU index): PyPI's Linux
+# torch wheel is the CUDA build (~530 MB plus several GB of nvidia-* packages), which is not worth it here.
+set -euo pipefail
+
+FT_PY=${FT_PY:-$PWD/.python-ft/bin/python3}
+VENV=${VENV_FT:-$PWD/.venv-ft}
+TORCH_SPEC=${FT_TORCH_SPEC:-torch==2.12.*}
+TORCH_INDEX=${FT_TORCH_INDEX:-https://download.pytorch.org/whl/cpu}
+
+say() { printf 'install-ft: %s\n' "$*" >&2; }
+die() { say "ERROR: $*"; exit 1; }
+
+[[ -x "$FT_PY" ]] || die "no free-threaded interpreter at $FT_PY: run \`make python-ft\` first (or PYTHON_FT=/path/to/python3.13t make python-ft)"
+"$FT_PY" -c 'import sysconfig, sys; sys.exit(0 if sysconfig.get_config_var("Py_GIL_DISABLED") else 1)' \
+    || die "$FT_PY is not a free-threaded build"
+
+say "creating $VENV on $("$FT_PY" -c 'import sys; print(sys.version.split()[0] + "t")') and installing, from the package index:"
+say "  numpy scipy 'pandas<3.1' matplotlib psutil Cython gymnasium hydra-core pettingzoo pytest pytest-timeout tqdm"
+say "  (binary cp313t wheels where they exist, ~150 MB; pure-Python and small source builds otherwise)"
+[[ -x "$VENV/bin/python" ]] || "$FT_PY" -m venv "$VENV"
+PY=$VENV/bin/python
+"$PY" -m pip install -q --upgrade pip setuptools wheel
+# binary-only for the compiled packages: a missing cp313t wheel fails here, clearly, instead of a long build
+"$PY" -m pip install -q --only-binary=numpy,scipy,pandas,matplotlib,psutil \
+    "numpy>=1.26" scipy "pandas<3.1" matplotlib psutil "Cython>=3.0" \
+    || die "a compiled dependency has no cp313t wheel for this machine (see pip's message above)"
+"$PY" -m pip install -q gymnasium hydra-core pettingzoo pytest pytest-timeout tqdm \
+    || die "installing the pure-Python dependencies failed (see pip's message above)"
+
+if "$PY" -c 'import torch' 2>/dev/null; then
+    say "torch already installed: $("$PY" -c 'import torch; print(torch.__version__)')"
+elif [[ "${FT_TORCH:-1}" == 0 ]]; then
+    say "skipping torch (FT_TORCH=0): the dqn scenario is skipped under ft"
+else
+    say "trying a CPU-only $TORCH_SPEC cp313t wheel from $TORCH_INDEX (~200 MB; skipped when unreachable)"
+    if ! timeout 600 "$PY" -m pip install -q --index-url "$TORCH_INDEX" "$TORCH_SPEC"; then
+        say "no CPU-only torch for cp313t could be had from $TORCH_INDEX: skipping torch (PyPI's Linux wheel is the"
+        say "CUDA build with several GB of nvidia-* packages); the dqn scenario is skipped under ft"
+    fi
+fi
+
+say "compiling the project's Cython extensions for $("$PY" -c 'import sys; print(sys.implementation.cache_tag)')"
+"$PY" -m pip install -q --no-build-isolation --no-deps -e . \
+    || die "building the project's extensions for the free-threaded interpreter failed"
+"$PY" - <<'EOF'
+import sys
+import reactor_backend, reactor_backend._core, reactor_backend._sync, reactor_backend._codec  # noqa: F401
+import harness.runner  # noqa: F401
+print("install-ft: ok:", sys.version.split()[0], "GIL enabled after importing the runtime and harness:",
+      sys._is_gil_enabled(), file=sys.stderr)
+sys.exit(1 if sys._is_gil_enabled() else 0)
+EOF
