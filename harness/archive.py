@@ -5,8 +5,8 @@ writes into DEST:
 
 - ``results.jsonl.gz``: one JSON line per job: its folder relative to RUN, its Hydra overrides, its
   metadata once (a row's own metadata only where it differs), every row with the other columns exactly as
-  in ``results.csv``, and a summary of its per-round latencies (`latency_summary`); a first line names the
-  format;
+  in ``results.csv``, a summary of its per-round latencies (`latency_summary`) and its own small JSON files
+  (a paired job's ``compare.json``); a first line names the format;
 - ``report/``: the report of exactly these rows (`harness.report.build_report`, figures as linked PNG);
 - ``README.md``: a template to complete (machine, commit, command, duration, what it shows), unless one is
   there.
@@ -107,7 +107,20 @@ def job_record(job_dir: Path, root: Path) -> dict[str, Any]:
     lat = _read_latencies(job_dir / LATENCIES_FILE)
     return {"job": job_dir.relative_to(root).as_posix(), "overrides": _overrides(job_dir),
             "reused": (job_dir / REUSED_FILE).exists(), "metadata": json.loads(common), "columns": columns,
-            "rows": rows, "latency": latency_summary(lat) if lat is not None and lat.size else None}
+            "rows": rows, "latency": latency_summary(lat) if lat is not None and lat.size else None,
+            "files": _json_files(job_dir)}
+
+
+def _json_files(job_dir: Path) -> dict[str, Any]:
+    """The job's own small JSON files (a paired job's ``compare.json``: why it stopped), by name."""
+    out: dict[str, Any] = {}
+    for path in sorted(job_dir.glob("*.json")):
+        if path.name != REUSED_FILE and path.stat().st_size <= 100_000:
+            try:
+                out[path.name] = json.loads(path.read_text())
+            except (OSError, ValueError):
+                continue
+    return out
 
 
 def record_rows(record: dict[str, Any]) -> list[dict[str, str]]:

@@ -34,12 +34,14 @@ def test_the_compact_form_keeps_every_row_and_the_same_report(jobs: Jobs, tmp_pa
     hydra = run / "0_gym_serial_-_w1" / ".hydra"
     hydra.mkdir()
     (hydra / "overrides.yaml").write_text("- scenario=gym\n- backend=serial\n- workers=1\n")
+    (run / "0_gym_serial_-_w1" / "compare.json").write_text('{"stopped_by": "precision"}')
     dest = tmp_path / "reference" / "run-a"
     assert main([str(run), str(dest)]) == 0
     assert sorted(p.name for p in dest.iterdir()) == ["README.md", "report", ARCHIVE_FILE]
     records = list(read_archive(dest / ARCHIVE_FILE))
     assert len(records) == 7 and records[0]["job"] == "0_gym_serial_-_w1"
     assert records[0]["overrides"] == ["scenario=gym", "backend=serial", "workers=1"]  # how to run it again
+    assert records[0]["files"] == {"compare.json": {"stopped_by": "precision"}} and records[1]["files"] == {}
     # metadata once per job, not once per row
     text = gzip.open(dest / ARCHIVE_FILE, "rt").read()
     assert text.count('"hostname"') == 7
