@@ -71,6 +71,8 @@ class PairedJob:
     #: per cycle: mean and per-core calibration ms, steal fraction, CPU the waiting backends used
     host: pd.DataFrame
     shift_series: str
+    #: CPU model, cores, git commit and the load average when the job started (from the rows' metadata)
+    machine: str = ""
     splits: list[Split] = field(default_factory=list)
     ratios: pd.DataFrame = field(default_factory=pd.DataFrame)
 
@@ -124,10 +126,16 @@ def analyze_paired(rows: pd.DataFrame, names: Optional[dict[str, str]] = None) -
         first = g["extra_dict"].iloc[0] or {}
         series = next((s for s in SHIFT_SERIES if s in table), "")
         config = str(g["config"].iloc[0])
+        meta = g["meta"].iloc[0] if "meta" in g else {}
+        meta = meta if isinstance(meta, dict) else {}
+        load = meta.get("load_avg") or []
+        machine = (f"{meta.get('cpu_count', '?')}x {meta.get('cpu_model', '?')}, commit "
+                   f"{str(meta.get('git_sha', '?'))[:8]}, load average at start "
+                   + (" / ".join(f"{v:g}" for v in load) if load else "?"))
         job = PairedJob(job=str(job_id), config=config, name=(names or {}).get(config, config), labels=labels,
                         cycles=len(table), block_rounds=int(first.get("block_rounds", 0) or 0), stopped_by=stop,
                         precision_target=float(first.get("precision_target", math.nan)), table=table,
-                        host=_host_frame(g), shift_series=series)
+                        host=_host_frame(g), shift_series=series, machine=machine)
         if series:
             job.splits = change_points(table[series].to_numpy(float))
         recs = []
@@ -175,7 +183,7 @@ def shift_lines(jobs: list[PairedJob]) -> list[str]:
     for j in jobs:
         stop = {"precision": f"the main ratio reached +-{j.precision_target * 100:g}%",
                 "time": "the time budget ended"}.get(j.stopped_by, j.stopped_by or "unknown")
-        head = f"{j.name}: {j.cycles} cycles of {j.block_rounds} rounds, stopped because {stop}"
+        head = f"{j.name} ({j.machine}): {j.cycles} cycles of {j.block_rounds} rounds, stopped because {stop}"
         if not j.shift_series:
             out.append(head + "; no ceiling in the job, host shifts not searched")
         elif j.splits:
