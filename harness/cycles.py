@@ -54,7 +54,7 @@ class CompareSettings:
     max_seconds: float = 240.0
     #: never stop on precision before this many cycles
     min_cycles: int = 10
-    #: target seconds of the slowest backend's block (rounds per block from the warm-up's speed)
+    #: target seconds of the median backend's block (rounds per block from untimed sizing blocks)
     block_s: float = 0.2
     #: rounds per block; 0: from ``block_s``
     block_rounds: int = 0
@@ -200,13 +200,15 @@ def main_ratio(ratios: list[float], confidence: float) -> tuple[float, float, fl
 
 def calibrate(residents: dict[str, "Resident"], warm: dict[str, float], block_s: float,
               tries: int = 4) -> tuple[int, int]:
-    """Rounds per block such that the slowest backend's block lasts about ``block_s``, from untimed blocks of
-    every backend (the warm-up's few rounds are too few to trust). Returns (rounds per block, rounds run
-    here by every backend: they add to the warm-up, and equally to every backend's checksum)."""
-    known = [w for w in warm.values() if math.isfinite(w) and w > 0]
-    n = max(1, int(block_s / 4 / max(known))) if known else 1
+    """Rounds per block such that the median backend's block lasts about ``block_s``, from untimed blocks of
+    every backend (the warm-up's few rounds are too few to trust). The median, not the slowest: on a loaded
+    host the synchronized ceiling's rounds can be several times slower than the others', and sizing on them
+    would leave the others blocks of a few tens of milliseconds. Returns (rounds per block, rounds run here by
+    every backend: they add to the warm-up, and equally to every backend's checksum)."""
+    known = sorted(w for w in warm.values() if math.isfinite(w) and w > 0)
+    n = max(1, int(block_s / 4 / known[len(known) // 2])) if known else 1
     spent = 0
-    slowest = math.nan
+    typical = math.nan
     for attempt in range(tries):
         per_round = []
         for res in residents.values():
@@ -215,11 +217,11 @@ def calibrate(residents: dict[str, "Resident"], warm: dict[str, float], block_s:
             settle(res.pids)
             per_round.append(msg["seconds"] / n)
         spent += n
-        slowest = max(per_round)
-        if slowest * n >= block_s / 4 or attempt == tries - 1:
+        typical = float(np.median(per_round))
+        if typical * n >= block_s / 4 or attempt == tries - 1:
             break
-        n = max(n + 1, int(math.ceil(block_s / 4 / slowest)))
-    return max(1, int(round(block_s / slowest))) if slowest > 0 else n, spent
+        n = max(n + 1, int(math.ceil(block_s / 4 / typical)))
+    return max(1, int(round(block_s / typical))) if typical > 0 else n, spent
 
 
 def stop_reason(ratios: list[float], cycles: int, elapsed_s: float, settings: CompareSettings

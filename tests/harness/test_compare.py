@@ -138,7 +138,9 @@ def test_a_waiting_reactor_takes_no_cpu_during_serial_blocks(tmp_path):
         # a spinning or yielding waiter would run for most of serial's blocks; a sleeping one wakes only for
         # its liveness checks (one per 10 ms futex slice per process)
         assert waited_ns < 0.01 * serial_s * 1e9, (waited_ns, serial_s)
-        assert ticks <= 0.02  # psutil's view (10 ms ticks) agrees
+        # psutil's view agrees: 10 ms ticks charge a whole tick to a process that runs at the tick, so allow a
+        # few; a waiter that spun or yielded through serial's blocks would be charged about serial_s
+        assert ticks < 0.1 * serial_s, (ticks, serial_s)
     finally:
         for r in residents:
             r.finish()
