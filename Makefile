@@ -210,6 +210,20 @@ test-ft: ## The runtime's suite on .venv-ft under threads at 2, 4 and 8 workers,
 	  REACTOR_EXECUTORS=threads:$$w $(FT_PY) -m pytest -q -x tests/reactor || exit 1; \
 	done; done
 
+# the free-threaded reading: each job on both interpreters (interpreter is swept last: default and ft alternate per
+# backend), reactor_threads also at workers=1 on ft (its own scaling); the report's "Free-threaded Python" section
+FT_DIR ?= $(BENCH_DIR)/ft
+FT_BACKENDS ?= serial,reactor_threads,reactor,capacity_lockstep
+bench-ft: install ## Gym, marl synthetic, dqn and the actors round trip on the default and the free-threaded interpreter (make install-ft first), then the report
+	@test -x $(FT_PY) || { echo "bench-ft: no $(FT_PY): run make install-ft first"; exit 1; }
+	-$(HARNESS) scenario=gym backend=$(FT_BACKENDS) interpreter=default,ft hydra.sweep.dir=$(FT_DIR)/gym
+	-$(HARNESS) scenario=marl scenario.env=synthetic backend=$(FT_BACKENDS) interpreter=default,ft hydra.sweep.dir=$(FT_DIR)/marl
+	-$(SWEEP) scenario=gym backend=reactor_threads workers=1 interpreter=default,ft hydra.sweep.dir=$(FT_DIR)/threads_w1/gym
+	-$(SWEEP) scenario=marl scenario.env=synthetic backend=reactor_threads workers=1 interpreter=default,ft hydra.sweep.dir=$(FT_DIR)/threads_w1/marl
+	-$(HARNESS) scenario=dqn backend=$(FT_BACKENDS) interpreter=default,ft hydra.sweep.dir=$(FT_DIR)/dqn
+	-$(HARNESS) scenario=actors scenario.num_clients=2 backend=reactor,reactor_threads interpreter=default,ft hydra.sweep.dir=$(FT_DIR)/actors
+	$(MAKE) --no-print-directory report BENCH_DIR=$(FT_DIR)
+
 clean: ## Remove build products and results (keeps .venv and results/reference)
 	rm -rf build *.egg-info reactor_backend/*.c reactor_backend/*.so scenarios/*.c scenarios/*.so .pytest_cache
 	find results -mindepth 1 -maxdepth 1 ! -name README.md ! -name reference -exec rm -rf {} +

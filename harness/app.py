@@ -15,6 +15,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from harness.capacity import capacity_errors
 from harness.config import ConfigRangeError, check_ranges, register_configs
+from harness.interpreter import interpreter_errors
 from harness.progress import JobProgress
 from harness.resume import decide
 from harness.runner import MeasurementFailed, backend_variant, job_spec, run_measurement
@@ -36,8 +37,8 @@ def main(cfg: DictConfig) -> None:
     job_dir = Path(HydraConfig.get().runtime.output_dir)
     plain = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
     check_ranges(plain)  # already checked by harness.checks.RangeCheck; kept for launchers that skip callbacks
-    if capacity_errors(plain):
-        raise ConfigRangeError("out of range: " + "; ".join(capacity_errors(plain)))
+    if capacity_errors(plain) or interpreter_errors(plain):
+        raise ConfigRangeError("out of range: " + "; ".join(capacity_errors(plain) + interpreter_errors(plain)))
     reused = decide(job_dir, job_spec(plain), resume=cfg.resume)
     if reused:
         print(f"{_job_label(cfg)}: reused, {reused} ok rows of the same config and code in {job_dir}",
@@ -48,5 +49,5 @@ def main(cfg: DictConfig) -> None:
         outcome = run_measurement(plain, job_dir, on_progress=progress.update)
     summary = f"{_job_label(cfg)}: {outcome.status}, {outcome.rows} rows -> {job_dir / 'results.csv'}"
     print(summary, file=sys.stderr)
-    if outcome.status != "ok":
+    if outcome.status not in ("ok", "skipped"):  # skipped: the row says why (harness.interpreter)
         raise MeasurementFailed(f"{outcome.status}: {outcome.message}")

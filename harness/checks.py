@@ -20,6 +20,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from harness.capacity import capacity_errors
 from harness.config import ConfigRangeError, range_errors
+from harness.interpreter import interpreter_errors
 
 
 def sweep_job_overrides(task_overrides: list[str]) -> list[list[str]]:
@@ -35,7 +36,7 @@ class RangeCheck(Callback):
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         job = _job_part(config)
-        errors = range_errors(job) + capacity_errors(job)
+        errors = range_errors(job) + capacity_errors(job) + interpreter_errors(job)
         if errors:
             _refuse("out of range: " + "; ".join(errors))
 
@@ -50,7 +51,7 @@ class RangeCheck(Callback):
         problems: list[str] = []
         for overrides in sweep_job_overrides(task):
             job = _job_part(compose(config_name=config_name, overrides=overrides))
-            errors = range_errors(job) + capacity_errors(job)
+            errors = range_errors(job) + capacity_errors(job) + interpreter_errors(job)
             if errors:
                 problems.append(f"job [{' '.join(overrides)}]: " + "; ".join(errors))
         if problems:

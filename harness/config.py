@@ -73,6 +73,9 @@ class RunConfig:
     #: (Hydra sweeps the last key fastest), spreading every backend over the same stretch of time on a machine
     #: whose speed drifts; the report pools the trials (docs/report.md, "Trials")
     trial: int = 0
+    #: the measuring child's Python: ``default`` (this one), ``ft`` (the free-threaded ``.venv-ft``, made by
+    #: ``make install-ft``) or an interpreter's path (harness.interpreter); rows record its version and GIL
+    interpreter: str = "default"
 
 
 def slurm_minutes(timeout_s: float) -> int:

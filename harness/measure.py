@@ -43,6 +43,7 @@ def measure(spec: dict[str, Any], send: Callable[[dict[str, Any]], None]) -> Non
     from backends import backend_schema, make_backend  # imports this job's backend module only
     from harness.clock import Repetition, RoundClock
     from harness.config import SCENARIO_SCHEMAS, config_object
+    from harness.interpreter import running as running_interpreter
     from scenarios import make_scenario
 
     pin_threads(int(spec["threads_per_worker"]))
@@ -54,6 +55,7 @@ def measure(spec: dict[str, Any], send: Callable[[dict[str, Any]], None]) -> Non
     work = scenario.round_work_seconds()
     send({
         "type": "hello",
+        **running_interpreter(),
         "unit": scenario.unit,
         "round_work_ms": None if work is None else work * 1e3,
         **scenario.row_fields(),
@@ -80,6 +82,7 @@ def measure(spec: dict[str, Any], send: Callable[[dict[str, Any]], None]) -> Non
             # a backend that does other work than the scenario's (backends.rllib) names it instead of a checksum
             "checksum": getattr(backend, "checksum_marker", None) or server.checksum(),
             "extra": extra,
+            "gil_enabled": running_interpreter()["gil_enabled"],  # at the end of the job for the last one
         })
 
     def on_progress(done: int, total: int) -> None:

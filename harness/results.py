@@ -50,9 +50,14 @@ COLUMNS: tuple[str, ...] = (
     # (empty in a standalone job's rows)
     "cycle",
     "block",
+    # the measuring child's Python (``3.13.5t``: free-threaded) and whether its GIL was on when the
+    # repetition ended (harness.interpreter)
+    "interpreter",
+    "gil_enabled",
 )
 
-STATUSES = ("ok", "error", "timeout")
+#: ``skipped``: the job was not run, for the reason in ``error`` (a package its interpreter lacks)
+STATUSES = ("ok", "error", "timeout", "skipped")
 RESULTS_FILE = "results.csv"
 LATENCIES_FILE = "latencies.csv"
 

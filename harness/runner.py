@@ -27,6 +27,11 @@ import numpy as np
 import psutil
 
 from harness.cleanup import ShmLedger, end_job, kill_processes
+from harness.interpreter import DEFAULT as DEFAULT_INTERPRETER
+from harness.interpreter import describe as describe_interpreter
+from harness.interpreter import executable as interpreter_executable
+from harness.interpreter import label as interpreter_label
+from harness.interpreter import skip_reason
 from harness.jobtree import JobTree
 from harness.memory import MEMORY_FILE, MemorySampler
 from harness.metadata import job_metadata
@@ -65,10 +70,18 @@ def backend_variant(backend: dict[str, Any]) -> str:
     return variant(backend)
 
 
+def interpreter_variant(variant: str, info: dict[str, Any]) -> str:
+    """The row's variant on another interpreter: ``threads ft`` (free-threaded), ``threads py3.12.1``."""
+    tag = "ft" if info["free_threaded"] else f"py{info['version']}"
+    return tag if variant in ("", "-") else f"{variant} {tag}"
+
+
 def job_spec(cfg: dict[str, Any]) -> dict[str, Any]:
     """The part of the resolved config that defines the measurement (sent to the child, hashed)."""
     spec = {k: cfg[k] for k in ("scenario", "backend", "budget", "workers", "seed", "threads_per_worker")}
     spec["trial"] = cfg.get("trial", 0)
+    if cfg.get("interpreter", DEFAULT_INTERPRETER) != DEFAULT_INTERPRETER:  # (default: hashes as before)
+        spec["interpreter"] = cfg["interpreter"]
     return spec
 
 
@@ -149,6 +162,18 @@ def run_measurement(
         "metadata": job_metadata(spec),
         "unit": None,
     }
+    python = interpreter_executable(cfg.get("interpreter"))
+    if python != sys.executable:
+        # another interpreter: its rows are told apart by the variant (``reactor:threads ft``), and the
+        # metadata's python is the child's
+        info = describe_interpreter(python)
+        base["variant"] = interpreter_variant(base["variant"], info)
+        base["interpreter"] = interpreter_label(info["version"], info["free_threaded"])
+        base["metadata"]["python"] = base["interpreter"]
+        reason = skip_reason(cfg)
+        if reason is not None:
+            writer.append(make_row(base, repetition=0, status="skipped", error=reason))
+            return JobOutcome(status="skipped", rows=0, message=reason)
     env = dict(os.environ)
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         env[var] = str(cfg["threads_per_worker"])
@@ -156,7 +181,7 @@ def run_measurement(
     rfd, wfd = os.pipe()
     ledger = ShmLedger.snapshot()  # /dev/shm as found: the clean-up removes only what the job added
     child = subprocess.Popen(
-        [sys.executable, "-m", "harness.measure", str(wfd), str(job_dir)],  # the dir names it in `ps`
+        [python, "-m", "harness.measure", str(wfd), str(job_dir)],  # the dir names it in `ps`
         stdin=subprocess.PIPE,
         pass_fds=(wfd,),
         start_new_session=True,
@@ -203,6 +228,7 @@ def run_measurement(
                     base["num_envs"] = msg.get("num_envs", base["num_envs"])
                     base["env_id"] = msg.get("env_id", base["env_id"])
                     base["round_work_ms"] = msg.get("round_work_ms")
+                    base["interpreter"] = msg.get("interpreter")
                 elif kind == "started":
                     base["startup_seconds"] = msg["startup_seconds"]
                     sampler.sample()  # everything is up; the timed rounds have not begun (warm-up runs)
@@ -216,6 +242,7 @@ def run_measurement(
                         sampler.sample()  # the last timed round is done: the state at the end of the run
                     lat = np.asarray(msg["latencies"], dtype=float)
                     row = make_row(base, repetition=msg["index"], status="ok", checksum=msg["checksum"],
+                                   gil_enabled=msg.get("gil_enabled"),
                                    extra=msg["extra"] or None, **timing_fields(msg["units"], msg["seconds"], lat),
                                    **sampler.peaks())
                     writer.append(row)

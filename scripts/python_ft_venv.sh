@@ -54,7 +54,7 @@ say "compiling the project's Cython extensions for $("$PY" -c 'import sys; print
 "$PY" - <<'EOF'
 import sys
 import reactor_backend, reactor_backend._core, reactor_backend._sync, reactor_backend._codec  # noqa: F401
-import harness.runner  # noqa: F401
+import harness.runner, scenarios._checksum, scenarios.gym  # noqa: F401
 print("install-ft: ok:", sys.version.split()[0], "GIL enabled after importing the runtime and harness:",
       sys._is_gil_enabled(), file=sys.stderr)
 sys.exit(1 if sys._is_gil_enabled() else 0)

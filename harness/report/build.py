@@ -13,6 +13,7 @@ from harness.report.render import Report, readme_section, summary_csv, to_html, 
 from harness.report.analysis import analyze
 from harness.report.paired import analyze_paired, split_paired
 from harness.report.paired_render import paired_plots, paired_sections
+from harness.report.freethreaded import freethreaded_sections
 from harness.report.render import config_names
 from harness.report.verdict import headline_frame
 
@@ -49,7 +50,7 @@ def make_report(paths: Iterable[Path | str], all_runs: bool = False, figures: bo
         plots += paired_plots(paired)
     rep = Report(results=results, analysis=analysis, paper=paper, plots=plots, sources=[str(p) for p in paths],
                  superseded_runs=superseded, figure_notes=notes, paired=paired)
-    rep.paired_sections = paired_sections(rep)
+    rep.paired_sections = paired_sections(rep) + freethreaded_sections(rep)  # (the latter: interpreter=ft rows)
     return rep
 
 

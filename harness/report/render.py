@@ -152,7 +152,7 @@ def warnings(rep: Report) -> list[str]:
     if rows["machine"].nunique() > 1 and not len(a.mixed):
         out.append(f"rows come from {rows['machine'].nunique()} machines (never within one comparison)")
     ok = rows[rows["status"] == "ok"]
-    odd = rows[~rows["status"].isin(["ok", "error", "timeout"])]
+    odd = rows[~rows["status"].isin(["ok", "error", "timeout", "skipped"])]
     if len(odd):
         out.append(f"{len(odd)} row(s) with an unknown status (a damaged or foreign file?) left out: "
                    + ", ".join(sorted(set(odd["source"]))[:5]))

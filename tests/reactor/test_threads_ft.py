@@ -154,9 +154,8 @@ def test_first_failure_in_reaction_order_wins():
 
 @pytest.mark.skipif(not FREE_THREADED, reason="needs a free-threaded interpreter (make install-ft; make test-ft)")
 def test_gil_stays_off_under_the_runtime():
-    import reactor_backend._codec  # noqa: F401  every extension declares itself free-threading safe
+    import reactor_backend._codec  # noqa: F401  every extension of the runtime declares itself free-threading safe
     import reactor_backend._sync  # noqa: F401
-    import scenarios._checksum  # noqa: F401
 
     _run("threads", 4)
     assert not sys._is_gil_enabled()

@@ -1,0 +1,95 @@
+"""The report's "Free-threaded Python" section: jobs measured under a free-threaded interpreter
+(``interpreter=ft``, `harness.interpreter`) beside the default one.
+
+Why a section of its own: the main tables compare every backend with serial on the default interpreter;
+here each executor is compared with serial *on the same interpreter* (does parallelism pay there?), and
+serial ft with serial default gives the interpreter's own single-thread cost. Rows tell the interpreters
+apart by their variant (``reactor:threads ft``) and their ``interpreter`` column; ``gil_enabled`` shows a
+job whose imports turned the GIL back on. Skipped jobs (a package without a cp313t wheel) are listed with
+their reason.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from harness.report.render import Section, Table, num
+
+
+def _is_ft(row: pd.Series) -> bool:
+    return str(row.get("interpreter", "") or "").endswith("t")
+
+
+def _base_label(label: str) -> str:
+    """``reactor:threads ft`` -> ``reactor:threads``; ``serial:ft`` -> ``serial:-``."""
+    backend, _, variant = label.partition(":")
+    if variant == "ft":
+        return f"{backend}:-"
+    return f"{backend}:{variant[:-3]}" if variant.endswith(" ft") else label
+
+
+def ft_table(rows: pd.DataFrame) -> Table:
+    """Per scenario, configuration and workers: each backend's median throughput on both interpreters,
+    its ratio to serial on the same interpreter, and serial ft / serial default."""
+    ok = rows[rows["status"] == "ok"].copy()
+    if not len(ok) or "interpreter" not in ok:
+        return Table([], [])
+    ok["ft"] = [_is_ft(r) for _, r in ok.iterrows()]
+    if not ok["ft"].any():
+        return Table([], [])
+    ok["base"] = [_base_label(lbl) if ft else lbl for lbl, ft in zip(ok["label"], ok["ft"])]
+    header = ["scenario", "workers", "configuration", "backend", "default /s", "ft /s", "default / serial",
+              "ft / serial ft", "ft / default", "GIL on at end (ft)"]
+    out: list[list[str]] = []
+    for (scen, config), g in ok.groupby(["scenario", "config"], sort=True):
+        if not g["ft"].any():
+            continue
+        med = g.groupby(["base", "ft"])["throughput"].median()
+        s_def = med.get(("serial:-", False))
+        s_ft = med.get(("serial:-", True))
+        workers = num(g["workers"].iloc[0])
+        for base in sorted(set(g["base"])):
+            d, f = med.get((base, False)), med.get((base, True))
+            gil = g[(g["base"] == base) & g["ft"]]["gil_enabled"].astype(str)
+            out.append([
+                scen, workers, str(config)[:60], base,
+                "" if d is None else f"{d:,.0f}", "" if f is None else f"{f:,.0f}",
+                "" if d is None or not s_def else f"{d / s_def:.2f}",
+                "" if f is None or not s_ft else f"{f / s_ft:.2f}",
+                "" if d is None or f is None else f"{f / d:.2f}",
+                ", ".join(sorted(set(gil))) if len(gil) else "",
+            ])
+    return Table(header, out)
+
+
+def scaling_lines(rows: pd.DataFrame) -> list[str]:
+    """reactor:threads ft at each worker count against its own workers=1 (real parallelism or not)."""
+    ok = rows[(rows["status"] == "ok") & (rows["label"] == "reactor:threads ft")]
+    out = []
+    for scen, g in ok.groupby("scenario", sort=True):
+        med = g.groupby("workers")["throughput"].median()
+        if 1 in med.index:
+            out += [f"{scen}: reactor:threads ft at workers={int(w)}: {med[w] / med[1]:.2f}x its workers=1"
+                    for w in med.index if w != 1]
+    return out
+
+
+def skipped_lines(rows: pd.DataFrame) -> list[str]:
+    sk = rows[rows["status"] == "skipped"]
+    return sorted({f"{r['scenario']} on {r['label']}: {r['error']}" for _, r in sk.iterrows()})
+
+
+def freethreaded_sections(rep: Any) -> list[Section]:
+    """The section (none when no row ran under a free-threaded interpreter)."""
+    rows = rep.results.rows
+    if not len(rows) or "interpreter" not in rows or not any(_is_ft(r) for _, r in rows.iterrows()):
+        return []
+    versions = sorted({str(v) for v in rows["interpreter"] if str(v)})
+    intro = ("Jobs measured under a free-threaded interpreter (`interpreter=ft`) beside the default one "
+             f"(interpreters in these rows: {', '.join(versions)}). Each backend is compared with serial on the "
+             "same interpreter; 'ft / default' of serial is the interpreter's own single-thread cost. Medians of "
+             "repetitions; 'GIL on at end' is `sys._is_gil_enabled()` when each ft job ended.")
+    lines = scaling_lines(rows) + [f"skipped: {s}" for s in skipped_lines(rows)]
+    return [Section("Free-threaded Python", intro, ft_table(rows)),
+            Section("Free-threaded Python: scaling and skipped jobs", "", lines or ["(none)"])]
