@@ -240,7 +240,17 @@ class CapacityBackend(SerialBackend):
     def pause(self) -> None:
         """Park the uncoordinated copies after their current round and wait until all are parked (a paired
         job, `harness.compare_child`, calls this after copy 0's block, so that no copy runs during another
-        backend's block). The synchronized copies need nothing: they wait at the barrier for copy 0."""
+        backend's block). The synchronized copies were released by copy 0's last round into one more round
+        of their own: wait until each has finished it (its count one ahead of copy 0's) and waits at the
+        barrier for copy 0, where it sleeps."""
+        if self.buf is not None:
+            import time
+
+            ahead = self.counts[0] + 1
+            while any(self.counts[r] < ahead for r in range(1, self.workers)):
+                self._check_copies()
+                time.sleep(0.0005)
+            return
         if self.flag is None:
             return
         self.hold.clear()
