@@ -3,9 +3,11 @@
 # has cp313t wheels or builds quickly, and the project's Cython extensions compiled for it.
 #
 # Why a separate venv: the default .venv (make install) is the GIL interpreter the whole suite and CI run on;
-# this one exists only for `make test-ft` and `make bench-ft`. Installed here: numpy, scipy, pandas<3.1
-# (3.1 has no cp313t wheel: a long source build), matplotlib, psutil, Cython, gymnasium, hydra-core,
-# pettingzoo, pytest, tqdm (antlr4-python3-runtime and PyYAML build from source in seconds). Not installed:
+# this one exists only for `make test-ft` and `make bench-ft`, whose measuring children run here (the harness
+# parent and the report stay on .venv). Installed here: numpy, scipy, pandas<3.1 (3.1 has no cp313t wheel: a
+# long source build), psutil, Cython, gymnasium, hydra-core, pettingzoo, pytest, tqdm (antlr4-python3-runtime
+# and PyYAML build from source in seconds). Not installed: matplotlib (only the report draws, on .venv; its
+# contourpy dependency builds from C++ source for cp313t here, many minutes on 2 cores),
 # ale-py and ray (no cp313t wheels; the harness skips them under ft with the reason in the row), and torch
 # unless a CPU-only cp313t wheel can be had (FT_TORCH_INDEX, default the PyTorch CPU index): PyPI's Linux
 # torch wheel is the CUDA build (~530 MB plus several GB of nvidia-* packages), which is not worth it here.
@@ -24,14 +26,14 @@ die() { say "ERROR: $*"; exit 1; }
     || die "$FT_PY is not a free-threaded build"
 
 say "creating $VENV on $("$FT_PY" -c 'import sys; print(sys.version.split()[0] + "t")') and installing, from the package index:"
-say "  numpy scipy 'pandas<3.1' matplotlib psutil Cython gymnasium hydra-core pettingzoo pytest pytest-timeout tqdm"
+say "  numpy scipy 'pandas<3.1' psutil Cython gymnasium hydra-core pettingzoo pytest pytest-timeout tqdm"
 say "  (binary cp313t wheels where they exist, ~150 MB; pure-Python and small source builds otherwise)"
 [[ -x "$VENV/bin/python" ]] || "$FT_PY" -m venv "$VENV"
 PY=$VENV/bin/python
 "$PY" -m pip install -q --upgrade pip setuptools wheel
 # binary-only for the compiled packages: a missing cp313t wheel fails here, clearly, instead of a long build
-"$PY" -m pip install -q --only-binary=numpy,scipy,pandas,matplotlib,psutil \
-    "numpy>=1.26" scipy "pandas<3.1" matplotlib psutil "Cython>=3.0" \
+"$PY" -m pip install -q --only-binary=numpy,scipy,pandas,psutil \
+    "numpy>=1.26" scipy "pandas<3.1" psutil "Cython>=3.0" \
     || die "a compiled dependency has no cp313t wheel for this machine (see pip's message above)"
 "$PY" -m pip install -q gymnasium hydra-core pettingzoo pytest pytest-timeout tqdm \
     || die "installing the pure-Python dependencies failed (see pip's message above)"
