@@ -29,7 +29,8 @@ def _job_label(cfg: DictConfig) -> str:
     hc = HydraConfig.get()
     index = f"job {hc.job.num} " if hc.mode.name == "MULTIRUN" else ""
     variant = backend_variant(OmegaConf.to_container(cfg.backend, enum_to_str=True))
-    return f"{index}{cfg.scenario.name}/{cfg.backend.name}:{variant} w={cfg.workers}"
+    on = "" if cfg.get("interpreter", "default") == "default" else f" on {cfg.interpreter}"
+    return f"{index}{cfg.scenario.name}/{cfg.backend.name}:{variant} w={cfg.workers}{on}"
 
 
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")

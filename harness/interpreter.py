@@ -55,13 +55,20 @@ def interpreter_errors(job: Mapping[str, Any]) -> list[str]:
 
 @lru_cache(maxsize=None)
 def describe(exe: str) -> dict[str, Any]:
-    """Version, free-threaded build or not, and which optional packages ``exe`` can import (one probe)."""
+    """Version, free-threaded build or not, which optional packages ``exe`` can import, and the versions of
+    the packages the rows' metadata lists (one probe)."""
+    from harness.metadata import PACKAGES
+
     wanted = sorted({m for ms in (*BACKEND_NEEDS.values(), *SCENARIO_NEEDS.values()) for m in ms})
-    probe = ("import importlib.util, json, sys, sysconfig; "
-             f"mods = {wanted!r}; "
+    probe = ("import importlib.metadata as md, importlib.util, json, sys, sysconfig\n"
+             "def v(d):\n"
+             "    try:\n        return md.version(d)\n"
+             "    except md.PackageNotFoundError:\n        return '-'\n"
+             f"mods = {wanted!r}\n"
              "print(json.dumps({'version': sys.version.split()[0], "
              "'free_threaded': bool(sysconfig.get_config_var('Py_GIL_DISABLED')), "
-             "'has': {m: importlib.util.find_spec(m) is not None for m in mods}}))")
+             "'has': {m: importlib.util.find_spec(m) is not None for m in mods}, "
+             f"'versions': {{d: v(d) for d in {list(PACKAGES)!r}}}}}))")
     try:
         out = subprocess.run([exe, "-c", probe], capture_output=True, text=True, timeout=60, cwd=str(ROOT))
     except (OSError, subprocess.TimeoutExpired) as exc:

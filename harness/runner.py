@@ -165,11 +165,12 @@ def run_measurement(
     python = interpreter_executable(cfg.get("interpreter"))
     if python != sys.executable:
         # another interpreter: its rows are told apart by the variant (``reactor:threads ft``), and the
-        # metadata's python is the child's
+        # metadata's python and package versions are the child's
         info = describe_interpreter(python)
         base["variant"] = interpreter_variant(base["variant"], info)
         base["interpreter"] = interpreter_label(info["version"], info["free_threaded"])
         base["metadata"]["python"] = base["interpreter"]
+        base["metadata"]["versions"] = info["versions"]
         reason = skip_reason(cfg)
         if reason is not None:
             writer.append(make_row(base, repetition=0, status="skipped", error=reason))

@@ -41,12 +41,12 @@ PY=$VENV/bin/python
 if "$PY" -c 'import torch' 2>/dev/null; then
     say "torch already installed: $("$PY" -c 'import torch; print(torch.__version__)')"
 elif [[ "${FT_TORCH:-1}" == 0 ]]; then
-    say "skipping torch (FT_TORCH=0): the dqn scenario is skipped under ft"
+    say "skipping torch (FT_TORCH=0): dqn and marl (torch policies) are skipped under ft"
 else
     say "trying a CPU-only $TORCH_SPEC cp313t wheel from $TORCH_INDEX (~200 MB; skipped when unreachable)"
     if ! timeout 600 "$PY" -m pip install -q --index-url "$TORCH_INDEX" "$TORCH_SPEC"; then
         say "no CPU-only torch for cp313t could be had from $TORCH_INDEX: skipping torch (PyPI's Linux wheel is the"
-        say "CUDA build with several GB of nvidia-* packages); the dqn scenario is skipped under ft"
+        say "CUDA build with several GB of nvidia-* packages); dqn and marl (torch policies) are skipped under ft"
     fi
 fi
 
