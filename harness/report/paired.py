@@ -132,7 +132,9 @@ def analyze_paired(rows: pd.DataFrame, names: Optional[dict[str, str]] = None) -
         machine = (f"{meta.get('cpu_count', '?')}x {meta.get('cpu_model', '?')}, commit "
                    f"{str(meta.get('git_sha', '?'))[:8]}, load average at start "
                    + (" / ".join(f"{v:g}" for v in load) if load else "?"))
-        job = PairedJob(job=str(job_id), config=config, name=(names or {}).get(config, config), labels=labels,
+        folder = str(job_id).split(":", 1)[-1]  # two paired jobs of one configuration stay apart by their folder
+        job = PairedJob(job=str(job_id), config=config, name=f"{(names or {}).get(config, config)} [{folder}]",
+                        labels=labels,
                         cycles=len(table), block_rounds=int(first.get("block_rounds", 0) or 0), stopped_by=stop,
                         precision_target=float(first.get("precision_target", math.nan)), table=table,
                         host=_host_frame(g), shift_series=series, machine=machine)
