@@ -103,22 +103,22 @@ bench: install ## The local sweep of every scenario, the paired jobs (bench-pair
 	$(SUBMAKE) report BENCH_DIR=$(BENCH_DIR)
 	$(FINISH)
 
-bench-gym: install ## Gym (CartPole) on every backend, the packed Ray layouts, the measured ceiling and RLlib's sampler (a reference)
+bench-gym: install ## Gym (CartPole) standalone: serial, the reactor, every Ray layout, the vector env, the ceilings and RLlib's sampler (a reference); the reactor executors: bench-paired
 	$(START)
 	$(TRY) $(HARNESS) scenario=gym backend=$(ENV_BACKENDS) hydra.sweep.dir=$(BENCH_DIR)/gym
 	$(FINISH)
 
-bench-atari: install ## Atari (Pong) on every backend, ale-py's AtariVectorEnv, the measured ceiling and RLlib's sampler (a reference)
+bench-atari: install ## Atari (Pong) standalone: as bench-gym, plus ale-py's AtariVectorEnv
 	$(START)
 	$(TRY) $(HARNESS) scenario=atari backend=$(ATARI_BACKENDS) hydra.sweep.dir=$(BENCH_DIR)/atari
 	$(FINISH)
 
-bench-dqn: install ## Synchronized parallel DQN on every backend
+bench-dqn: install ## Synchronized parallel DQN standalone: serial, the reactor, every Ray layout and the ceilings
 	$(START)
 	$(TRY) $(HARNESS) scenario=dqn backend=$(ROLE_BACKENDS) hydra.sweep.dir=$(BENCH_DIR)/dqn
 	$(FINISH)
 
-bench-marl: install ## Multi-agent inference (synthetic and simple_spread) on every backend
+bench-marl: install ## Multi-agent inference (synthetic and simple_spread) standalone: serial, the reactor, every Ray layout and the ceilings
 	$(START)
 	$(TRY) $(HARNESS) scenario=marl scenario.env=synthetic,simple_spread_v3 backend=$(ROLE_BACKENDS) hydra.sweep.dir=$(BENCH_DIR)/marl
 	$(FINISH)
