@@ -28,6 +28,7 @@ import gzip
 import io
 import json
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any, Iterator, Optional
@@ -198,9 +199,10 @@ def _readme(dest: Path, records: list[dict[str, Any]]) -> str:
 
 
 def compact_run(run: Path, dest: Path, figures: bool = True) -> Path:
-    """The whole compact form of ``run`` in ``dest`` (archive, report, README template); returns the archive."""
-    from harness.report.build import build_report
+    """The whole compact form of ``run`` in ``dest`` (archive, report, README template); returns the archive.
 
+    The report is made by its own command in a child process: the report reads this module's file format, so
+    this module never imports the report (docs/design.md, "Layers and import rules")."""
     run, dest = Path(run), Path(dest)
     if dest.resolve() == run.resolve() or run.resolve() in dest.resolve().parents:
         raise ValueError(f"{dest}: write the compact form outside the run it is made from")
@@ -212,7 +214,9 @@ def compact_run(run: Path, dest: Path, figures: bool = True) -> Path:
     report = dest / "report"
     if report.exists():
         shutil.rmtree(report)
-    build_report([dest], out=report, figures=figures)  # an archive: figures linked, not embedded
+    # an archive: figures linked, not embedded
+    command = [sys.executable, "-m", "harness.report", str(dest), "--out", str(report), "--link-figures"]
+    subprocess.run(command + ([] if figures else ["--no-figures"]), check=True, stdout=subprocess.DEVNULL)
     if not (dest / "README.md").exists():
         (dest / "README.md").write_text(_readme(dest, list(read_archive(path))))
     return path

@@ -25,7 +25,7 @@ ALLOWED: dict[str, set[str]] = {
     "harness": {"scenarios", "reactor_backend", "ray_backend", "backends"},
 }
 #: the report reads result files only
-REPORT_ALLOWED = {"harness.results", "harness.resume"}  # file formats: the columns, the reused-job marker
+REPORT_ALLOWED = {"harness.results", "harness.resume", "harness.archive"}  # file formats: the columns, the reused-job marker, the compact run
 NOT_RUNTIME = ("scenarios", "harness", "ray_backend", "backends")
 
 
