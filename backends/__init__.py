@@ -91,6 +91,8 @@ def backend_variant(config: dict[str, Any]) -> str:
     return "-" if variant is None else str(variant(config))
 
 
-def make_backend(config: Any, workers: int) -> Backend:
+def make_backend(config: Any, workers: int, threads_per_worker: int = 1) -> Backend:
     """The backend that ``config.name`` names, built from its typed config."""
-    return backend_module(config.name).BACKEND(config, workers)
+    backend = backend_module(config.name).BACKEND(config, workers)
+    backend.threads_per_worker = int(threads_per_worker)
+    return backend

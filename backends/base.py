@@ -16,6 +16,7 @@ Contract every backend keeps:
 from __future__ import annotations
 
 import abc
+import mmap
 from dataclasses import dataclass
 from typing import Any, Protocol, Sequence
 
@@ -42,6 +43,14 @@ class Clock(Protocol):
         """One round is complete."""
 
 
+def shared_slots(n: int) -> Any:
+    """``n`` int64 slots, zero, in anonymous shared memory: written by processes forked after this call and
+    read by this one (nothing in /dev/shm; gone with the last process that maps it)."""
+    import numpy as np
+
+    return np.frombuffer(mmap.mmap(-1, 8 * max(1, n)), dtype=np.int64)[:n]
+
+
 def split_messages(msgs: Broadcast | Sequence[Any], n: int) -> list[Any]:
     """Expand a scatter result into exactly ``n`` per-worker messages (checks the count)."""
     if isinstance(msgs, Broadcast):
@@ -62,6 +71,9 @@ class Backend(abc.ABC):
     #: backend name and variant for the results row (``reactor``/``processes``, ``ray``/``compiled``)
     name: str = ""
     variant: str = "-"
+    #: the job's ``threads_per_worker`` (set by `backends.make_backend`): the backend applies it with
+    #: `scenarios.threads.apply_threads` in every process that runs roles, once its roles are built
+    threads_per_worker: int = 1
 
     def __init__(self, config: Any, workers: int):
         self.config = config
@@ -82,6 +94,11 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def stop(self) -> None:
         """Tear everything down: no process, actor or shared-memory segment may outlive this call."""
+
+    def torch_threads_observed(self) -> int | list[int] | None:
+        """torch's intra-op thread count as read in the workers' processes once their roles were built
+        (`scenarios.threads.observed`: None when no worker loaded torch); recorded in every row's ``extra``."""
+        return None
 
     def timer(self, running: bool) -> None:
         """The round clock's timer stops (``False``: a progress report, the end of the warm-up or of a

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from backends.serial import SerialBackend, SerialConfig
-from backends.base import BackendConfig, Clock
+from backends.base import BackendConfig, Clock, shared_slots
 from scenarios.base import Scenario, Server
 
 NAME = "capacity"
@@ -131,13 +131,14 @@ def _barrier(buf: Optional[mmap.mmap], copies: int, rank: int, check: Any = None
     return Barrier(buf, copies, rank, check)
 
 
-def _load_copy(scenario: Scenario, ready: Any, start: Any, stop: Any, counts: Any,
+def _load_copy(scenario: Scenario, ready: Any, start: Any, stop: Any, counts: Any, threads: int,
                buf: Optional[mmap.mmap] = None, copies: int = 1, rank: int = 1,
                pausing: tuple[Any, Any, Any] = (None, None, None)) -> None:
     """One copy: its own server and workers, serial rounds from ``start`` until ``stop`` (in lockstep:
     meeting the others at the barrier in ``buf`` after every round, until copy 0 stops the barrier)."""
     server = scenario.make_server()
     copy = SerialBackend(SerialConfig(breakdown=False), 1)
+    copy.threads_per_worker = threads  # applied once its roles are built, as in copy 0
     try:
         copy.start(scenario, server)
         ready.put(True)
@@ -184,11 +185,11 @@ class CapacityBackend(SerialBackend):
         super().start(scenario, server)
         self._units_per_round = scenario.units_per_round()
         # fork, as scripts/parallel_capacity.py: spawn would start multiprocessing's resource tracker, a
-        # process that outlives the backend; the copies build their own roles after the fork (threads are
-        # pinned to 1 per role, so no OpenMP pool exists to be broken by it)
+        # process that outlives the backend; the copies build their own roles after the fork (no torch
+        # thread pool has run yet: roles are built at one thread, `scenarios.threads`)
         ctx = mp.get_context("fork")
         self.ready, self.go, self.halt = ctx.Queue(), ctx.Event(), ctx.Event()
-        self.counts = ctx.RawArray("q", self.workers)  # aligned int64 slots: one writer each
+        self.counts = shared_slots(self.workers)  # aligned int64 slots: one writer each
         if self.lockstep and self.workers > 1:
             from reactor_backend._sync import control_size
 
@@ -197,6 +198,7 @@ class CapacityBackend(SerialBackend):
             self.flag, self.hold, self.parked = mmap.mmap(-1, 1), ctx.Event(), ctx.Semaphore(0)
             self.hold.set()
         self.procs = [ctx.Process(target=_load_copy, args=(scenario, self.ready, self.go, self.halt, self.counts,
+                                                            self.threads_per_worker,
                                                             self.buf, self.workers, rank,
                                                             (self.flag, self.hold, self.parked)), daemon=True)
                       for rank in range(1, self.workers)]
@@ -223,7 +225,7 @@ class CapacityBackend(SerialBackend):
 
     def timer(self, running: bool) -> None:
         """Copy 0's timer stops or starts: add each copy's rounds since it last started to the window."""
-        now = list(self.counts)
+        now = self.counts.tolist()
         if self._running and not running:
             self._window = [w + n - b for w, n, b in zip(self._window, now, self._base)]
         self._base, self._running = now, running

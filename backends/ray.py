@@ -23,8 +23,9 @@ from enum import Enum
 from typing import Any, Optional
 
 from backends.base import Backend, BackendConfig, Clock, split_messages
+from scenarios.threads import observed
 from ray_backend.actors import RoleActor, actor_slices, is_packed, known_small, parse_envs_per_actor, resolve_envs_per_actor
-from ray_backend.lifecycle import RayInstance, actor_num_cpus, thread_env
+from ray_backend.lifecycle import RayInstance, actor_num_cpus
 from ray_backend.relay import start_relay
 from scenarios.base import Broadcast, Scenario, Server
 
@@ -87,8 +88,8 @@ class RayBackend(Backend):
         self.envs_per_actor_setting = parse_envs_per_actor(config.envs_per_actor)
         self.envs_per_actor = 0  # resolved in start(), when the number of roles is known
         self.timeout_s = float(config.compiled_timeout_s)
-        self.broadcast_inline_max_bytes = int(getattr(config, "broadcast_inline_max_bytes", 0))
-        self.instance = RayInstance(config.address, self.workers, getattr(config, "object_store_memory", None))
+        self.broadcast_inline_max_bytes = int(config.broadcast_inline_max_bytes)
+        self.instance = RayInstance(config.address, self.workers, config.object_store_memory)
         self.actors: list[Any] = []
         self.relay: Any = None  # the scenario's relay role as its own actor, if it has one
         self.slices: list[range] = []
@@ -112,7 +113,7 @@ class RayBackend(Backend):
 
         t0 = time.perf_counter()
         cpus = actor_num_cpus(len(self.slices), self.instance.cluster_cpus())
-        threads = int(thread_env()["OMP_NUM_THREADS"])
+        threads = self.threads_per_worker
         remote_cls = ray.remote(RoleActor).options(num_cpus=cpus, max_restarts=0, max_task_retries=0)
         self.actors = [remote_cls.remote(scenario, list(s), threads) for s in self.slices]
         self.actor_info = self._get(ray, [a.ready.remote() for a in self.actors], "creating the actors")
@@ -120,6 +121,10 @@ class RayBackend(Backend):
         # actor j is one process (numbered j + 1; the driver holding the server is 0)
         server.placement([j + 1 for j, s in enumerate(self.slices) for _ in s])
         self.startup_breakdown["actor_creation_s"] = time.perf_counter() - t0
+
+    def torch_threads_observed(self) -> int | list[int] | None:
+        """What each actor's torch said once its roles were built (``ready``)."""
+        return observed(info["torch_threads"] for info in self.actor_info)
 
     # ---------------------------------------------------------------- execution
     def run(self, rounds: int, clock: Clock) -> None:

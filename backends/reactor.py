@@ -26,9 +26,11 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Callable
 
-from backends.base import Backend, BackendConfig, Clock, split_messages
+from backends.base import Backend, BackendConfig, Clock, shared_slots, split_messages
+from reactor_backend.assembly import even_part
 from reactor_backend.model import Input, LogicalAction, Output, Reactor, reaction, shutdown, startup
 from scenarios.base import Broadcast, Scenario, Server
+from scenarios.threads import apply_threads, observed
 
 NAME = "reactor"
 
@@ -73,6 +75,23 @@ class ReactorConfig(BackendConfig):
     #: beyond the cores only add context switches to every round. Set it at or above ``workers`` (e.g.
     #: 1024) for one process per worker, oversubscribed (docs/processes.md, "More workers than cores")
     max_processes: int = field(default=0, metadata={"range": {"ge": 0}})
+    #: processes executor: how a process waits for another (`reactor_backend.waiting.Waiting`, where each
+    #: default's reason is): ``pause`` spins before yielding (only when every process owns a core), how long
+    #: it yields before it sleeps with a core per process and with fewer cores than processes, and the
+    #: ``sched_yield`` return that counts as contended (ends the yield phase), in microseconds
+    wait_spins: int = field(default=50, metadata={"range": {"ge": 0}})
+    wait_yield_us: float = field(default=20_000.0, metadata={"range": {"ge": 0}})
+    wait_yield_shared_us: float = field(default=50.0, metadata={"range": {"ge": 0}})
+    wait_yield_gap_us: float = field(default=30.0, metadata={"range": {"ge": 0}})
+
+
+def waiting(config: ReactorConfig) -> Any:
+    """The runtime's `reactor_backend.waiting.Waiting` from the config's ``wait_*`` options."""
+    from reactor_backend.waiting import Waiting
+
+    return Waiting(spins=int(config.wait_spins), yield_ns=round(config.wait_yield_us * 1e3),
+                   yield_shared_ns=round(config.wait_yield_shared_us * 1e3),
+                   yield_gap_ns=round(config.wait_yield_gap_us * 1e3))
 
 
 def usable_cores() -> int:
@@ -94,7 +113,7 @@ def process_count(executor: str, workers: int, max_processes: int) -> int:
 def variant(config: dict[str, Any]) -> str:
     """The results row's variant: the executor, and for processes a cap other than the cores
     (``processes-max1024``: one process per worker up to 1024), so both curves stay apart in reports."""
-    executor = str(getattr(config["executor"], "value", config["executor"]))
+    executor = Executor(config["executor"]).value
     cap = int(config.get("max_processes", 0) or 0)
     return f"{executor}-max{cap}" if executor == "processes" and cap else executor
 
@@ -108,15 +127,25 @@ class RoleReactor(Reactor):
     bcast = Input()
     out = Output()
 
-    def __init__(self, make_role: Callable[[int | None], Any]):
+    def __init__(self, make_role: Callable[[int | None], Any], threads: int = 1, seen: Any = None,
+                 slot: int | None = None):
+        """``threads``: ``threads_per_worker``, applied in this role's process once the role is built;
+        ``seen[slot]`` (shared memory, `backends.base.shared_slots`; slot: the bank index unless given)
+        receives torch's thread count read there then (-1: torch not loaded)."""
         super().__init__()
         self.make_role = make_role
+        self.threads = threads
+        self.seen = seen
+        self.slot = slot
         self.role: Any = None
 
     @reaction(startup)
     def build(self) -> None:
         self.role = self.make_role(self.bank_index)
-        self.role.lend_outputs(self.out.lend)  # a result built in the slot crosses without a copy
+        self.role.output_source = self.out.lend  # a result built in the port's slot crosses without a copy
+        count = apply_threads(self.threads)  # every backend: once the process's roles are built
+        if self.seen is not None:
+            self.seen[self.bank_index if self.slot is None else self.slot] = -1 if count is None else count
 
     @reaction(inp, bcast, effects=[out])
     def step(self) -> None:
@@ -150,7 +179,7 @@ class ServerReactor(Reactor):
     @reaction(startup, effects=[next])
     def begin(self) -> None:
         # the port that carries a Broadcast lends its buffer to the server's output_array
-        self.server.lend_outputs((self.msgs[0] if self.n_out == 1 else self.bcast).lend)
+        self.server.output_source = (self.msgs[0] if self.n_out == 1 else self.bcast).lend
         # round 0 starts one microstep after startup, once every worker role has been built
         self.next.schedule(0)
 
@@ -228,13 +257,14 @@ class RoundProgram(Reactor):
     """The top-level reactor of a scenario: server, worker bank and their connections."""
 
     def __init__(self, scenario: Scenario, server: Server, clock: Clock, rounds: int,
-                 placement: list[int] | None = None, n_local: int = 0):
+                 placement: list[int] | None = None, n_local: int = 0, threads: int = 1, seen: Any = None):
         """``placement``: the worker process of each bank member (None: contiguous even parts);
         ``n_local`` > 0: the first ``n_local`` members run in the server's process and the server
-        gathers their results first (`SplitGatherServerReactor`)."""
+        gathers their results first (`SplitGatherServerReactor`); ``threads``, ``seen``: see `RoleReactor`
+        (the relay's slot follows the bank's)."""
         super().__init__()
         n = scenario.num_workers
-        chain = getattr(scenario, "topology", "star") == "chain"
+        chain = scenario.topology == "chain"
         relay = scenario.has_relay()
         split = 0 < n_local < n and not chain and not relay
         if split:
@@ -243,10 +273,10 @@ class RoundProgram(Reactor):
             server_cls = RelayServerReactor if relay else ServerReactor
             self.server = server_cls(server, clock, rounds, n, chain=chain).place(0)
         if relay:
-            self.relay = RoleReactor(lambda _index: scenario.make_relay()).place(1)
+            self.relay = RoleReactor(lambda _index: scenario.make_relay(), threads, seen, slot=n).place(1)
             self.connect(self.server.to_relay, self.relay.inp)
             self.connect(self.relay.out, self.server.from_relay)
-        self.workers = self.bank(RoleReactor, n, make_role=scenario.make_worker)
+        self.workers = self.bank(RoleReactor, n, make_role=scenario.make_worker, threads=threads, seen=seen)
         if placement is not None:
             self.workers.place(placement)
         if chain:
@@ -303,8 +333,7 @@ def split_by_cost(members: int, processes: int, step: float, gather: float, *, s
     first = min(range(even + 1), key=key)
     rest = members - first
     out = [0] * first
-    for i in range(rest):
-        out.append(1 + (i * (processes - 1)) // rest)
+    out.extend(1 + even_part(i, rest, processes - 1) for i in range(rest))
     return out
 
 
@@ -347,19 +376,20 @@ class ReactorBackend(Backend):
 
     name = "reactor"
 
-    def __init__(self, config: Any, workers: int):
+    def __init__(self, config: ReactorConfig, workers: int):
         super().__init__(config, workers)
-        self.executor = str(getattr(config.executor, "value", config.executor))
-        self.variant = variant({"executor": self.executor, "max_processes": getattr(config, "max_processes", 0)})
+        self.executor = Executor(config.executor).value
+        self.variant = variant({"executor": self.executor, "max_processes": config.max_processes})
         from reactor_backend.processes import Breakdown
 
-        want = self.executor == "processes" and bool(getattr(config, "breakdown", False))
+        want = self.executor == "processes" and bool(config.breakdown)
         self.breakdown: Breakdown | None = Breakdown() if want else None
         self._top: RoundProgram | None = None  # the running program; its server counts the rounds
+        self.seen: Any = None  # see `program`
         self._bd_prev: list[dict[str, int]] = []
         self._bd_rounds = 0
         #: the worker processes the processes executor runs (``workers`` capped by ``max_processes``)
-        self.processes = process_count(self.executor, self.workers, int(getattr(config, "max_processes", 0) or 0))
+        self.processes = process_count(self.executor, self.workers, int(config.max_processes))
         if self.executor == "processes":
             self.startup_breakdown["processes"] = float(self.processes)
 
@@ -369,15 +399,15 @@ class ReactorBackend(Backend):
         self.server = server
         self.stats: Any = None
         self.placement: list[int] | None = None
-        mode = getattr(self.config, "placement", "even")
         # only a split gather makes the costs matter: without one, the whole gather follows the last
-        # results whatever the split, and the even split has the smallest largest share
-        if str(getattr(mode, "value", mode)) == "cost" and self._splits_gather() and \
-                getattr(scenario, "costs_measurable", True):
+        # results whatever the split, and the even split has the smallest largest share; throwaway roles
+        # are built only where building and stepping one acts on nothing outside it
+        if Placement(self.config.placement) is Placement.cost and self._splits_gather() and \
+                not scenario.side_effects:
             step_s, server_s = measure_role_costs(scenario)
             n = scenario.num_workers
             self.placement = split_by_cost(n, self.processes, step_s, server_s / n, split_gather=True,
-                                           handoff=float(getattr(self.config, "handoff_us", 0.0)) * 1e-6)
+                                           handoff=float(self.config.handoff_us) * 1e-6)
             self.startup_breakdown["placement_server_cost"] = server_s / step_s if step_s > 0 else 0.0
             self.startup_breakdown["placement_members_w0"] = float(self.placement.count(0))
 
@@ -386,18 +416,21 @@ class ReactorBackend(Backend):
         if self._splits_gather():
             n = self.scenario.num_workers
             if placement is None:  # the executor's default, made explicit: contiguous even parts
-                placement = [(i * self.processes) // n for i in range(n)]
+                placement = [even_part(i, n, self.processes) for i in range(n)]
             n_local = placement.count(0)
             if placement[:n_local] != [0] * n_local:  # process 0's members must lead the bank
                 n_local = 0
-        return RoundProgram(self.scenario, self.server, clock, rounds, placement=placement, n_local=n_local)
+        #: torch's thread count read in each role's process once built (bank members, then the relay)
+        self.seen = shared_slots(self.scenario.num_workers + 1)
+        return RoundProgram(self.scenario, self.server, clock, rounds, placement=placement, n_local=n_local,
+                            threads=self.threads_per_worker, seen=self.seen)
 
     def _splits_gather(self) -> bool:
         """Split the server's gather (process-0 members first) where it can overlap other processes' steps."""
         return (self.executor == "processes" and self.processes > 1
-                and bool(getattr(self.config, "split_gather", False))
-                and getattr(self.server, "incremental_gather", False)
-                and getattr(self.scenario, "topology", "star") == "star" and not self.scenario.has_relay())
+                and bool(self.config.split_gather)
+                and self.server.incremental_gather
+                and self.scenario.topology == "star" and not self.scenario.has_relay())
 
     def run(self, rounds: int, clock: Clock) -> None:
         from reactor_backend import assemble, assign_workers, run
@@ -406,7 +439,8 @@ class ReactorBackend(Backend):
         top = self._top = self.program(rounds, clock)
         program = assemble(top)
         if self.executor == "processes":  # zero-copy views where no role keeps received arrays
-            options["copy_arrays"] = bool(getattr(self.scenario, "inputs_retained", True))
+            options["copy_arrays"] = bool(self.scenario.inputs_retained)
+            options["waiting"] = waiting(self.config)
             if self.breakdown is not None:
                 options["breakdown"] = self.breakdown
             where = assign_workers(program, self.processes)  # the placement the executor will use
@@ -416,7 +450,7 @@ class ReactorBackend(Backend):
         try:
             self.stats = run(program, executor=self.executor, workers=self.processes, **options)
         finally:
-            self.server.lend_outputs(None)  # the program's ports lend no more
+            self.server.output_source = None  # the program's ports lend no more
 
     def metrics(self) -> dict[str, float]:
         """Per round since the last call, per worker process: microseconds of role work, transport,
@@ -436,6 +470,11 @@ class ReactorBackend(Backend):
             for part in self.breakdown.PARTS:
                 out[f"bd_w{rank}_{part}_us"] = (now[part] - before.get(part, 0)) / rounds / 1e3
         return out
+
+    def torch_threads_observed(self) -> int | list[int] | None:
+        if self.seen is None:
+            return None
+        return observed(int(c) if c > 0 else None for c in self.seen.tolist())
 
     def stop(self) -> None:
         """`run` itself joins its worker processes and unlinks its segments, also on errors."""

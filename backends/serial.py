@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from backends.base import Backend, BackendConfig, Clock, split_messages
+from scenarios.threads import apply_threads, observed, torch_threads
 from scenarios.base import Scenario, Server, finish_round
 
 NAME = "serial"
@@ -38,6 +39,7 @@ class SerialBackend(Backend):
         self.timed = bool(config.breakdown)
         self._server_ns = self._steps_ns = self._rounds = 0
         self._seen = (0, 0, 0)
+        self._torch_threads: int | None = None
 
     def start(self, scenario: Scenario, server: Server) -> None:
         self.server = server
@@ -47,10 +49,12 @@ class SerialBackend(Backend):
             self.workers_.append(scenario.make_worker(i))
         self.relay = scenario.make_relay() if scenario.has_relay() else None
         server.placement([0] * scenario.num_workers)  # every role in the server's process
+        apply_threads(self.threads_per_worker)  # every role of this process is built
 
     def run(self, rounds: int, clock: Clock) -> None:
         server, workers = self.server, self.workers_
         n = len(workers)
+        self._torch_threads = torch_threads()  # the workers' process, as the rounds start
         clock.begin()
         if self.topology == "chain":
             for _ in range(rounds):
@@ -97,6 +101,9 @@ class SerialBackend(Backend):
         whole = s_us + w_us
         bound = whole / (s_us + w_us / self.workers) if whole > 0 else float("nan")
         return {"serial_server_us": s_us, "serial_steps_us": w_us, "amdahl_bound": bound}
+
+    def torch_threads_observed(self) -> int | list[int] | None:
+        return observed([self._torch_threads])
 
     def stop(self) -> None:
         for w in [*getattr(self, "workers_", []), *([self.relay] if getattr(self, "relay", None) else [])]:

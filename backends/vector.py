@@ -24,6 +24,7 @@ import numpy as np
 
 from backends.base import Backend, BackendConfig, Clock
 from scenarios.base import Scenario, Server
+from scenarios.threads import observed
 
 NAME = "vector"
 
@@ -43,11 +44,22 @@ class VectorBackendUnsupported(ValueError):
     """The scenario is not a bank of gymnasium envs (only ``gym`` and ``atari`` are)."""
 
 
-def _env_fn(env_id: str) -> Callable[[], Any]:
+def _env_fn(env_id: str, threads: int) -> Callable[[], Any]:
     def make() -> Any:
-        from scenarios.gym import make_env
+        import gymnasium
 
-        return make_env(env_id)
+        from scenarios.gym import make_env
+        from scenarios.threads import apply_threads, torch_threads
+
+        class Threads(gymnasium.Wrapper):
+            """The env, and what torch says in its process (``AsyncVectorEnv.call("torch_threads")``)."""
+
+            def torch_threads(self) -> int | None:
+                return torch_threads()
+
+        env = Threads(make_env(env_id))
+        apply_threads(threads)  # the env process's role is built
+        return env
 
     return make
 
@@ -113,6 +125,7 @@ def vector_rounds(envs: Any, server: Server, samplers: list[_ActionSampler], rou
 class VectorBackend(Backend):
     name = "vector"
     variant = "-"
+    _torch_threads: list = []  # each env process's, read once its env is built
 
     def start(self, scenario: Scenario, server: Server) -> None:
         if scenario.name not in SUPPORTED:
@@ -127,12 +140,14 @@ class VectorBackend(Backend):
         self.reset_every_step = bool(getattr(c, "reset_every_step", False))
         num_actions = scenario.action_count()  # type: ignore[attr-defined]
         seed_index = scenario.seed_index  # type: ignore[attr-defined]
-        self.envs = AsyncVectorEnv([_env_fn(c.env_id) for _ in range(self.n)], shared_memory=True, copy=True,
+        self.envs = AsyncVectorEnv([_env_fn(c.env_id, self.threads_per_worker) for _ in range(self.n)],
+                                   shared_memory=True, copy=True,
                                    autoreset_mode=AutoresetMode.SAME_STEP)
         space = self.envs.single_action_space
         self.samplers = [_ActionSampler(space, scenario.seed, seed_index(i), num_actions) for i in range(self.n)]
         self.envs.reset(seed=[scenario.seed + seed_index(i) for i in range(self.n)])
         server.placement([i + 1 for i in range(self.n)])  # one subprocess per env
+        self._torch_threads = list(self.envs.call("torch_threads"))
 
     def _split(self, obs: Any) -> list[Any]:
         return [unbatch(self.envs.single_observation_space, obs, i) for i in range(self.n)]
@@ -143,6 +158,9 @@ class VectorBackend(Backend):
         batch = np.stack if is_box else (lambda actions: np.asarray(actions, dtype=np.int64))
         vector_rounds(self.envs, self.server, self.samplers, rounds, clock, batch=batch, split=self._split,
                       final=lambda obs: obs, reset_every_step=self.reset_every_step)
+
+    def torch_threads_observed(self) -> int | list[int] | None:
+        return observed(self._torch_threads)
 
     def stop(self) -> None:
         envs = getattr(self, "envs", None)

@@ -6,6 +6,7 @@ fails with Hydra's message naming it and writes no result file. Each job measure
 """
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -25,6 +26,19 @@ CONF_DIR = str(Path(__file__).resolve().parents[1] / "conf")
 register_configs()
 
 
+_TRIAL = re.compile(r"^[+~]*trial=")
+
+
+def trial_first(args: list[str]) -> list[str]:
+    """``args`` with every ``trial=`` override moved before the first override. Hydra's basic sweeper nests
+    its sweeps in the order they are given, the first outermost; ``trial`` must be outermost for a sweep's
+    backends to run interleaved (a, b, a, b; docs/harness.md) whatever the order on the command line."""
+    trials = [a for a in args if _TRIAL.match(a)]
+    rest = [a for a in args if not _TRIAL.match(a)]
+    first = next((i for i, a in enumerate(rest) if "=" in a and not a.startswith("-")), len(rest))
+    return rest[:first] + trials + rest[first:]
+
+
 def _job_label(cfg: DictConfig) -> str:
     hc = HydraConfig.get()
     index = f"job {hc.job.num} " if hc.mode.name == "MULTIRUN" else ""
@@ -33,8 +47,15 @@ def _job_label(cfg: DictConfig) -> str:
     return f"{index}{cfg.scenario.name}/{cfg.backend.name}:{variant} w={cfg.workers}{on}"
 
 
+def main() -> None:
+    """The command line's entry point: `trial_first`, then the Hydra app."""
+    sys.argv[1:] = trial_first(sys.argv[1:])
+    run_job()
+
+
 @hydra.main(version_base="1.3", config_path=CONF_DIR, config_name="config")
-def main(cfg: DictConfig) -> None:
+def run_job(cfg: DictConfig) -> None:
+    """One job (Hydra calls it once per job of a sweep)."""
     job_dir = Path(HydraConfig.get().runtime.output_dir)
     plain = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
     check_ranges(plain)  # already checked by harness.checks.RangeCheck; kept for launchers that skip callbacks

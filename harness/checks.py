@@ -44,7 +44,7 @@ class RangeCheck(Callback):
         from hydra import compose
 
         sweeper = str(OmegaConf.select(config, "hydra.sweeper._target_", default=""))
-        if not sweeper.endswith("BasicSweeper"):  # another sweeper's syntax: each job checks itself (app.main)
+        if not sweeper.endswith("BasicSweeper"):  # another sweeper's syntax: each job checks itself (app.run_job)
             return
         config_name = kwargs.get("config_name") or "config"
         task = list(OmegaConf.to_container(config.hydra.overrides.task, resolve=False))

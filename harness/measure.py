@@ -61,7 +61,7 @@ def measure(spec: dict[str, Any], send: Callable[[dict[str, Any]], None]) -> Non
         **scenario.row_fields(),
     })
 
-    backend = make_backend(backend_cfg, spec["workers"])
+    backend = make_backend(backend_cfg, spec["workers"], threads_per_worker=int(spec["threads_per_worker"]))
     server = scenario.make_server()
     units = scenario.units_per_round() * int(budget["rounds"])
 
@@ -69,7 +69,8 @@ def measure(spec: dict[str, Any], send: Callable[[dict[str, Any]], None]) -> Non
         extra = dict(server.metrics())
         extra.update(backend.startup_breakdown)  # e.g. Ray: init, actors, compile
         extra.update(backend.metrics())  # e.g. the reactor's per-round time breakdown
-        extra.update(getattr(backend, "row_extra", {}))  # e.g. Ray: envs_per_actor, actors
+        extra.update(backend.row_extra)  # e.g. Ray: envs_per_actor, actors
+        extra["torch_threads_observed"] = backend.torch_threads_observed()  # read in the workers
         if rep.index == clock.repetitions - 1:
             extra.update(server.final_metrics())
         send({

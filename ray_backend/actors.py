@@ -7,7 +7,6 @@ same code runs under ``.remote()`` calls and inside a Compiled Graph. It builds 
 from __future__ import annotations
 
 import os
-import sys
 import time
 from typing import Any, Sequence
 
@@ -132,22 +131,23 @@ class RoleActor:
     """A Ray actor holding the worker roles ``indices`` of ``scenario`` (one or several envs)."""
 
     def __init__(self, scenario: Scenario, indices: Sequence[int], threads: int):
-        for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-            os.environ[var] = str(threads)
+        from scenarios.threads import apply_threads
+
+        apply_threads(threads)  # the variables, for what the roles load
         self.indices = list(indices)
         self.workers: list[Worker] = [scenario.make_worker(i) for i in self.indices]
         self.step_ns = 0
-        if "torch" in sys.modules:  # the roles imported torch: pin its intra-op pool like the env vars
-            sys.modules["torch"].set_num_threads(threads)
+        apply_threads(threads)  # every role of this actor is built: torch too, as every backend does
 
     def ready(self) -> dict[str, Any]:
         """Once the workers exist: this actor's pid and thread pinning (start-up ends when all are ready)."""
-        torch = sys.modules.get("torch")
+        from scenarios.threads import torch_threads
+
         return {
             "pid": os.getpid(),
             "workers": self.indices,
             "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
-            "torch_threads": torch.get_num_threads() if torch is not None else None,
+            "torch_threads": torch_threads(),
         }
 
     def step_each(self, msgs: Sequence[Any]) -> list[Any]:

@@ -7,7 +7,6 @@ the data go driver -> relay actor -> driver, as in the authors' Ray program. It 
 from __future__ import annotations
 
 import os
-import sys
 from typing import Any
 
 from scenarios.base import Scenario
@@ -17,11 +16,11 @@ class RelayActor:
     """Holds ``scenario.make_relay()``; one ``step`` per round."""
 
     def __init__(self, scenario: Scenario, threads: int):
-        for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-            os.environ[var] = str(threads)
+        from scenarios.threads import apply_threads
+
+        apply_threads(threads)
         self.role = scenario.make_relay()
-        if "torch" in sys.modules:
-            sys.modules["torch"].set_num_threads(threads)
+        apply_threads(threads)  # the role is built (`scenarios.threads`)
 
     def ready(self) -> int:
         return os.getpid()

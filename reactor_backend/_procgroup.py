@@ -102,11 +102,12 @@ class ProcessGroup:
     every process (rank 0 here, after the fork). Returns rank 0's result.
     """
 
-    def __init__(self, n: int, *, grace: float = 1.0, run_pid: int | None = None) -> None:
+    def __init__(self, n: int, *, grace: float = 1.0, run_pid: int | None = None, waiting: Any = None) -> None:
         if n < 1:
             raise ValueError("need at least one process")
         self.n = n
         self.grace = grace
+        self.waiting = waiting  # `reactor_backend.waiting.Waiting` of every barrier (None: its defaults)
         self.parent_pid = os.getpid()
         self.prefix = f"{run_prefix(run_pid or self.parent_pid)}{next(_run_ids)}-"
         unlink_prefix(self.prefix)  # anything named so was left by a dead process that had our pid
@@ -163,7 +164,7 @@ class ProcessGroup:
                 if pid == 0:  # pragma: no cover - runs in the child
                     self._child(rank, body)
                 self.pids[rank] = pid
-            self.barrier = _sync.Barrier(self.ctl, self.n, 0, check=self._check_children)
+            self.barrier = _sync.Barrier(self.ctl, self.n, 0, check=self._check_children, waiting=self.waiting)
             return self.barrier
         except BaseException:
             self._teardown()
@@ -237,7 +238,7 @@ class ProcessGroup:
                 if os.getppid() != parent:
                     os._exit(3)
 
-            barrier = _sync.Barrier(self.ctl, self.n, rank, check=parent_alive)
+            barrier = _sync.Barrier(self.ctl, self.n, rank, check=parent_alive, waiting=self.waiting)
             try:
                 body(rank, barrier)
                 barrier.arrive()
@@ -264,7 +265,7 @@ class ProcessGroup:
         try:
             try:
                 if self.pids and not self._finished and self.ctl is not None:
-                    b = self.barrier or _sync.Barrier(self.ctl, self.n, 0)
+                    b = self.barrier or _sync.Barrier(self.ctl, self.n, 0, waiting=self.waiting)
                     b.request_stop(STOP_PARENT)
                 deadline = time.monotonic() + self.grace
                 while self.pids and time.monotonic() < deadline:

@@ -9,9 +9,10 @@ process runs the same precomputed schedule and meets the others only here:
 
 * ``Barrier.arrive()``: a sense-reversing (generation-counting) barrier. The last arriver resets
   the counter and bumps the generation word; the others wait for that word to change.
-* Waiting spins briefly (``pause``), then yields the core (``sched_yield``; for up to 20 ms when
-  every process has a core of its own, 50 us otherwise, and no longer once a yield came back
-  late, i.e. other processes ran meanwhile: the core is contended), then sleeps in
+* Waiting spins briefly (``pause``), then yields the core (``sched_yield``; by default for up to 20 ms
+  when every process has a core of its own, 50 us otherwise, and no longer once a yield came back
+  late, i.e. other processes ran meanwhile: the core is contended; the phases are the options of
+  `reactor_backend.waiting.Waiting`, passed as ``waiting``), then sleeps in
   ``FUTEX_WAIT`` on the generation word with a time slice, so it never starves a process that
   needs the core when workers outnumber cores. The releaser calls ``FUTEX_WAKE`` only when a
   waiter has announced itself (Dekker-style handshake on seq_cst atomics: no lost wake-ups).
@@ -231,7 +232,7 @@ cdef class Barrier:
     cdef long long _npub
     cdef int _handoff_counter
 
-    def __cinit__(self, buf, int nproc, int index, check=None):
+    def __cinit__(self, buf, int nproc, int index, check=None, waiting=None):
         cdef char[::1] view = buf
         if nproc < 1 or index < 0 or index >= nproc:
             raise ValueError("need 0 <= index < nproc")
@@ -253,32 +254,21 @@ cdef class Barrier:
         self.check = check
         self.futex_sleeps = 0
         import os
+        from reactor_backend.waiting import Waiting
+
+        w = waiting if waiting is not None else Waiting()
         ncpu = len(os.sched_getaffinity(0))
-        # Busy-spinning only helps when every participant owns a core, and even then only briefly:
-        # on a loaded machine a spinner burns the quantum its partner needs (measured: 2000 pauses
-        # made rounds 8x slower under load than yielding at once), so spin a little, then yield.
-        # The yield phase is long when every process owns a core: a waiter that sleeps lets its
-        # (virtual) CPU go idle, and on a VM the host then runs something else there, so the waiter
-        # comes back to cold caches (measured on the 2-vCPU VM, CartPole x 15 on 2 workers: every
-        # env step 1.7x slower, rounds 500 -> 300-360 us with 1 ms of yielding instead of 50 us).
-        # Long enough to cover a server's serial part of several milliseconds (a PettingZoo env
-        # step, an Atari frame batch): a worker woken from the futex after it started 68-298 us
-        # later per round and ran its first steps slower (marl simple_spread, 8 interleaved trials:
-        # 20 ms instead of 1 ms made rounds 1.10x faster, the wake-up 74 -> 9 us per round).
-        # sched_yield still hands the core to any other runnable process at once, and a yield
-        # that comes back late (``yield_gap_ns``) ends the phase. With a core per process the phase
-        # does not adapt (``adapt``): on a VM a yield also comes back late when the host ran another
-        # tenant on this vCPU, and shrinking the phase for that put the waiter back to sleep every
-        # round (simple_spread: wake-ups 64 us per round again).
-        self.spin_iters = 50 if nproc <= ncpu else 0
-        self.yield_ns = 20_000_000 if nproc <= ncpu else 50_000
-        self.adapt = nproc > ncpu
-        self.slice_ns = 10_000_000
-        self.check_ns = 50_000_000
-        # A sched_yield that returns after more than this (other processes ran in between) ends the
-        # yield phase early: on a machine shared with other work, yielding costs whole time slices
-        # of others per round, sleeping costs one wake-up (measured below, docs/processes.md).
-        self.yield_gap_ns = 30_000
+        # the phases and their reasons: `reactor_backend.waiting.Waiting`. With a core per process the yield
+        # phase is long and does not adapt (``adapt``): on a VM a yield also comes back late when the host
+        # ran another tenant on this vCPU, and shrinking the phase for that put the waiter back to sleep
+        # every round (simple_spread: wake-ups 64 us per round again).
+        own = nproc <= ncpu
+        self.spin_iters = w.spins if own else 0
+        self.yield_ns = w.yield_ns if own else w.yield_shared_ns
+        self.adapt = not own
+        self.slice_ns = w.slice_ns
+        self.check_ns = w.check_ns
+        self.yield_gap_ns = w.yield_gap_ns
         self.yield_gaps = 0
         self._yield_cur = self.yield_ns
         # Hand-off timing (the executor's breakdown turns it on): each publish records its position and

@@ -782,13 +782,20 @@ def _find_cycle(nodes: set[int], succ: list[set[int]]) -> list[int]:
 # ---------------------------------------------------------------------------------------------
 # placement
 
+def even_part(index: int, members: int, n_workers: int) -> int:
+    """The worker of bank member ``index`` of ``members`` split into contiguous, even parts over ``n_workers``
+    (the one definition of the even split: `assign_workers`' default, and what the reactor backend's
+    placements build on)."""
+    return (index * n_workers) // members
+
+
 def assign_workers(program: Program, n_workers: int) -> dict[Reactor, int]:
     """Static placement of reactors onto ``n_workers`` processes (worker 0 = the calling process).
 
     Rules, in order: a reactor inside a mode (``in_mode``, at any depth) goes where its modal
     reactor goes (a transition changes the whole mode at once, in one process); an explicit hint
     (``Reactor.place(w)`` / ``Bank.place(...)``; taken modulo ``n_workers``) wins; a member of a bank whose container was not itself split goes to
-    ``index * n_workers // len(bank)`` (contiguous, even parts); any other reactor inherits its
+    ``even_part(index, len(bank), n_workers)`` (contiguous, even parts); any other reactor inherits its
     container's worker (main: worker 0). Deterministic: same program, same placement.
     """
     if n_workers < 1:
@@ -813,7 +820,7 @@ def assign_workers(program: Program, n_workers: int) -> dict[Reactor, int]:
             split[r] = True
         elif r in bank_of and not par_split:
             b, i = bank_of[r]
-            out[r] = (i * n_workers) // len(b)
+            out[r] = even_part(i, len(b), n_workers)
             split[r] = True
         else:
             out[r] = inherited

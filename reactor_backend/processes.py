@@ -132,6 +132,7 @@ from reactor_backend.model import Reactor, State, class_declarations
 from reactor_backend.readonly import ReadOnlyDict
 from reactor_backend.timeutil import Tag
 from reactor_backend.transport import SlotTable, create_segment, open_segment
+from reactor_backend.waiting import Waiting
 
 __all__ = ["ProcessExecutor", "plan", "WorkerDied"]
 
@@ -270,15 +271,18 @@ class ProcessExecutor(Executor):
     name = "processes"
 
     def __init__(self, workers: int = 2, *, copy_arrays: bool = True, grace: float = 1.0,
-                 breakdown: "Breakdown | bool" = False) -> None:
+                 breakdown: "Breakdown | bool" = False, waiting: "Waiting | None" = None) -> None:
         """``copy_arrays``: readers get private copies (True) or read-only views over the slot
         (False; see the module docstring). ``grace``: seconds workers get to stop before SIGKILL.
-        ``breakdown``: a ``Breakdown`` to fill (or True: a new one, in ``stats.breakdown``)."""
+        ``breakdown``: a ``Breakdown`` to fill (or True: a new one, in ``stats.breakdown``).
+        ``waiting``: how a process waits for the others (`reactor_backend.waiting.Waiting`; None: its
+        defaults)."""
         super().__init__(workers)
         if self.workers < 1:
             raise ValueError("workers must be >= 1")
         self.copy_arrays = bool(copy_arrays)
         self.grace = grace
+        self.waiting = waiting
         self.rank = 0
         self.group: ProcessGroup | None = None
         self.barrier: _sync.Barrier | None = None
@@ -302,7 +306,7 @@ class ProcessExecutor(Executor):
         self.barrier_levels = self.plan.barrier_levels
         core.barrier_levels = self.barrier_levels  # the core read it before attach
         self._fast_advance = bool(core.fast) and not core.keepalive
-        self.group = ProcessGroup(self.workers, grace=self.grace)
+        self.group = ProcessGroup(self.workers, grace=self.grace, waiting=self.waiting)
         self.slots = SlotTable(self.group.prefix + "p-", len(self.plan.exports), create=True)
         self._delayed = {p.id: p.delayed for p in program.ports}  # before any process edits them
         self._localize(0)

@@ -43,34 +43,32 @@ class Broadcast:
 
 
 class _Role:
-    """What every role has: a buffer for the array it sends (`output_array`)."""
+    """What every role has: a reusable array to build the array it sends in (`output_array`)."""
 
-    _lender: Callable[[tuple[int, ...], np.dtype], np.ndarray] | None = None
+    #: where `output_array` takes a new array from, ``(shape, dtype) -> array`` (None: ``np.empty``). The
+    #: scenario never sets it; a backend may, on the roles it runs (the reactor backend: the port's buffer)
+    output_source: Callable[[tuple[int, ...], np.dtype], np.ndarray] | None = None
     _output: np.ndarray | None = None
+    _output_from: Any = None
 
     def output_array(self, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
         """A writable array to build this role's result in (a worker's ``step`` result, a server's
         `Broadcast` value), then return it. The same array on every call with the same shape and dtype,
-        holding what was written last, so a result that changes in part is rewritten in part. A backend
-        whose transport copies arrays into shared memory lends its own buffer here (`lend_outputs`),
-        and then sends the result without copying it. Use it only where every receiver is done with a
-        result within its round (the scenario's ``inputs_retained`` is False). Called every round, so
-        the array of the last call is kept and returned again while shape and dtype match."""
+        holding what was written last, so a result that changes in part is rewritten in part. Use it only
+        where every receiver is done with a result within its round (the scenario's ``inputs_retained`` is
+        False). Called every round, so the array of the last call is kept and returned again while shape,
+        dtype and `output_source` stay the same."""
         out = self._output
-        if out is not None and out.shape == shape and out.dtype == dtype:
+        if out is not None and out.shape == shape and out.dtype == dtype and \
+                self._output_from is self.output_source:
             return out
         shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(n) for n in shape)
         dtype = np.dtype(dtype)
-        if out is None or out.shape != shape or out.dtype != dtype:
-            out = self._output = np.empty(shape, dtype) if self._lender is None else self._lender(shape, dtype)
+        source = self.output_source
+        if out is None or out.shape != shape or out.dtype != dtype or self._output_from is not source:
+            out = self._output = np.empty(shape, dtype) if source is None else source(shape, dtype)
+            self._output_from = source
         return out
-
-    def lend_outputs(self, lender: Callable[[tuple[int, ...], np.dtype], np.ndarray] | None) -> None:
-        """For backends: from now on `output_array` returns ``lender(shape, dtype)``, an array that
-        stays valid for the same shape and dtype while the lender lends (``None``: the role's own
-        array again)."""
-        self._lender = lender
-        self._output = None
 
 
 class Worker(_Role, abc.ABC):
@@ -87,9 +85,9 @@ class Worker(_Role, abc.ABC):
 class Server(_Role, abc.ABC):
     """The server role: produces each round's messages and consumes the gathered results."""
 
-    #: True when ``gather`` may be called several times in a round with consecutive parts of the
-    #: results, in worker-index order, to the same effect as one call with all of them (a streaming
-    #: checksum): a backend may then gather the results that are ready while others are still stepping
+    #: what the server's gather is: True when ``gather`` may be called several times in a round with
+    #: consecutive parts of the results, in worker-index order, to the same effect as one call with all of
+    #: them (a streaming checksum); False when it needs a round's results together
     incremental_gather: bool = False
 
     @abc.abstractmethod
@@ -143,13 +141,12 @@ class Scenario(abc.ABC):
     #: ``star``: the server scatters to every worker and gathers from all (every workload of the paper);
     #: ``chain``: the server's single message passes through worker 0, 1, ..., n-1 and back to the server
     topology: str = "star"
-    #: True when a role keeps references to received arrays past the round (a replay buffer does): a
-    #: zero-copy transport must then hand out private copies. False lets it pass read-only views that are
-    #: valid until the sender's next value, as Ray's object store does for numpy arrays.
+    #: whether a role keeps its inputs: True when a role keeps references to received arrays past the round
+    #: (a replay buffer does); False when every role is done with what it received within the round
     inputs_retained: bool = True
-    #: True when throwaway roles may be built and stepped a few rounds to measure their cost (the reactor
-    #: backend's placement does, at start-up); False for roles with side effects (fault injection)
-    costs_measurable: bool = True
+    #: True when building or stepping a role acts outside the role (fault injection crashes or exits the
+    #: process that runs it); False when a role can be built, stepped and dropped with no effect elsewhere
+    side_effects: bool = False
 
     def __init__(self, config: Any, seed: int):
         self.config = config

@@ -33,6 +33,7 @@ import numpy as np
 
 from scenarios.base import Broadcast, RunningChecksum, Scenario, Server, Worker
 from scenarios.nets import seeded_mlp
+from scenarios.threads import import_torch
 
 OBS_DIM = 3
 NUM_ACTIONS = 2
@@ -40,17 +41,11 @@ NUM_ACTIONS = 2
 TRANSITION_WIDTH = 2 * OBS_DIM + 3
 
 
-def _torch() -> Any:
-    """Import torch with one intra-op thread (each role is one worker: docs/design.md, "Measurement rules")."""
-    import torch
-
-    torch.set_num_threads(1)
-    return torch
 
 
 def make_qnet(hidden: int, seed: int) -> Any:
     """The paper's Q-network Linear(3, hidden)-ReLU-Linear(hidden, 2), initialized from ``seed`` only."""
-    _torch()
+    import_torch()
     return seeded_mlp([OBS_DIM, hidden, NUM_ACTIONS], [seed, 5])
 
 
@@ -61,7 +56,7 @@ def get_weights(net: Any) -> list[np.ndarray]:
 
 def set_weights(net: Any, weights: Sequence[np.ndarray] | dict[str, Any]) -> None:
     """Load a broadcast: a list of numpy arrays, or a ``state_dict`` (``weights_message=state_dict``)."""
-    torch = _torch()
+    torch = import_torch()
     if isinstance(weights, dict):
         net.load_state_dict(weights)
         return
@@ -93,7 +88,7 @@ class RolloutWorker(Worker):
     def __init__(self, env_id: str, seed: int, index: int, steps: int, epsilon: float, hidden: int):
         import gymnasium as gym
 
-        self.torch = _torch()
+        self.torch = import_torch()
         self.env = gym.make(env_id)
         self.env.action_space.seed(seed + index)
         self.obs = obs_vector(self.env.reset(seed=seed + index)[0])
@@ -192,7 +187,7 @@ class LearnerServer(Server):
     """Learner (plus the replay buffer unless ``replay=role``): one Adam step a round, broadcasts weights."""
 
     def __init__(self, config: Any, seed: int):
-        self.torch = torch = _torch()
+        self.torch = torch = import_torch()
         c = self.config = config
         self.seed = seed
         self.net = make_qnet(c.hidden, seed)

@@ -53,7 +53,7 @@ class CountingServer(Server):
 class FaultScenario(Scenario):
     name = "fault"
     unit = "rounds"
-    costs_measurable = False  # a throwaway worker would crash (or exit) the measuring process
+    side_effects = True  # a worker crashes (or exits) the process that runs it
 
     @property
     def num_workers(self) -> int:

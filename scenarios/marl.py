@@ -25,6 +25,7 @@ import numpy as np
 
 from scenarios.base import Broadcast, RunningChecksum, Scenario, Server, Worker
 from scenarios.nets import seeded_mlp
+from scenarios.threads import import_torch
 
 #: simple_spread's discrete actions: no-op, left, right, down, up
 SPREAD_ACTIONS = 5
@@ -36,11 +37,6 @@ def trained_weights_path(num_agents: int) -> Path:
     return TRAINED_DIR / f"traffic_junction_{num_agents}_agents.npz"
 
 
-def _torch() -> Any:
-    import torch
-
-    torch.set_num_threads(1)
-    return torch
 
 
 def env_name(config: Any) -> str:
@@ -63,13 +59,13 @@ def dims(config: Any) -> tuple[int, int]:
 
 def make_policy(obs_dim: int, hidden: int, num_actions: int, seed: int, index: int) -> Any:
     """Agent ``index``'s policy with initial weights that depend only on ``(seed, index)``."""
-    _torch()
+    import_torch()
     return seeded_mlp([obs_dim, hidden, num_actions], [seed, index])
 
 
 def load_trained(policy: Any, num_agents: int, index: int) -> None:
     """Overwrite ``policy`` with agent ``index``'s committed trained weights (float16 on disk)."""
-    torch = _torch()
+    torch = import_torch()
     path = trained_weights_path(num_agents)
     if not path.exists():
         raise FileNotFoundError(f"no trained TrafficJunction policies for {num_agents} agents at {path}: "
@@ -82,7 +78,7 @@ def load_trained(policy: Any, num_agents: int, index: int) -> None:
 
 def agent_policy(config: Any, seed: int, index: int) -> Any:
     """The policy agent ``index`` runs: the authors' Linear-ReLU-Linear(-softmax on TrafficJunction)."""
-    torch = _torch()
+    torch = import_torch()
     obs_dim, num_actions = dims(config)
     policy = make_policy(obs_dim, int(config.hidden), num_actions, seed, index)
     if str(getattr(config.policy, "value", config.policy)) == "trained":
@@ -96,7 +92,7 @@ class AgentWorker(Worker):
     """Agent ``index``: reads its row of the joint observation, returns its greedy action."""
 
     def __init__(self, config: Any, seed: int, index: int):
-        self.torch = _torch()
+        self.torch = import_torch()
         self.index = index
         self.policy = agent_policy(config, seed, index)
 

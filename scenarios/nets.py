@@ -11,10 +11,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
-
 def seeded_mlp(sizes: Sequence[int], seed: Sequence[int] | int) -> Any:
     """Linear-ReLU-...-Linear through ``sizes``, initialized from ``seed`` only (an int or int sequence)."""
-    import torch
+    from scenarios.threads import import_torch
+
+    torch = import_torch()
 
     words = [seed] if isinstance(seed, int) else list(seed)
     gen = torch.Generator().manual_seed(int(np.random.SeedSequence(words).generate_state(1, np.uint64)[0] >> 1))

@@ -36,10 +36,10 @@ def test_output_array_is_kept_per_shape_and_dtype_and_lent_when_a_backend_lends(
         asked.append((shape, dtype))
         return np.zeros(shape, dtype)
 
-    role.lend_outputs(lender)
+    role.output_source = lender
     b = role.output_array((2, 2), np.float32)
     assert role.output_array((2, 2), np.float32) is b and asked == [((2, 2), np.dtype(np.float32))]
-    role.lend_outputs(None)
+    role.output_source = None
     assert role.output_array((2, 2), np.float32) is not b and len(asked) == 1
 
 

@@ -72,9 +72,9 @@ class CountingClock:
         self.ticks += 1
 
 
-def run_in_process(backend_cfg: Any, scenario_cfg: Any, rounds: int) -> tuple[str, Any]:
+def run_in_process(backend_cfg: Any, scenario_cfg: Any, rounds: int, threads: int = 1) -> tuple[str, Any]:
     """start / run / stop a backend in this process (no harness kill_tree to hide leaks); its checksum."""
-    return _start_run_stop(backend_cfg, make_scenario(scenario_cfg, 0), rounds)
+    return _start_run_stop(backend_cfg, make_scenario(scenario_cfg, 0), rounds, threads)
 
 
 class EchoWorker(Worker):
@@ -133,10 +133,10 @@ def run_scenario_in_process(backend_cfg: Any, scenario: Scenario, rounds: int) -
     return _start_run_stop(backend_cfg, scenario, rounds)[0]
 
 
-def _start_run_stop(backend_cfg: Any, scenario: Scenario, rounds: int) -> tuple[str, Any]:
+def _start_run_stop(backend_cfg: Any, scenario: Scenario, rounds: int, threads: int = 1) -> tuple[str, Any]:
     """The backend's whole lifecycle on ``scenario``; checks the clock saw one begin and every tick."""
     server = scenario.make_server()
-    backend = make_backend(backend_cfg, 2)
+    backend = make_backend(backend_cfg, 2, threads_per_worker=threads)
     clock = CountingClock()
     try:
         backend.start(scenario, server)
@@ -271,10 +271,11 @@ def test_torch_roles_are_pinned_in_their_actors_and_match_serial(monkeypatch):
     scenario_cfg = config_object(DqnConfig, {"num_rollouts": 2, "steps_per_round": 10, "minibatch": 32,
                                               "eval_episodes": 5})
     reference, _ = run_in_process(config_object(SerialConfig, {}), scenario_cfg, 6)
-    checksum, backend = run_in_process(config_object(RayConfig, {"mode": "actors"}), scenario_cfg, 6)
+    checksum, backend = run_in_process(config_object(RayConfig, {"mode": "actors"}), scenario_cfg, 6, threads=2)
     assert checksum == reference
     assert [info["omp_num_threads"] for info in backend.actor_info] == ["2", "2"]
     assert [info["torch_threads"] for info in backend.actor_info] == [2, 2]
+    assert backend.torch_threads_observed() == 2
 
 
 @pytest.mark.slow
