@@ -143,7 +143,7 @@ def measure_blocks(spec: dict[str, Any], send: Callable[[dict[str, Any]], None],
     work = scenario.round_work_seconds()
     send({"type": "hello", "unit": scenario.unit, "round_work_ms": None if work is None else work * 1e3,
           **scenario.row_fields()})
-    backend = make_backend(backend_cfg, spec["workers"])
+    backend = make_backend(backend_cfg, spec["workers"], threads_per_worker=int(spec["threads_per_worker"]))
     server = scenario.make_server()
     per_round = scenario.units_per_round()
     t0 = time.perf_counter()
@@ -152,6 +152,7 @@ def measure_blocks(spec: dict[str, Any], send: Callable[[dict[str, Any]], None],
         extra = dict(server.metrics())
         extra.update(backend.metrics())
         extra.update(getattr(backend, "row_extra", {}))
+        extra["torch_threads_observed"] = backend.torch_threads_observed()  # read in the workers
         # the capacity backend's copies each report the units they completed while the timer ran
         units = sum(extra["copy_units"]) if "copy_units" in extra else per_round * int(lat.size)
         send({"type": "block", "seconds": seconds, "units": units,
