@@ -100,7 +100,7 @@ class AleVectorBackend(Backend):
         self.samplers = [_ActionSampler(space, scenario.seed, seed_index(i), num_actions) for i in range(self.n)]
         self.frame_shape = (settings["img_height"], settings["img_width"], 3)
         self.envs.reset(seed=np.asarray([scenario.seed + seed_index(i) for i in range(self.n)], dtype=np.int64))
-        server.placement([1] * self.n)  # one process beside the server's, threads inside it
+        self.process_of_worker = [1] * self.n  # one process beside the server's, threads inside it
 
     def run(self, rounds: int, clock: Clock) -> None:
         n, shape = self.n, self.frame_shape

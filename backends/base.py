@@ -82,6 +82,9 @@ class Backend(abc.ABC):
         self.startup_breakdown: dict[str, float] = {}
         #: facts about the layout for the results row's ``extra`` (e.g. Ray: envs_per_actor, actors)
         self.row_extra: dict[str, Any] = {}
+        #: set by ``start`` (or ``run``, before the first round): the index of the OS process that runs worker ``i`` (0 = the server's process);
+        #: the harness splits a round's time by critical path with it (`harness.phases`). None: unknown
+        self.process_of_worker: list[int] | None = None
 
     @abc.abstractmethod
     def start(self, scenario: Scenario, server: Server) -> None:

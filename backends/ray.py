@@ -119,7 +119,7 @@ class RayBackend(Backend):
         self.actor_info = self._get(ray, [a.ready.remote() for a in self.actors], "creating the actors")
         self.relay = start_relay(ray, scenario, threads)
         # actor j is one process (numbered j + 1; the driver holding the server is 0)
-        server.placement([j + 1 for j, s in enumerate(self.slices) for _ in s])
+        self.process_of_worker = [j + 1 for j, s in enumerate(self.slices) for _ in s]
         self.startup_breakdown["actor_creation_s"] = time.perf_counter() - t0
 
     def torch_threads_observed(self) -> int | list[int] | None:

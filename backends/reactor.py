@@ -444,9 +444,9 @@ class ReactorBackend(Backend):
             if self.breakdown is not None:
                 options["breakdown"] = self.breakdown
             where = assign_workers(program, self.processes)  # the placement the executor will use
-            self.server.placement([where[w] for w in top.workers])
+            self.process_of_worker = [where[w] for w in top.workers]
         else:  # inline and threads: every role in this process
-            self.server.placement([0] * self.scenario.num_workers)
+            self.process_of_worker = [0] * self.scenario.num_workers
         try:
             self.stats = run(program, executor=self.executor, workers=self.processes, **options)
         finally:

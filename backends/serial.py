@@ -48,7 +48,7 @@ class SerialBackend(Backend):
         for i in range(scenario.num_workers):
             self.workers_.append(scenario.make_worker(i))
         self.relay = scenario.make_relay() if scenario.has_relay() else None
-        server.placement([0] * scenario.num_workers)  # every role in the server's process
+        self.process_of_worker = [0] * scenario.num_workers  # every role in the server's process
         apply_threads(self.threads_per_worker)  # every role of this process is built
 
     def run(self, rounds: int, clock: Clock) -> None:

@@ -146,7 +146,7 @@ class VectorBackend(Backend):
         space = self.envs.single_action_space
         self.samplers = [_ActionSampler(space, scenario.seed, seed_index(i), num_actions) for i in range(self.n)]
         self.envs.reset(seed=[scenario.seed + seed_index(i) for i in range(self.n)])
-        server.placement([i + 1 for i in range(self.n)])  # one subprocess per env
+        self.process_of_worker = [i + 1 for i in range(self.n)]  # one subprocess per env
         self._torch_threads = list(self.envs.call("torch_threads"))
 
     def _split(self, obs: Any) -> list[Any]:

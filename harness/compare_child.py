@@ -134,6 +134,7 @@ def measure_blocks(spec: dict[str, Any], send: Callable[[dict[str, Any]], None],
     from backends import backend_schema, make_backend  # imports this job's backend module only
     from harness.config import SCENARIO_SCHEMAS, config_object
     from harness.measure import pin_threads
+    from harness.phases import server_metrics
     from scenarios import make_scenario
 
     pin_threads(int(spec["threads_per_worker"]))
@@ -149,9 +150,9 @@ def measure_blocks(spec: dict[str, Any], send: Callable[[dict[str, Any]], None],
     t0 = time.perf_counter()
 
     def on_block(seconds: float, lat: np.ndarray) -> None:
-        extra = dict(server.metrics())
+        extra = server_metrics(server, backend)  # with the critical-path split (harness.phases)
         extra.update(backend.metrics())
-        extra.update(getattr(backend, "row_extra", {}))
+        extra.update(backend.row_extra)
         extra["torch_threads_observed"] = backend.torch_threads_observed()  # read in the workers
         # the capacity backend's copies each report the units they completed while the timer ran
         units = sum(extra["copy_units"]) if "copy_units" in extra else per_round * int(lat.size)
@@ -159,7 +160,7 @@ def measure_blocks(spec: dict[str, Any], send: Callable[[dict[str, Any]], None],
               "latencies": lat.tolist(), "checksum": server.checksum(), "extra": extra})
 
     def on_warm(seconds: float, rounds: int) -> None:
-        server.metrics(), backend.metrics()  # the blocks' metrics count timed rounds only
+        server_metrics(server, backend), backend.metrics()  # the blocks' metrics count timed rounds only
         send({"type": "warm", "seconds": seconds, "rounds": rounds,
               "startup": dict(backend.startup_breakdown)})
 

@@ -44,6 +44,7 @@ def measure(spec: dict[str, Any], send: Callable[[dict[str, Any]], None]) -> Non
     from harness.clock import Repetition, RoundClock
     from harness.config import SCENARIO_SCHEMAS, config_object
     from harness.interpreter import running as running_interpreter
+    from harness.phases import server_metrics
     from scenarios import make_scenario
 
     pin_threads(int(spec["threads_per_worker"]))
@@ -66,7 +67,7 @@ def measure(spec: dict[str, Any], send: Callable[[dict[str, Any]], None]) -> Non
     units = scenario.units_per_round() * int(budget["rounds"])
 
     def on_repetition(rep: Repetition) -> None:
-        extra = dict(server.metrics())
+        extra = server_metrics(server, backend)  # with the critical-path split (harness.phases)
         extra.update(backend.startup_breakdown)  # e.g. Ray: init, actors, compile
         extra.update(backend.metrics())  # e.g. the reactor's per-round time breakdown
         extra.update(backend.row_extra)  # e.g. Ray: envs_per_actor, actors
@@ -96,7 +97,7 @@ def measure(spec: dict[str, Any], send: Callable[[dict[str, Any]], None]) -> Non
 
     clock = RoundClock(int(budget["rounds"]), int(budget["warmup_rounds"]), int(budget["repetitions"]),
                        on_repetition, on_progress, on_begin=on_begin,
-                       on_warmup_end=lambda: (server.metrics(), backend.metrics()),  # timed rounds only
+                       on_warmup_end=lambda: (server_metrics(server, backend), backend.metrics()),  # timed rounds only
                        on_timer=backend.timer)
     try:
         backend.start(scenario, server)

@@ -102,10 +102,13 @@ class Server(_Role, abc.ABC):
     def checksum(self) -> str:
         """Stable hash of everything received so far; equal across backends for equal config and seed."""
 
-    def placement(self, process_of_worker: Sequence[int]) -> None:
-        """Told by the backend before the first round: ``process_of_worker[i]`` is the index of the OS
-        process that runs worker ``i`` (0 = the server's own process). Lets a server attribute time by
-        critical path (`scenarios.dqn`) without guessing the backend's layout. Optional to use."""
+    def worker_seconds(self) -> np.ndarray | None:
+        """Per round since the previous ``metrics()`` call (which clears it), the seconds each worker's result
+        says its own work took: an array (rounds x workers), or None when results carry no such time. The
+        harness adds the backend's layout (`backends.base.Backend.process_of_worker`) to split the round's
+        wall time by critical path (`harness.phases`): where roles run is the backend's fact, not the
+        scenario's. Optional."""
+        return None
 
     def metrics(self) -> dict[str, float]:
         """Extra per-repetition numbers for the results row (for example a time breakdown). Optional."""

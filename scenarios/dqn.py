@@ -17,10 +17,9 @@ as the authors' learner does; ``arrays`` a list of numpy arrays. ``seeding=same`
 worker as worker 0 (the authors seed every env and RNG with 1: sixteen identical rollouts).
 
 The checksum covers every transition received and the learner's current weights, so equal checksums
-across backends mean equal training. ``metrics()`` splits each round's wall time by critical path, with one
-definition for every backend (docs/report.md): sampling = the longest per-process sum of rollout times in
-the round (the backend reports which process runs which worker through ``Server.placement``; on the
-serial backend that is the sum of all rollouts), training = the learner step, communication = the rest.
+across backends mean equal training. ``metrics()`` gives the learner's and the rounds' seconds and
+``worker_seconds()`` each rollout's; the harness splits each round's wall time by critical path from them and
+the backend's layout, with one definition for every backend (`harness.phases`, docs/report.md).
 ``final_metrics()`` evaluates the greedy policy on ``eval_episodes`` seeded episodes.
 """
 from __future__ import annotations
@@ -201,23 +200,13 @@ class LearnerServer(Server):
         self._sum = RunningChecksum()
         # time breakdown since the last metrics() call
         self._round_start: float | None = None
-        self._sampling = self._training = self._total = self._rollout_total = 0.0
+        self._training = self._total = 0.0
         self._measured = 0
-        #: worker index -> process index, as reported by the backend (None: not reported, no split)
-        self._process_of: np.ndarray | None = None
+        self._rollout_s: list[list[float]] = []  # per round, each rollout's seconds (worker_seconds())
 
-    def placement(self, process_of_worker: Sequence[int]) -> None:
-        groups = np.asarray(list(process_of_worker), dtype=np.int64)
-        if groups.ndim != 1 or (groups < 0).any():
-            raise ValueError(f"placement must be one process index >= 0 per worker, got {process_of_worker!r}")
-        self._process_of = groups
-
-    def critical_sampling(self, rollout_s: Sequence[float]) -> float:
-        """The longest per-process sum of this round's rollout times (NaN if no placement was reported)."""
-        where = self._process_of
-        if where is None or len(where) != len(rollout_s):
-            return float("nan")
-        return float(np.bincount(where, weights=np.asarray(rollout_s, dtype=float)).max())
+    def worker_seconds(self) -> np.ndarray:
+        """Each round's rollout seconds, one column per worker, since the previous ``metrics()`` call."""
+        return np.asarray(self._rollout_s, dtype=float).reshape(len(self._rollout_s), self.config.num_rollouts)
 
     def scatter(self) -> Broadcast:
         if self._round_start is None:
@@ -252,9 +241,7 @@ class LearnerServer(Server):
             self._sum.update(transitions)
             received.append(np.asarray(transitions, dtype=np.float32))
             times.append(float(rollout_s))
-        self._rollout_total += sum(times)
-        # the round's critical path through the rollouts (NaN without a placement from the backend)
-        self._sampling += self.critical_sampling(times)
+        self._rollout_s.append(times)
         if self.relayed:
             self._pending = received
             return
@@ -294,24 +281,19 @@ class LearnerServer(Server):
         """Seconds summed over the rounds since the previous call (the harness calls it once at the end of
         warm-up and discards the result, so each repetition's numbers cover its own rounds).
 
-        ``sampling_s``: per round, the longest per-process sum of rollout times (the rollouts of one
-        process run one after another, different processes in parallel: this is the round's critical
-        path through the rollouts); ``training_s``: the learner step; ``communication_s``: the rest of the
-        round (moving weights and transitions, synchronization, scheduling). ``rollout_total_s`` is the sum
-        of all rollout times (CPU work), ``breakdown_rounds`` how many rounds the sums cover. Without a
-        placement from the backend only ``rollout_total_s``, ``training_s`` and ``breakdown_rounds`` are
-        given: the split is not guessed.
+        ``rounds_s``: the rounds' wall time (a round runs from the end of the previous one to the end of its
+        learner step); ``training_s``: the learner step; ``rollout_total_s``: the sum of all rollout times
+        (CPU work); ``breakdown_rounds``: how many rounds the sums cover. Sampling and communication need the
+        backend's layout: `harness.phases` adds them from ``worker_seconds()``, which this call clears.
         """
         out = {
-            "rollout_total_s": self._rollout_total,
+            "rollout_total_s": float(np.sum(self._rollout_s)) if self._rollout_s else 0.0,
             "training_s": self._training,
+            "rounds_s": self._total,
             "breakdown_rounds": float(self._measured),
         }
-        if self._process_of is not None and np.isfinite(self._sampling):
-            out["sampling_s"] = self._sampling
-            out["communication_s"] = max(0.0, self._total - self._sampling - self._training)
-            out["processes"] = float(len(np.unique(self._process_of)))
-        self._sampling = self._training = self._total = self._rollout_total = 0.0
+        self._training = self._total = 0.0
+        self._rollout_s = []
         self._measured = 0
         self._round_start = time.perf_counter()  # the harness's own work between repetitions is not a round
         return out

@@ -52,7 +52,7 @@ class ToyBackend(Backend):
     def start(self, scenario, server):
         self.server = server
         self.roles = [scenario.make_worker(i) for i in range(scenario.num_workers)]
-        server.placement([0] * len(self.roles))
+        self.process_of_worker = [0] * len(self.roles)
 
     def run(self, rounds, clock):
         n = len(self.roles)

@@ -116,25 +116,50 @@ def test_dqn_roles_built_twice_agree_and_messages_pickle():
     pickle.dumps(msg)
     m = s1.metrics()
     assert m["breakdown_rounds"] == 4 and m["training_s"] > 0 and m["rollout_total_s"] > 0
-    assert "sampling_s" not in m and "communication_s" not in m  # no placement reported: no split guessed
+    assert "sampling_s" not in m and "communication_s" not in m  # the layout is the harness's to add
 
 
-def test_dqn_sampling_is_the_longest_per_process_sum_of_rollouts():
-    server = make_scenario(dqn_config(num_rollouts=4), 0).make_server()
-    server.placement([1, 1, 2, 2])  # e.g. two Ray actors holding two rollout workers each
-    assert server.critical_sampling([0.1, 0.2, 0.4, 0.05]) == pytest.approx(0.45)
-    server.placement([0, 0, 0, 0])  # serial: one process runs every rollout
-    assert server.critical_sampling([0.1, 0.2, 0.4, 0.05]) == pytest.approx(0.75)
-    server.placement([1, 2, 3, 4])  # one process each: the slowest rollout
-    assert server.critical_sampling([0.1, 0.2, 0.4, 0.05]) == pytest.approx(0.4)
-    with pytest.raises(ValueError, match="placement"):
-        server.placement([0, -1, 0, 0])
+def test_dqn_server_reports_each_rollouts_seconds_per_round():
+    """worker_seconds(): one row per round, one column per rollout, the seconds the results carried;
+    metrics() clears it with its own sums, so both cover the same rounds."""
+    server, _ = run_rounds(make_scenario(dqn_config(num_rollouts=3), 0), 5)
+    seconds = server.worker_seconds()
+    assert seconds.shape == (5, 3) and (seconds > 0).all()
+    m = server.metrics()
+    assert m["rollout_total_s"] == pytest.approx(seconds.sum())
+    assert m["rounds_s"] >= m["training_s"] > 0
+    assert server.worker_seconds().shape == (0, 3)
+
+
+def test_sampling_is_the_longest_per_process_sum_of_rollouts():
+    from harness.phases import critical_sampling
+
+    rounds = np.array([[0.1, 0.2, 0.4, 0.05], [0.3, 0.0, 0.1, 0.1]])
+    # e.g. two Ray actors holding two rollout workers each: max(0.3, 0.45) + max(0.3, 0.2)
+    assert critical_sampling(rounds, [1, 1, 2, 2]) == pytest.approx(0.75)
+    assert critical_sampling(rounds, [0, 0, 0, 0]) == pytest.approx(rounds.sum())  # serial: every rollout
+    assert critical_sampling(rounds, [1, 2, 3, 4]) == pytest.approx(0.4 + 0.3)  # one process each: the slowest
+    with pytest.raises(ValueError, match="process index"):
+        critical_sampling(rounds, [0, -1, 0, 0])
+    with pytest.raises(ValueError, match="4 workers"):
+        critical_sampling(rounds[:, :3], [0, 1, 2, 3])
+
+
+def test_round_time_is_not_split_without_a_layout():
+    from harness.phases import split_round_time
+
+    m = {"rounds_s": 1.0, "training_s": 0.25}
+    assert split_round_time(m, np.full((2, 2), 0.1), None) == {}
+    assert split_round_time(m, None, [0, 1]) == {}
+    split = split_round_time(m, np.full((2, 2), 0.1), [1, 2])
+    assert split == pytest.approx({"sampling_s": 0.2, "communication_s": 0.55, "processes": 2.0})
 
 
 def test_dqn_split_on_the_serial_backend_has_almost_no_communication():
     """Serial communicates nothing: sampling is the sum of all rollouts and the rest is bookkeeping."""
     from backends.serial import SerialBackend
     from backends.serial import SerialConfig
+    from harness.phases import server_metrics
 
     scenario = make_scenario(dqn_config(num_rollouts=4, steps_per_round=50), 0)
     server = scenario.make_server()
@@ -144,7 +169,7 @@ def test_dqn_split_on_the_serial_backend_has_almost_no_communication():
         backend.run(10, TickClock())
     finally:
         backend.stop()
-    m = server.metrics()
+    m = server_metrics(server, backend)
     assert m["breakdown_rounds"] == 10 and m["processes"] == 1
     assert m["sampling_s"] == pytest.approx(m["rollout_total_s"])  # the critical path is every rollout
     # under the old "slowest rollout" rule three of the four rollouts (~75% of the round) were communication
