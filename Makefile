@@ -212,19 +212,27 @@ test-ft: ## The runtime's suite on .venv-ft under threads at 2, 4 and 8 workers,
 	    --deselect tests/reactor/test_processes.py::test_workers_use_torch_after_the_caller_started_its_thread_pool || exit 1; \
 	done; done
 
-# the free-threaded reading: each job on both interpreters (interpreter is swept last: default and ft alternate per
-# backend), reactor_threads also at workers=1 on ft (its own scaling); the report's "Free-threaded Python" section
+# the free-threaded reading, paired (docs/harness.md, "Paired blocks"): serial, the threads and processes executors
+# and the synchronized ceiling on the free-threaded interpreter, beside serial and both executors on the default
+# one, all resident in one job per scenario, so every ratio within and across interpreters is taken within cycles;
+# the threads executor at workers=1 in a job of its own (its scaling, each job read against its serial); marl
+# and dqn only where .venv-ft has torch (make install-ft FT_TORCH=pypi); the actors round trip standalone
 FT_DIR ?= $(BENCH_DIR)/ft
-FT_BACKENDS ?= serial,reactor_threads,reactor,capacity_lockstep
-bench-ft: install ## Gym, marl synthetic, dqn and the actors round trip on the default and the free-threaded interpreter (make install-ft first), then the report
+FT_PAIRED_BACKENDS ?= serial@ft,reactor_threads@ft,reactor@ft,capacity_lockstep@ft,serial,reactor_threads,reactor
+FT_W1_BACKENDS ?= serial@ft,reactor_threads@ft,serial,reactor_threads
+FT_TORCH_OK = $(shell $(FT_PY) -c 'import torch' 2>/dev/null && echo yes)
+PAIRED_FT = $(PY) -m harness compare -m budget=$(BUDGET) compare.precision=$(PAIRED_PRECISION) compare.max_seconds=$(PAIRED_SECONDS)
+bench-ft: install ## Paired jobs on the default and the free-threaded interpreter (gym; marl synthetic and dqn with torch there), threads at 1 worker, the actors round trip, then the report (make install-ft first)
 	@test -x $(FT_PY) || { echo "bench-ft: no $(FT_PY): run make install-ft first"; exit 1; }
-	-$(HARNESS) scenario=gym backend=$(FT_BACKENDS) interpreter=default,ft hydra.sweep.dir=$(FT_DIR)/gym
-	-$(HARNESS) scenario=marl scenario.env=synthetic backend=$(FT_BACKENDS) interpreter=default,ft hydra.sweep.dir=$(FT_DIR)/marl
-	-$(SWEEP) scenario=gym backend=reactor_threads workers=1 interpreter=default,ft hydra.sweep.dir=$(FT_DIR)/threads_w1/gym
-	-$(SWEEP) scenario=marl scenario.env=synthetic backend=reactor_threads workers=1 interpreter=default,ft hydra.sweep.dir=$(FT_DIR)/threads_w1/marl
-	-$(HARNESS) scenario=dqn backend=$(FT_BACKENDS) interpreter=default,ft hydra.sweep.dir=$(FT_DIR)/dqn
-	-$(HARNESS) scenario=actors scenario.num_clients=2 backend=reactor,reactor_threads interpreter=default,ft hydra.sweep.dir=$(FT_DIR)/actors
-	$(MAKE) --no-print-directory report BENCH_DIR=$(FT_DIR)
+	$(START)
+	$(TRY) $(PAIRED_FT) scenario=gym workers=$(WORKERS) backends=[$(FT_PAIRED_BACKENDS)] hydra.sweep.dir=$(FT_DIR)/gym
+	$(TRY) $(PAIRED_FT) scenario=gym workers=1 backends=[$(FT_W1_BACKENDS)] hydra.sweep.dir=$(FT_DIR)/threads_w1/gym
+	$(if $(FT_TORCH_OK),$(TRY) $(PAIRED_FT) scenario=marl scenario.env=synthetic workers=$(WORKERS) backends=[$(FT_PAIRED_BACKENDS)] hydra.sweep.dir=$(FT_DIR)/marl,@echo "bench-ft: no torch in $(FT_VENV): marl and dqn left out (make install-ft FT_TORCH=pypi)")
+	$(if $(FT_TORCH_OK),$(TRY) $(PAIRED_FT) scenario=marl scenario.env=synthetic workers=1 backends=[$(FT_W1_BACKENDS)] hydra.sweep.dir=$(FT_DIR)/threads_w1/marl)
+	$(if $(FT_TORCH_OK),$(TRY) $(PAIRED_FT) scenario=dqn workers=$(WORKERS) backends=[$(FT_PAIRED_BACKENDS)] hydra.sweep.dir=$(FT_DIR)/dqn)
+	$(TRY) $(HARNESS) scenario=actors scenario.num_clients=2 backend=reactor,reactor_threads interpreter=default,ft hydra.sweep.dir=$(FT_DIR)/actors
+	$(SUBMAKE) report BENCH_DIR=$(FT_DIR)
+	$(FINISH)
 
 clean: ## Remove build products and results (keeps .venv and results/reference)
 	rm -rf build *.egg-info reactor_backend/*.c reactor_backend/*.so scenarios/*.c scenarios/*.so .pytest_cache

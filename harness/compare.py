@@ -6,6 +6,12 @@ all backends; each name in ``backends`` is a preset of ``conf/backend/``, compos
 name fails naming it and writes nothing. ``compare.*`` sets the stopping rule and block size
 (`harness.cycles.CompareSettings`).
 
+Interpreters: ``interpreter=ft`` runs every backend's child on the free-threaded interpreter (as for a job,
+`harness.interpreter`), and ``name@ft`` (or ``name@default``, ``name@/path/to/python``) runs one backend there,
+so one paired job can hold both interpreters: ``backends=[serial,reactor_threads,serial@ft,reactor_threads@ft]``.
+Every backend must be able to run on its interpreter (a paired job has no skipped rows): one that cannot is
+refused before anything runs, naming the missing package.
+
 Ray is kept out: its daemons (GCS, raylet, the dashboard and its agents) run timers of their own whatever the
 workload, so a resident Ray takes CPU during every other backend's blocks, the interference a paired job is
 built to exclude (docs/harness.md, "Paired blocks"); Ray layouts are measured as standalone jobs.
@@ -25,7 +31,8 @@ from omegaconf import MISSING, DictConfig, OmegaConf
 
 from harness.capacity import capacity_errors
 from harness.config import BudgetConfig, ConfigRangeError, range_errors, range_of, register_configs
-from harness.cycles import CompareSettings, run_compare
+from harness.cycles import CompareSettings, backend_key, run_compare
+from harness.interpreter import interpreter_errors, skip_reason
 from harness.runner import MeasurementFailed, backend_variant
 
 CONF_DIR = str(Path(__file__).resolve().parents[1] / "conf")
@@ -54,8 +61,11 @@ class CompareConfig:
 
     scenario: Any = MISSING
     budget: BudgetConfig = MISSING
-    #: backend presets (conf/backend/), at least two; the second over the first is the main ratio
+    #: backend presets (conf/backend/), at least two; the second over the first is the main ratio;
+    #: ``preset@interpreter`` runs that one on another interpreter
     backends: List[str] = field(default_factory=lambda: ["serial", "reactor", "capacity_lockstep"])
+    #: the interpreter of every backend without an ``@`` (``default``, ``ft`` or a path: `harness.interpreter`)
+    interpreter: str = "default"
     workers: int = 2
     seed: int = 0
     threads_per_worker: int = 1
@@ -113,20 +123,27 @@ def job_configs(plain: dict[str, Any]) -> list[dict[str, Any]]:
     errors = compare_errors(plain)
     jobs = []
     for name in plain.get("backends") or []:
-        backend = backend_preset(name)
+        preset, _, interpreter = str(name).partition("@")
+        backend = backend_preset(preset)
         if backend["name"] in REFUSED:
             errors.append(f"backends: {name}: {REFUSED[backend['name']]}")
             continue
         job = {k: plain[k] for k in ("scenario", "budget", "workers", "seed", "threads_per_worker")}
         job["backend"] = backend
         job["trial"] = 0
+        job["interpreter"] = interpreter or plain.get("interpreter") or "default"
         errors += [f"{name}: {e}" for e in range_errors(job) + capacity_errors(job)]
         try:
             backend_variant(backend)
         except ValueError as exc:
             errors.append(f"{name}: {exc}")
+        why_not = interpreter_errors(job)
+        errors += [f"{name}: {e}" for e in why_not]
+        reason = None if why_not else skip_reason(job)
+        if reason is not None:
+            errors.append(f"{name}: cannot run in a paired job: {reason}")
         jobs.append(job)
-    keys = [f"{j['backend']['name']}:{backend_variant(j['backend'])}" for j in jobs] if not errors else []
+    keys = [backend_key(j) for j in jobs] if not errors else []
     if len(set(keys)) != len(keys):
         errors.append(f"backends={plain.get('backends')}: two presets are the same backend and variant")
     if errors:

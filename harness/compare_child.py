@@ -133,6 +133,7 @@ def measure_blocks(spec: dict[str, Any], send: Callable[[dict[str, Any]], None],
     """Build the spec's scenario on its backend and run it under a `BlockClock` until told to stop."""
     from backends import backend_schema, make_backend  # imports this job's backend module only
     from harness.config import SCENARIO_SCHEMAS, config_object
+    from harness.interpreter import running as running_interpreter
     from harness.measure import pin_threads
     from harness.phases import server_metrics
     from scenarios import make_scenario
@@ -142,7 +143,7 @@ def measure_blocks(spec: dict[str, Any], send: Callable[[dict[str, Any]], None],
     backend_cfg = config_object(backend_schema(spec["backend"]["name"]), spec["backend"])
     scenario = make_scenario(scenario_cfg, spec["seed"])
     work = scenario.round_work_seconds()
-    send({"type": "hello", "unit": scenario.unit, "round_work_ms": None if work is None else work * 1e3,
+    send({"type": "hello", **running_interpreter(), "unit": scenario.unit, "round_work_ms": None if work is None else work * 1e3,
           **scenario.row_fields()})
     backend = make_backend(backend_cfg, spec["workers"], threads_per_worker=int(spec["threads_per_worker"]))
     server = scenario.make_server()
@@ -157,7 +158,8 @@ def measure_blocks(spec: dict[str, Any], send: Callable[[dict[str, Any]], None],
         # the capacity backend's copies each report the units they completed while the timer ran
         units = sum(extra["copy_units"]) if "copy_units" in extra else per_round * int(lat.size)
         send({"type": "block", "seconds": seconds, "units": units,
-              "latencies": lat.tolist(), "checksum": server.checksum(), "extra": extra})
+              "latencies": lat.tolist(), "checksum": server.checksum(), "extra": extra,
+              "gil_enabled": running_interpreter()["gil_enabled"]})
 
     def on_warm(seconds: float, rounds: int) -> None:
         server_metrics(server, backend), backend.metrics()  # the blocks' metrics count timed rounds only

@@ -34,7 +34,8 @@ from harness.hostwatch import CoreProbe, cpu_ns, steal_seconds, tree_pids
 from harness.jobtree import JobTree
 from harness.metadata import job_metadata, load_average
 from harness.results import ResultsWriter, make_row, timing_fields
-from harness.runner import backend_variant, job_spec, kill_tree
+from harness.interpreter import executable as interpreter_executable
+from harness.runner import backend_variant, job_spec, kill_tree, on_interpreter
 
 COMPARE_FILE = "compare.json"
 #: a finished backend counts as quiet once its processes ran less than this per `SETTLE_POLL_S`, twice running
@@ -95,7 +96,8 @@ class Resident:
             env[var] = str(cfg["threads_per_worker"])
         env["PYTHONUNBUFFERED"] = "1"
         self.child = subprocess.Popen(
-            [sys.executable, "-m", "harness.compare_child", str(wfd), str(job_dir), key],
+            [interpreter_executable(cfg.get("interpreter")), "-m", "harness.compare_child", str(wfd), str(job_dir),
+             key],
             stdin=subprocess.PIPE, pass_fds=(wfd,), start_new_session=True, env=env,
             cwd=str(Path(__file__).resolve().parents[1]))
         os.close(wfd)
@@ -244,9 +246,28 @@ def stop_reason(ratios: list[float], cycles: int, elapsed_s: float, settings: Co
     return "", interval
 
 
+def row_base(cfg: dict[str, Any]) -> dict[str, Any]:
+    """The fields every row of this backend's blocks shares (as `harness.runner` makes them for a job), fitted
+    to its interpreter: on the free-threaded one the variant says so (``reactor:threads ft``)."""
+    scenario = cfg["scenario"]
+    meta = job_metadata(job_spec(cfg))
+    meta["paired"] = True
+    base = {"scenario": scenario["name"], "backend": cfg["backend"]["name"],
+            "variant": backend_variant(cfg["backend"]), "workers": cfg["workers"],
+            "num_envs": scenario.get("num_envs"), "env_id": scenario.get("env_id", "-"),
+            "budget": cfg["budget"]["name"], "seed": cfg["seed"],
+            "threads_per_worker": cfg["threads_per_worker"],
+            "params": {k: v for k, v in scenario.items() if k != "name"}, "metadata": meta, "unit": None}
+    reason = on_interpreter(base, cfg)
+    if reason is not None:  # `harness.compare` refuses such a job before anything runs
+        raise ValueError(f"{base['backend']}: {reason}")
+    return base
+
+
 def backend_key(cfg: dict[str, Any]) -> str:
-    """``backend:variant`` of a job config (as the report labels rows)."""
-    return f"{cfg['backend']['name']}:{backend_variant(cfg['backend'])}"
+    """``backend:variant`` of a job config as the report labels its rows (``reactor:threads ft``)."""
+    base = row_base(cfg)
+    return f"{base['backend']}:{base['variant']}"
 
 
 def run_compare(jobs: list[dict[str, Any]], job_dir: Path, settings: CompareSettings, seed: int,
@@ -254,18 +275,11 @@ def run_compare(jobs: list[dict[str, Any]], job_dir: Path, settings: CompareSett
     """Measure ``jobs`` (one composed job config per backend, identical but for ``backend``) paired."""
     job_dir.mkdir(parents=True, exist_ok=True)
     writer = ResultsWriter(job_dir)
-    keys = [backend_key(c) for c in jobs]
-    bases: dict[str, dict[str, Any]] = {}
-    for key, cfg in zip(keys, jobs):
-        scenario = cfg["scenario"]
-        meta = job_metadata(job_spec(cfg))
-        meta["paired"] = True
-        bases[key] = {"scenario": scenario["name"], "backend": cfg["backend"]["name"],
-                      "variant": backend_variant(cfg["backend"]), "workers": cfg["workers"],
-                      "num_envs": scenario.get("num_envs"), "env_id": scenario.get("env_id", "-"),
-                      "budget": cfg["budget"]["name"], "seed": cfg["seed"],
-                      "threads_per_worker": cfg["threads_per_worker"],
-                      "params": {k: v for k, v in scenario.items() if k != "name"}, "metadata": meta, "unit": None}
+    bases = {}
+    for cfg in jobs:
+        base = row_base(cfg)
+        bases[f"{base['backend']}:{base['variant']}"] = base
+    keys = list(bases)
     outcome = CompareOutcome(status="ok")
     if len(keys) >= 2:
         outcome.main_pair = (keys[1], keys[0])
@@ -283,6 +297,7 @@ def run_compare(jobs: list[dict[str, Any]], job_dir: Path, settings: CompareSett
             res = residents[key] = Resident(key, cfg, job_dir)
             hello = res.expect("hello")
             bases[key]["unit"] = hello["unit"]
+            bases[key]["interpreter"] = hello.get("interpreter")
             bases[key]["num_envs"] = hello.get("num_envs", bases[key]["num_envs"])
             bases[key]["env_id"] = hello.get("env_id", bases[key]["env_id"])
             bases[key]["round_work_ms"] = hello.get("round_work_ms")
@@ -350,6 +365,7 @@ def run_compare(jobs: list[dict[str, Any]], job_dir: Path, settings: CompareSett
                               "precision_target": settings.precision})
                 writer.append(make_row(bases[key], repetition=cycle, cycle=cycle, block=b["position"],
                                        status="ok", checksum=msg["checksum"], extra=extra,
+                                       gil_enabled=msg.get("gil_enabled"),
                                        **timing_fields(msg["units"], msg["seconds"], lat)))
                 outcome.rows += 1
             cycle += 1

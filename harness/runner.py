@@ -76,6 +76,21 @@ def interpreter_variant(variant: str, info: dict[str, Any]) -> str:
     return tag if variant in ("", "-") else f"{variant} {tag}"
 
 
+def on_interpreter(base: dict[str, Any], cfg: dict[str, Any]) -> str | None:
+    """Fit a job's row base to its interpreter (``cfg['interpreter']``); returns why the job cannot run there
+    (a package it needs is missing), or None. On another interpreter than this one, rows are told apart by
+    the variant (``reactor:threads ft``) and the metadata's python and package versions are the child's."""
+    python = interpreter_executable(cfg.get("interpreter"))
+    if python == sys.executable:
+        return None
+    info = describe_interpreter(python)
+    base["variant"] = interpreter_variant(base["variant"], info)
+    base["interpreter"] = interpreter_label(info["version"], info["free_threaded"])
+    base["metadata"]["python"] = base["interpreter"]
+    base["metadata"]["versions"] = info["versions"]
+    return skip_reason(cfg)
+
+
 def job_spec(cfg: dict[str, Any]) -> dict[str, Any]:
     """The part of the resolved config that defines the measurement (sent to the child, hashed)."""
     spec = {k: cfg[k] for k in ("scenario", "backend", "budget", "workers", "seed", "threads_per_worker")}
@@ -163,18 +178,10 @@ def run_measurement(
         "unit": None,
     }
     python = interpreter_executable(cfg.get("interpreter"))
-    if python != sys.executable:
-        # another interpreter: its rows are told apart by the variant (``reactor:threads ft``), and the
-        # metadata's python and package versions are the child's
-        info = describe_interpreter(python)
-        base["variant"] = interpreter_variant(base["variant"], info)
-        base["interpreter"] = interpreter_label(info["version"], info["free_threaded"])
-        base["metadata"]["python"] = base["interpreter"]
-        base["metadata"]["versions"] = info["versions"]
-        reason = skip_reason(cfg)
-        if reason is not None:
-            writer.append(make_row(base, repetition=0, status="skipped", error=reason))
-            return JobOutcome(status="skipped", rows=0, message=reason)
+    reason = on_interpreter(base, cfg)
+    if reason is not None:
+        writer.append(make_row(base, repetition=0, status="skipped", error=reason))
+        return JobOutcome(status="skipped", rows=0, message=reason)
     env = dict(os.environ)
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         env[var] = str(cfg["threads_per_worker"])

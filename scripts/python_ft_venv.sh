@@ -8,9 +8,11 @@
 # long source build), psutil, Cython, gymnasium, hydra-core, pettingzoo, pytest, tqdm (antlr4-python3-runtime
 # and PyYAML build from source in seconds). Not installed: matplotlib (only the report draws, on .venv; its
 # contourpy dependency builds from C++ source for cp313t here, many minutes on 2 cores),
-# ale-py and ray (no cp313t wheels; the harness skips them under ft with the reason in the row), and torch
-# unless a CPU-only cp313t wheel can be had (FT_TORCH_INDEX, default the PyTorch CPU index): PyPI's Linux
-# torch wheel is the CUDA build (~530 MB plus several GB of nvidia-* packages), which is not worth it here.
+# ale-py and ray (no cp313t wheels; the harness skips them under ft with the reason in the row). torch: a
+# CPU-only cp313t wheel from FT_TORCH_INDEX (default the PyTorch CPU index) where that index is reachable;
+# FT_TORCH=pypi takes PyPI's Linux cp313t wheel instead, which is the CUDA build (torch 2.12: ~510 MB plus
+# ~3 GB of nvidia-* and triton packages; it runs on the CPU like any other) and the only one this machine can
+# reach; FT_TORCH=0 skips torch (dqn and marl, whose policies are torch models, are then skipped under ft).
 set -euo pipefail
 
 FT_PY=${FT_PY:-$PWD/.python-ft/bin/python3}
@@ -42,11 +44,15 @@ if "$PY" -c 'import torch' 2>/dev/null; then
     say "torch already installed: $("$PY" -c 'import torch; print(torch.__version__)')"
 elif [[ "${FT_TORCH:-1}" == 0 ]]; then
     say "skipping torch (FT_TORCH=0): dqn and marl (torch policies) are skipped under ft"
+elif [[ "${FT_TORCH:-1}" == pypi ]]; then
+    say "installing $TORCH_SPEC from the package index (FT_TORCH=pypi): the CUDA build, ~510 MB plus ~3 GB of"
+    say "nvidia-* and triton packages (the CPU runs it)"
+    "$PY" -m pip install -q "$TORCH_SPEC" || die "installing $TORCH_SPEC for cp313t from the package index failed"
 else
     say "trying a CPU-only $TORCH_SPEC cp313t wheel from $TORCH_INDEX (~200 MB; skipped when unreachable)"
     if ! timeout 600 "$PY" -m pip install -q --index-url "$TORCH_INDEX" "$TORCH_SPEC"; then
-        say "no CPU-only torch for cp313t could be had from $TORCH_INDEX: skipping torch (PyPI's Linux wheel is the"
-        say "CUDA build with several GB of nvidia-* packages); dqn and marl (torch policies) are skipped under ft"
+        say "no CPU-only torch for cp313t could be had from $TORCH_INDEX: skipping torch. FT_TORCH=pypi installs"
+        say "PyPI's CUDA build instead (~3.5 GB); without torch dqn and marl are skipped under ft"
     fi
 fi
 

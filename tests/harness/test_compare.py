@@ -3,6 +3,8 @@ the stopping rule, and bad input refused before anything runs."""
 from __future__ import annotations
 
 import json
+import platform
+import sys
 import time
 from pathlib import Path
 
@@ -92,6 +94,8 @@ def test_bad_input_on_the_command_line_fails_before_anything_runs(tmp_path):
     ("compare.precision=0", "compare.precision"),
     ("compare.min_cycles=1", "compare.min_cycles"),
     ("budget.rounds=0", "budget.rounds"),
+    ("backends=[serial,serial@/nonexistent/python3]", "no executable /nonexistent/python3"),
+    ("backends=[serial,serial@default]", "same backend and variant"),
 ])
 def test_bad_values_are_refused_naming_them(override, named):
     with pytest.raises(ConfigRangeError, match=named.replace(".", "\\.")):
@@ -105,8 +109,35 @@ def test_unknown_keys_and_backends_are_refused_by_composition():
         _jobs("serial", "nosuch")
 
 
-def _jobs(*backends: str, override: str | None = None) -> list[dict]:
-    overrides = [*SMOKE, *([f"backends=[{','.join(backends)}]"] if backends else []), *([override] if override else [])]
+def test_a_backend_that_cannot_run_on_its_interpreter_is_refused(tmp_path):
+    """A paired job has no skipped rows: an interpreter without torch cannot hold a dqn backend."""
+    bare = tmp_path / "bare-python"  # this Python without site-packages: no torch, numpy, ...
+    bare.write_text(f"#!/bin/sh\nexec {sys.executable} -S \"$@\"\n")
+    bare.chmod(0o755)
+    with pytest.raises(ConfigRangeError, match="serial@.*torch cannot be imported"):
+        _jobs(override=f"backends=[serial,serial@{bare}]", scenario="dqn")
+
+
+def test_one_paired_job_holds_two_interpreters(tmp_path):
+    """``name@path``: that backend's child runs on another interpreter (here this Python by another path, as
+    `harness.interpreter` cannot tell it from a different build); its rows say so in variant and interpreter
+    and compute the same work."""
+    other = Path(sys.executable).with_name("python3")
+    assert other.exists() and str(other) != sys.executable
+    out = tmp_path / "job"
+    proc = run_cli("compare", *SMOKE, f"backends=[serial,serial@{other}]", "compare.block_rounds=10",
+                   "compare.max_seconds=0.5", "compare.min_cycles=2", run_dir=out)
+    assert proc.returncode == 0, proc.stderr
+    rows = read_rows(out)
+    version = platform.python_version()
+    assert set(rows["variant"]) == {"-", f"py{version}"}
+    assert set(rows["interpreter"].astype(str)) == {version}
+    assert rows.groupby("cycle")["checksum"].nunique().eq(1).all()
+    assert json.loads((out / COMPARE_FILE).read_text())["main_pair"] == [f"serial:py{version}", "serial:-"]
+
+
+def _jobs(*backends: str, override: str | None = None, scenario: str = "gym") -> list[dict]:
+    overrides = [*SMOKE, f"scenario={scenario}", *([f"backends=[{','.join(backends)}]"] if backends else []), *([override] if override else [])]
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
         cfg = compose(config_name="compare", overrides=overrides)
         return job_configs(OmegaConf.to_container(cfg, resolve=True, enum_to_str=True))
