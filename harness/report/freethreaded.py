@@ -6,13 +6,18 @@ here each executor is compared with serial *on the same interpreter* (does paral
 serial ft with serial default gives the interpreter's own single-thread cost. Rows tell the interpreters
 apart by their variant (``reactor:threads ft``) and their ``interpreter`` column; ``gil_enabled`` shows a
 job whose imports turned the GIL back on. Skipped jobs (a package without a cp313t wheel) are listed with
-their reason.
+their reason. Paired jobs that hold both interpreters (``backends=[serial@ft,...]``) get a table of their own,
+read from per-cycle ratios like every paired job (`harness.report.paired`).
 """
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pandas as pd
+
+from harness.report.paired import PairedJob
+from harness.report.stats import SERIAL, median_ci
 
 from harness.report.render import Section, Table, num
 
@@ -80,16 +85,75 @@ def skipped_lines(rows: pd.DataFrame) -> list[str]:
     return sorted({f"{r['scenario']} on {r['label']}: {r['error']}" for _, r in sk.iterrows()})
 
 
+def _ci(x: pd.Series) -> str:
+    med, lo, hi = median_ci(x.replace([np.inf, -np.inf], np.nan).dropna().to_numpy(float))
+    return "" if not np.isfinite(med) else f"{med:.2f} [{lo:.2f}, {hi:.2f}]"
+
+
+def _ft_labels(labels: list[str]) -> list[str]:
+    return [lab for lab in labels if lab.split(":", 1)[-1] == "ft" or lab.endswith(" ft")]
+
+
+def ft_paired_table(jobs: list[PairedJob]) -> Table:
+    """Paired jobs holding both interpreters: per backend, the median of per-cycle ratios (95% interval over
+    cycles) to serial on the same interpreter and to itself on the default one (`harness.report.paired`)."""
+    header = ["scenario", "workers", "job", "backend", "default / serial", "ft / serial ft", "ft / default",
+              "cycles", "GIL on at end (ft)"]
+    out: list[list[str]] = []
+    for job in jobs:
+        ft = _ft_labels(job.labels)
+        if not ft:
+            continue
+        t = job.table
+        serial_ft = next((lab for lab in ft if _base_label(lab) == SERIAL), None)
+        for lab in ft:
+            base = _base_label(lab)
+            out.append([job.scenario, str(job.workers), job.name[:60], base,
+                        _ci(t[base] / t[SERIAL]) if base in t and SERIAL in t and base != SERIAL else "",
+                        _ci(t[lab] / t[serial_ft]) if serial_ft and lab != serial_ft else "",
+                        _ci(t[lab] / t[base]) if base in t else "",
+                        str(len(t)), ", ".join(job.gil_enabled.get(lab, []))])
+    return Table(header, out)
+
+
+def paired_scaling_lines(jobs: list[PairedJob]) -> list[str]:
+    """reactor:threads ft over serial ft at each worker count, against the same at workers=1 (each job read
+    against its own serial, so the host's speed in each job cancels; its parallel capacity does not)."""
+    per: dict[tuple[str, int], tuple[float, float, float]] = {}
+    for job in jobs:
+        t = job.table
+        if "reactor:threads ft" in t and "serial:ft" in t:
+            per[(job.scenario, job.workers)] = median_ci((t["reactor:threads ft"] / t["serial:ft"]).to_numpy(float))
+    out = []
+    for (scen, w), (med, lo, hi) in sorted(per.items()):
+        one = per.get((scen, 1))
+        if w != 1 and one is not None and one[0] > 0:
+            out.append(f"{scen}: reactor:threads ft at workers={w}: {med / one[0]:.2f}x its workers=1 (paired jobs: "
+                       f"{med:.2f} [{lo:.2f}, {hi:.2f}] of serial ft at workers={w}, {one[0]:.2f} [{one[1]:.2f}, "
+                       f"{one[2]:.2f}] at workers=1)")
+    return out
+
+
 def freethreaded_sections(rep: Any) -> list[Section]:
-    """The section (none when no row ran under a free-threaded interpreter)."""
+    """The sections (none when no row ran under a free-threaded interpreter)."""
     rows = rep.results.rows
+    jobs: list[PairedJob] = [j for j in (getattr(rep, "paired", None) or []) if _ft_labels(j.labels)]
+    out: list[Section] = []
+    if jobs:
+        out += [Section("Free-threaded Python, paired", (
+            "Paired jobs holding both interpreters (`python -m harness compare backends=[serial@ft,...]`): every "
+            "ratio is the median of per-cycle ratios with a 95% bootstrap interval over cycles. 'ft / serial ft': "
+            "does parallelism pay on the free-threaded interpreter; 'ft / default': the same backend on both "
+            "(for serial, the interpreter's own single-thread cost); 'GIL on at end': `sys._is_gil_enabled()` "
+            "after each block of the ft child."), ft_paired_table(jobs)),
+            Section("Free-threaded Python, paired: scaling", "", paired_scaling_lines(jobs) or ["(no workers=1 job)"])]
     if not len(rows) or "interpreter" not in rows or not any(_is_ft(r) for _, r in rows.iterrows()):
-        return []
+        return out
     versions = sorted({str(v) for v in rows["interpreter"] if str(v)})
     intro = ("Jobs measured under a free-threaded interpreter (`interpreter=ft`) beside the default one "
              f"(interpreters in these rows: {', '.join(versions)}). Each backend is compared with serial on the "
              "same interpreter; 'ft / default' of serial is the interpreter's own single-thread cost. Medians of "
              "repetitions; 'GIL on at end' is `sys._is_gil_enabled()` when each ft job ended.")
     lines = scaling_lines(rows) + [f"skipped: {s}" for s in skipped_lines(rows)]
-    return [Section("Free-threaded Python", intro, ft_table(rows)),
-            Section("Free-threaded Python: scaling and skipped jobs", "", lines or ["(none)"])]
+    return out + [Section("Free-threaded Python", intro, ft_table(rows)),
+                  Section("Free-threaded Python: scaling and skipped jobs", "", lines or ["(none)"])]

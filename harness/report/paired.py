@@ -75,6 +75,10 @@ class PairedJob:
     machine: str = ""
     splits: list[Split] = field(default_factory=list)
     ratios: pd.DataFrame = field(default_factory=pd.DataFrame)
+    #: per label: the ``gil_enabled`` values its blocks recorded (a free-threaded child that turned it on shows)
+    gil_enabled: dict[str, list[str]] = field(default_factory=dict)
+    workers: int = 0
+    scenario: str = ""
 
     @property
     def regimes(self) -> list[tuple[int, int]]:
@@ -137,7 +141,11 @@ def analyze_paired(rows: pd.DataFrame, names: Optional[dict[str, str]] = None) -
                         labels=labels,
                         cycles=len(table), block_rounds=int(first.get("block_rounds", 0) or 0), stopped_by=stop,
                         precision_target=float(first.get("precision_target", math.nan)), table=table,
-                        host=_host_frame(g), shift_series=series, machine=machine)
+                        host=_host_frame(g), shift_series=series, machine=machine,
+                        workers=int(g["workers"].iloc[0]), scenario=str(g["scenario"].iloc[0]))
+        if "gil_enabled" in g:
+            job.gil_enabled = {str(lab): sorted({str(v) for v in gg["gil_enabled"] if str(v) not in ("", "nan")})
+                               for lab, gg in g.groupby("label")}
         if series:
             job.splits = change_points(table[series].to_numpy(float))
         recs = []

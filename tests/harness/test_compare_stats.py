@@ -110,3 +110,47 @@ def test_the_report_keeps_paired_and_standalone_rows_apart(tmp_path):
     text = files.markdown.read_text()
     assert "## Paired ratios" in text and "36 paired rows from 1 paired job" in text
     assert "reactor:processes / serial:-" in text and "the other sections read the 3 rows" in text
+
+
+def _write_interpreters(folder, workers, per_label, gil="False"):
+    """One paired job whose blocks ran on both interpreters: ``per_label`` maps (backend, variant) to a series."""
+    writer = ResultsWriter(folder)
+    base = {"scenario": "gym", "workers": workers, "num_envs": 15, "env_id": "CartPole-v1", "budget": "local",
+            "seed": 0, "threads_per_worker": 1, "params": {"num_envs": 15}, "unit": "env_steps",
+            "metadata": {"hostname": "h", "cpu_model": "m", "cpu_count": 2}}
+    position = 0
+    n = len(next(iter(per_label.values())))
+    for cycle in range(n):
+        for (backend, variant), series in per_label.items():
+            ft = variant.endswith("ft")
+            writer.append(make_row({**base, "backend": backend, "variant": variant,
+                                    "interpreter": "3.13.5t" if ft else "3.11.7"},
+                                   repetition=cycle, cycle=cycle, block=position, status="ok", units=1000,
+                                   seconds=1000 / series[cycle], throughput=series[cycle], checksum=f"c{cycle}",
+                                   gil_enabled=gil if ft else "True",
+                                   extra={"paired": True, "block_rounds": 100, "host_core_ms": [5.0, 5.0],
+                                          "host_steal": 0.0, "others_cpu_ms": 0.0}))
+            position += 1
+
+
+def test_the_free_threaded_section_reads_paired_jobs_with_both_interpreters(tmp_path):
+    """Per backend: ratios to serial on its own interpreter and to itself on the default one, from per-cycle
+    ratios; the threads executor's scaling read against serial ft within each job."""
+    rng = np.random.default_rng(7)
+    host = rng.uniform(0.6, 1.4, 30)  # the host's speed swings; the ratios must not
+    serial = 50000 * host
+    _write_interpreters(tmp_path / "w2", 2, {
+        ("serial", "-"): serial, ("reactor", "threads"): 0.5 * serial,
+        ("serial", "ft"): 0.7 * serial, ("reactor", "threads ft"): 0.7 * 1.6 * serial})
+    _write_interpreters(tmp_path / "w1", 1, {
+        ("serial", "-"): serial, ("serial", "ft"): 0.7 * serial, ("reactor", "threads ft"): 0.7 * 0.9 * serial})
+    text = build_report([tmp_path], out=tmp_path / "report", figures=False).markdown.read_text()
+    section = text[text.index("## Free-threaded Python, paired"):]
+    threads = next(line for line in section.splitlines() if "| reactor:threads |" in line and "| 2 |" in line)
+    cells = [c.strip() for c in threads.strip("|").split("|")]
+    # default / serial 0.50, ft / serial ft 1.60, ft / default 2.24 (each with a zero-width interval)
+    assert cells[4:7] == ["0.50 [0.50, 0.50]", "1.60 [1.60, 1.60]", "2.24 [2.24, 2.24]"], cells
+    assert cells[8] == "False"
+    serial_line = next(line for line in section.splitlines() if "| serial:- |" in line and "| 2 |" in line)
+    assert "0.70 [0.70, 0.70]" in serial_line  # the interpreter's own single-thread cost
+    assert "gym: reactor:threads ft at workers=2: 1.78x its workers=1" in section
