@@ -78,8 +78,11 @@ $(STAMP): pyproject.toml setup.py $(wildcard reactor_backend/*.pyx reactor_backe
 
 install: $(STAMP) ## Create .venv if absent and install everything (quick when nothing changed)
 
-test: install ## Run the fast test suite (slow checks excluded)
-	$(PY) -m pytest -q
+# the suite spends half its time waiting on the processes it starts (jobs, Ray's start-up), so two pytest-xdist
+# workers keep two cores busy; --dist loadgroup keeps the modules that start Ray in the test process together
+TEST_WORKERS ?= 2
+test: install ## Run the fast test suite (slow checks excluded) on TEST_WORKERS pytest workers
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
 test-slow: install ## Run only the slow tests
 	$(PY) -m pytest -q -m slow

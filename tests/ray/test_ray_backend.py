@@ -32,6 +32,10 @@ from scenarios.base import Broadcast, RunningChecksum, Scenario, Server, Worker
 from scenarios.configs import DqnConfig, FaultConfig, GymConfig
 from tests.conftest import read_rows, run_cli
 
+# Ray started in this test process lives in pytest's session, which `our_ray_processes` reads: under
+# `make test`'s two xdist workers these modules share one worker, so no other test's Ray is ever seen
+pytestmark = pytest.mark.xdist_group("ray_in_process")
+
 MARKERS = ("raylet", "gcs_server", "ray::", "/site-packages/ray/")
 
 

@@ -16,6 +16,10 @@ from scenarios.configs import AtariConfig, DqnConfig, GymConfig
 from tests.conftest import TickClock, read_rows, run_cli
 from tests.ray.test_ray_backend import our_ray_processes
 
+# Ray started in this test process lives in pytest's session, which `our_ray_processes` reads: under `make test`'s
+# xdist workers this module shares one worker with tests/ray/test_ray_backend.py, so no other test's Ray is seen
+pytestmark = pytest.mark.xdist_group("ray_in_process")
+
 
 def rllib_installed() -> bool:
     return not missing_modules()
