@@ -55,6 +55,13 @@ else
         say "PyPI's CUDA build instead (~3.5 GB); without torch dqn and marl are skipped under ft"
     fi
 fi
+# triton (a GPU kernel compiler that comes with PyPI's CUDA torch) declares no free-threading support, and torch
+# imports it whenever torch._dynamo loads (an optimizer's construction does): the interpreter then turns the GIL
+# back on for the rest of the process. Torch runs without it on the CPU, so it goes.
+if "$PY" -m pip show -q triton >/dev/null 2>&1; then
+    say "removing triton: importing it re-enables the GIL, and torch needs it only to compile GPU kernels"
+    "$PY" -m pip uninstall -y -q triton
+fi
 
 say "compiling the project's Cython extensions for $("$PY" -c 'import sys; print(sys.implementation.cache_tag)')"
 "$PY" -m pip install -q --no-build-isolation --no-deps -e . \
@@ -63,7 +70,13 @@ say "compiling the project's Cython extensions for $("$PY" -c 'import sys; print
 import sys
 import reactor_backend, reactor_backend._core, reactor_backend._sync, reactor_backend._codec  # noqa: F401
 import harness.runner, scenarios._checksum, scenarios.gym  # noqa: F401
-print("install-ft: ok:", sys.version.split()[0], "GIL enabled after importing the runtime and harness:",
+what = "the runtime and harness"
+try:
+    import torch._dynamo  # noqa: F401  (what an optimizer's construction loads: it probes triton)
+    what += " and torch"
+except ImportError:
+    pass
+print("install-ft: ok:", sys.version.split()[0], f"GIL enabled after importing {what}:",
       sys._is_gil_enabled(), file=sys.stderr)
 sys.exit(1 if sys._is_gil_enabled() else 0)
 EOF
