@@ -219,10 +219,12 @@ test-ft: ## The runtime's suite on .venv-ft under threads at 2, 4 and 8 workers,
 # and the synchronized ceiling on the free-threaded interpreter, beside serial and both executors on the default
 # one, all resident in one job per scenario, so every ratio within and across interpreters is taken within cycles;
 # the threads executor at workers=1 in a job of its own (its scaling, each job read against its serial); marl
-# and dqn only where .venv-ft has torch (make install-ft FT_TORCH=pypi); the actors round trip standalone
+# and dqn only where .venv-ft has torch (make install-ft FT_TORCH=pypi); the actors round trip paired with serial
+# (a round's cost over serial's is what the executor adds: the roles' own Python is serial's round)
 FT_DIR ?= $(BENCH_DIR)/ft
 FT_PAIRED_BACKENDS ?= serial@ft,reactor_threads@ft,reactor@ft,capacity_lockstep@ft,serial,reactor_threads,reactor
 FT_W1_BACKENDS ?= serial@ft,reactor_threads@ft,serial,reactor_threads
+FT_ACTORS_BACKENDS ?= serial@ft,reactor_threads@ft,reactor@ft,serial,reactor
 FT_TORCH_OK = $(shell $(FT_PY) -c 'import torch' 2>/dev/null && echo yes)
 PAIRED_FT = $(PY) -m harness compare -m budget=$(BUDGET) compare.precision=$(PAIRED_PRECISION) compare.max_seconds=$(PAIRED_SECONDS)
 bench-ft: install ## Paired jobs on the default and the free-threaded interpreter (gym; marl synthetic and dqn with torch there), threads at 1 worker, the actors round trip, then the report (make install-ft first)
@@ -233,7 +235,7 @@ bench-ft: install ## Paired jobs on the default and the free-threaded interprete
 	$(if $(FT_TORCH_OK),$(TRY) $(PAIRED_FT) scenario=marl scenario.env=synthetic workers=$(WORKERS) backends=[$(FT_PAIRED_BACKENDS)] hydra.sweep.dir=$(FT_DIR)/marl,@echo "bench-ft: no torch in $(FT_VENV): marl and dqn left out (make install-ft FT_TORCH=pypi)")
 	$(if $(FT_TORCH_OK),$(TRY) $(PAIRED_FT) scenario=marl scenario.env=synthetic workers=1 backends=[$(FT_W1_BACKENDS)] hydra.sweep.dir=$(FT_DIR)/threads_w1/marl)
 	$(if $(FT_TORCH_OK),$(TRY) $(PAIRED_FT) scenario=dqn workers=$(WORKERS) backends=[$(FT_PAIRED_BACKENDS)] hydra.sweep.dir=$(FT_DIR)/dqn)
-	$(TRY) $(HARNESS) scenario=actors scenario.num_clients=2 backend=reactor,reactor_threads interpreter=default,ft hydra.sweep.dir=$(FT_DIR)/actors
+	$(TRY) $(PAIRED_FT) scenario=actors scenario.num_clients=2 workers=$(WORKERS) backends=[$(FT_ACTORS_BACKENDS)] hydra.sweep.dir=$(FT_DIR)/actors
 	$(SUBMAKE) report BENCH_DIR=$(FT_DIR)
 	$(FINISH)
 
