@@ -161,7 +161,7 @@ bench-scaling: install ## Gym and Atari at SCALING_WORKERS (1..16) workers on se
 # resumed: each is one whole reading
 bench-paired: install ## Paired jobs: serial, the reactor executors and both ceilings alternating in one job on gym, atari, marl, dqn (until +-PAIRED_PRECISION or PAIRED_SECONDS), the actors round trip, then the report
 	$(START)
-	$(SUBMAKE) bench-paired-jobs BENCH_DIR=$(BENCH_DIR)/paired
+	$(SUBMAKE) bench-paired-jobs BENCH_DIR=$(BENCH_DIR)
 	$(TRY) $(HARNESS) scenario=actors scenario.num_clients=2 scenario.payload_bytes=0,100000 backend=reactor hydra.sweep.dir=$(BENCH_DIR)/paired/actors
 	$(SUBMAKE) report BENCH_DIR=$(BENCH_DIR)/paired
 	$(FINISH)
@@ -209,7 +209,7 @@ install-ft: python-ft ## .venv-ft on the free-threaded interpreter: cp313t wheel
 test-ft: ## The runtime's suite on .venv-ft under threads at 2, 4 and 8 workers, FT_TEST_REPEAT times, and the thread stress tests
 	@test -x $(FT_PY) || { echo "test-ft: no $(FT_PY): run make install-ft first"; exit 1; }
 	$(FT_PY) -m pytest -q tests/reactor/test_threads.py tests/reactor/test_threads_ft.py
-	# (ale-py and torch have no cp313t wheel here: the tests that need them are left out)
+	# (ale-py has no cp313t wheel, and torch is there only with FT_TORCH=pypi: the tests that need them are left out)
 	for i in $$(seq $(FT_TEST_REPEAT)); do for w in 2 4 8; do \
 	  REACTOR_EXECUTORS=threads:$$w $(FT_PY) -m pytest -q -x tests/reactor --ignore=tests/reactor/test_processes_atari.py \
 	    --deselect tests/reactor/test_processes.py::test_workers_use_torch_after_the_caller_started_its_thread_pool || exit 1; \
