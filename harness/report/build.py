@@ -49,7 +49,7 @@ def make_report(paths: Iterable[Path | str], all_runs: bool = False, figures: bo
     if figures:
         plots += paired_plots(paired)
     rep = Report(results=results, analysis=analysis, paper=paper, plots=plots, sources=[str(p) for p in paths],
-                 superseded_runs=superseded, figure_notes=notes, paired=paired)
+                 superseded_runs=superseded, figure_notes=notes, paired=paired, paired_rows=paired_rows)
     rep.paired_sections = paired_sections(rep) + freethreaded_sections(rep)  # (the latter: interpreter=ft rows)
     return rep
 

@@ -203,3 +203,42 @@ def shift_lines(jobs: list[PairedJob]) -> list[str]:
         else:
             out.append(head + f"; no shift in {j.shift_series}'s throughput")
     return out
+
+
+def _serial_on_same_interpreter(label: str, labels: list[str]) -> Optional[str]:
+    """``reactor:threads ft`` -> ``serial:ft``; a default-interpreter label -> ``serial:-`` (None if absent)."""
+    serial = "serial:ft" if label.endswith(" ft") else SERIAL
+    return serial if serial in labels else None
+
+
+def verdict_lines(jobs: list[PairedJob]) -> list[str]:
+    """One line per paired job for the report's verdicts: each reactor executor against serial on the same
+    interpreter (median of per-cycle ratios, 95% interval, the report's rule), per regime where the host
+    shifted. Why here: a reader opening the report of `make bench` or `make bench-paired` must see the reactor
+    against serial from the paired jobs first, not only from standalone jobs that sampled other seconds."""
+    out = []
+    for j in jobs:
+        per_regime = []
+        for lo_i, hi_i in j.regimes:
+            t = j.table.iloc[lo_i:hi_i]
+            parts = []
+            # the processes executor (the reactor backend's default) first
+            for lab in sorted(j.labels, key=lambda lab: not lab.startswith("reactor:processes")):
+                serial = _serial_on_same_interpreter(lab, j.labels) if lab.startswith("reactor:") else None
+                if serial is None:
+                    continue
+                r = (t[lab] / t[serial]).replace([np.inf, -np.inf], np.nan).dropna().to_numpy(float)
+                if r.size < 2:
+                    continue
+                med, lo, hi = median_ci(r)
+                word = "faster" if lo > 1 else "slower" if hi < 1 else "no clear difference"
+                parts.append(f"{lab} {med:#.3g}x [{lo:#.3g}, {hi:#.3g}] of {serial} ({word})")
+            if parts:
+                span = (f"cycles {int(j.table.index[lo_i])}-{int(j.table.index[hi_i - 1])}: "
+                        if len(j.regimes) > 1 else "")
+                per_regime.append(span + ", ".join(parts))
+        if per_regime:
+            how = (f"paired, {j.cycles} cycles, host shift: per regime" if len(j.regimes) > 1
+                   else f"paired, {j.cycles} cycles")
+            out.append(f"{j.name} ({how}): " + "; ".join(per_regime))
+    return out

@@ -14,6 +14,7 @@ import pandas as pd
 
 from harness.report.figures import Plot, describe, varying_params
 from harness.report.load import ResultSet
+from harness.report.paired import verdict_lines as paired_verdict_lines
 from harness.report.paper import PAPER_CITATION
 from harness.report.analysis import Analysis
 from harness.report.stats import ALPHA, HEADLINE_PAIRS, SERIAL, implausible_ceilings
@@ -116,6 +117,8 @@ class Report:
     #: their sections (`harness.report.paired_render`), placed after the failures
     paired: list = field(default_factory=list)
     paired_sections: list = field(default_factory=list)
+    #: the paired jobs' rows (their machine, when no standalone row says it)
+    paired_rows: Optional[pd.DataFrame] = None
     generated_at: str = field(default_factory=lambda: _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
 
 
@@ -145,7 +148,8 @@ def warnings(rep: Report) -> list[str]:
         out.append(f"no results.csv found under {', '.join(rep.sources)}")
         return out
     if not len(rows):
-        out.append("the result files hold no rows")
+        out.append(f"no standalone job: the headline and the paper's table are empty; the verdicts come from the "
+                   f"{len(rep.paired)} paired job(s)" if rep.paired else "the result files hold no rows")
         return out
     for _, m in a.mixed.iterrows():
         out.append(f"mixed environment in one comparison: {_name(rep, m['config'])}: {m['mixed']}")
@@ -230,9 +234,11 @@ def headline_table(rep: Report, compact: bool = False) -> Table:
 
 
 def verdict_lines(rep: Report) -> list[str]:
-    """One line per configuration: the verdict in words (rule: docs/report.md)."""
+    """One line per configuration: the verdict in words (rule: docs/report.md); then one per paired job: each
+    reactor executor against serial on the same interpreter (`harness.report.paired.verdict_lines`)."""
     return [f"{_name(rep, h.config)}: {h.verdict}"
-            for h in sorted(rep.analysis.headlines or [], key=lambda h: _name(rep, h.config))]
+            for h in sorted(rep.analysis.headlines or [], key=lambda h: _name(rep, h.config))] + \
+        paired_verdict_lines(rep.paired or [])
 
 
 def reference_lines(rep: Report) -> list[str]:
@@ -346,8 +352,18 @@ def _counts(rep: Report) -> str:
     rows = rep.results.rows
     st = rows["status"].value_counts().to_dict() if len(rows) else {}
     jobs = rows["job"].nunique() if len(rows) else 0
+    paired = (f"; and {len(rep.paired)} paired job(s) of {sum(j.cycles for j in rep.paired)} cycles"
+              if rep.paired else "")
     return (f"{len(rep.results.files)} result file(s), {jobs} job(s), {len(rows)} row(s): "
-            + ", ".join(f"{st.get(k, 0)} {k}" for k in ("ok", "error", "timeout")))
+            + ", ".join(f"{st.get(k, 0)} {k}" for k in ("ok", "error", "timeout")) + paired)
+
+
+def _machine(rep: Report) -> str:
+    """The machine line, from the standalone rows or, without them, the paired jobs' rows."""
+    rows = rep.results.rows
+    if not len(rows) and rep.paired_rows is not None and len(rep.paired_rows):
+        rows = rep.paired_rows
+    return machine_line(rows)
 
 
 # ------------------------------------------------------------------------------------------ documents
@@ -378,7 +394,11 @@ def sections(rep: Report) -> list[Section]:
     overview = [p for p in rep.plots if p.name == "relative_to_serial"]
     out = [
         Section("Verdicts", "Fastest only when the 95% interval of its lead over the runner-up excludes 1; the "
-                "reactor's standing by the same rule (docs/report.md).", verdict_lines(rep)),
+                "reactor's standing by the same rule (docs/report.md)."
+                + (" Paired jobs (marked paired): each reactor executor against serial on the same interpreter, "
+                   "the median of per-cycle ratios over the job's cycles (per regime where the host shifted), "
+                   "faster or slower only when the interval excludes 1." if rep.paired else ""),
+                verdict_lines(rep)),
         *([Section("References (not the same work)", "Backends that label themselves a reference: they did "
                    "other work than the scenario's (RLlib's sampler computes its own actions), so they stand beside "
                    "the verdicts and never in them (docs/report.md, \"References\").", reference_lines(rep))]
@@ -435,7 +455,7 @@ def to_html(rep: Report, figure_dir: Optional[str] = None) -> str:
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>reactorbench report</title>"
              f"<style>{CSS}</style></head><body><h1>reactorbench report</h1>",
              f"<p>Generated {html.escape(rep.generated_at)} from {html.escape(', '.join(rep.sources))}: "
-             f"{html.escape(_counts(rep))}.<br>Machine: {html.escape(machine_line(rep.results.rows))}.<br>"
+             f"{html.escape(_counts(rep))}.<br>Machine: {html.escape(_machine(rep))}.<br>"
              "How to read it: docs/report.md.</p>"]
     warns = warnings(rep)
     for sec in sections(rep):
@@ -471,7 +491,7 @@ def to_markdown(rep: Report, figure_dir: str = "figures") -> str:
     tables are cut to `MD_ROWS` rows and per-configuration detail is left to summary.csv and report.html."""
     lines = ["# reactorbench report", "",
              f"Generated {rep.generated_at} from {', '.join(rep.sources)}: {_counts(rep)}.", "",
-             f"Machine: {machine_line(rep.results.rows)}. How to read it: docs/report.md.", ""]
+             f"Machine: {_machine(rep)}. How to read it: docs/report.md.", ""]
     warns = warnings(rep)
     detail: list[str] = []
     for sec in sections(rep):

@@ -8,6 +8,7 @@ from harness.report.build import build_report, make_report
 from harness.report.changepoint import change_points, regimes
 from harness.report.load import load_results
 from harness.report.paired import analyze_paired, split_paired
+from harness.report.render import verdict_lines
 from harness.report.stats import speedup
 from harness.results import ResultsWriter, make_row
 
@@ -110,6 +111,34 @@ def test_the_report_keeps_paired_and_standalone_rows_apart(tmp_path):
     text = files.markdown.read_text()
     assert "## Paired ratios" in text and "36 paired rows from 1 paired job" in text
     assert "reactor:processes / serial:-" in text and "the other sections read the 3 rows" in text
+
+
+def test_a_report_of_paired_jobs_alone_opens_with_their_verdicts(tmp_path):
+    """`make bench-paired` writes paired jobs only: the verdicts, the machine and the counts come from them."""
+    rng = np.random.default_rng(8)
+    serial = 30000 * rng.uniform(0.5, 1.5, 30)
+    _write_paired(tmp_path / "faster", serial, 1.5 * serial * rng.normal(1, 0.01, 30), 1.9 * serial)
+    _write_paired(tmp_path / "even", serial, serial * rng.normal(1, 0.05, 30), 1.9 * serial, variant="threads")
+    text = build_report([tmp_path], out=tmp_path / "report", figures=False).markdown.read_text()
+    verdicts = text[text.index("## Verdicts"):text.index("## Every backend")]
+    lines = [line for line in verdicts.splitlines() if line.startswith("- ")]
+    assert len(lines) == 2 and all("(paired, 30 cycles)" in line for line in lines), lines
+    assert any("reactor:processes 1.5" in line and "of serial:- (faster)" in line for line in lines)
+    assert any("reactor:threads" in line and "(no clear difference)" in line for line in lines)
+    assert "Machine: h (m, 2 cores" in text and "2 paired job(s) of 60 cycles" in text
+    assert "the result files hold no rows" not in text and "no standalone job" in text
+
+
+def test_paired_verdicts_are_given_per_regime_after_a_host_shift(tmp_path):
+    rng = np.random.default_rng(5)
+    serial = 30000 * rng.normal(1, 0.03, 60)
+    reactor = serial * np.r_[np.full(30, 1.7), np.full(30, 0.8)] * rng.normal(1, 0.02, 60)
+    ceiling = serial * np.r_[np.full(30, 1.95), np.full(30, 1.1)] * rng.normal(1, 0.02, 60)
+    _write_paired(tmp_path, serial, reactor, ceiling)
+    (line,) = verdict_lines(make_report([tmp_path], figures=False))
+    assert "host shift: per regime" in line
+    first, second = line.split("; ")
+    assert "(faster)" in first and "(slower)" in second
 
 
 def _write_interpreters(folder, workers, per_label, gil="False"):
