@@ -26,7 +26,26 @@ def shm_size_bytes(shm_dir: Path = SHM_DIR) -> int:
 
 
 def capacity_errors(job: dict[str, Any]) -> list[str]:
-    """What of the job cannot fit on this machine, as ``key=value: why``."""
+    """What of the job cannot fit on this machine, as ``key=value: why``: its payload, and what its backend
+    module's optional ``job_errors(job)`` refuses (e.g. `backends.puffer`: envs not divisible by workers)."""
+    return backend_job_errors(job) + payload_errors(job)
+
+
+def backend_job_errors(job: dict[str, Any]) -> list[str]:
+    """The backend module's own pre-flight refusals (its optional ``job_errors(job) -> list[str]``)."""
+    name = (job.get("backend") or {}).get("name")
+    if not name:
+        return []
+    from backends import backend_module, backend_names
+
+    if name not in backend_names():
+        return []
+    check = getattr(backend_module(name), "job_errors", None)
+    return [] if check is None else list(check(job))
+
+
+def payload_errors(job: dict[str, Any]) -> list[str]:
+    """A payload larger than /dev/shm, or whose copies exceed this machine's memory."""
     scenario = job.get("scenario") or {}
     payload = scenario.get("payload_bytes")
     if not isinstance(payload, int) or isinstance(payload, bool) or payload <= 0:

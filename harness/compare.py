@@ -40,7 +40,9 @@ CONF_DIR = str(Path(__file__).resolve().parents[1] / "conf")
 REFUSED = {"ray": "Ray's daemons run timers whatever the workload: a resident Ray takes CPU during the other "
                   "backends' blocks (docs/harness.md, 'Paired blocks'); measure Ray layouts as standalone jobs",
            "rllib": "RLlib runs on Ray, whose daemons run timers whatever the workload (docs/harness.md, 'Paired "
-                    "blocks'); measure RLlib's sampler as a standalone job"}
+                    "blocks'); measure RLlib's sampler as a standalone job",
+           "puffer": "PufferLib's workers and parent busy-wait by design (0.5 s before a worker sleeps): resident, "
+                     "they take cores during the other backends' blocks; measure backend=puffer as a standalone job"}
 
 
 @dataclass
