@@ -206,9 +206,9 @@ python-ft: ## A free-threaded CPython in .python-ft (PYTHON_FT=path: yours; else
 install-ft: python-ft ## .venv-ft on the free-threaded interpreter: cp313t wheels and the project compiled for it
 	FT_PY=$(CURDIR)/$(FT_PREFIX)/bin/python3 VENV_FT=$(CURDIR)/$(FT_VENV) scripts/python_ft_venv.sh
 
-test-ft: ## The runtime's suite on .venv-ft under threads at 2, 4 and 8 workers, FT_TEST_REPEAT times, and the thread stress tests
+test-ft: ## The thread stress tests, then the runtime's suite on .venv-ft under threads at 2, 4 and 8 workers, each FT_TEST_REPEAT times
 	@test -x $(FT_PY) || { echo "test-ft: no $(FT_PY): run make install-ft first"; exit 1; }
-	$(FT_PY) -m pytest -q tests/reactor/test_threads.py tests/reactor/test_threads_ft.py
+	for i in $$(seq $(FT_TEST_REPEAT)); do $(FT_PY) -m pytest -q tests/reactor/test_threads.py tests/reactor/test_threads_ft.py tests/reactor/test_threads_safety.py || exit 1; done
 	# (ale-py has no cp313t wheel, and torch is there only with FT_TORCH=pypi: the tests that need them are left out)
 	for i in $$(seq $(FT_TEST_REPEAT)); do for w in 2 4 8; do \
 	  REACTOR_EXECUTORS=threads:$$w $(FT_PY) -m pytest -q -x tests/reactor --ignore=tests/reactor/test_processes_atari.py \

@@ -30,7 +30,7 @@ from backends.base import Backend, BackendConfig, Clock, shared_slots, split_mes
 from reactor_backend.assembly import even_part
 from reactor_backend.model import Input, LogicalAction, Output, Reactor, reaction, shutdown, startup
 from scenarios.base import Broadcast, Scenario, Server
-from scenarios.threads import apply_threads, observed
+from scenarios.threads import apply_threads, apply_threads_here, observed, torch_threads
 
 NAME = "reactor"
 
@@ -75,14 +75,18 @@ class ReactorConfig(BackendConfig):
     #: beyond the cores only add context switches to every round. Set it at or above ``workers`` (e.g.
     #: 1024) for one process per worker, oversubscribed (docs/processes.md, "More workers than cores")
     max_processes: int = field(default=0, metadata={"range": {"ge": 0}})
-    #: processes executor: how a process waits for another (`reactor_backend.waiting.Waiting`, where each
-    #: default's reason is): ``pause`` spins before yielding (only when every process owns a core), how long
-    #: it yields before it sleeps with a core per process and with fewer cores than processes, and the
-    #: ``sched_yield`` return that counts as contended (ends the yield phase), in microseconds
+    #: processes and threads executors: how a process (a thread) waits for another
+    #: (`reactor_backend.waiting.Waiting`, where each default's reason is; one field per option): ``pause``
+    #: spins before yielding (only when every process owns a core), how long it yields before it sleeps with
+    #: a core per process and with fewer cores than processes, the ``sched_yield`` return that counts as
+    #: contended (ends the yield phase), the longest single futex sleep, and how often a sleeping process
+    #: checks that its partners are alive (processes only), in microseconds
     wait_spins: int = field(default=50, metadata={"range": {"ge": 0}})
     wait_yield_us: float = field(default=20_000.0, metadata={"range": {"ge": 0}})
     wait_yield_shared_us: float = field(default=50.0, metadata={"range": {"ge": 0}})
     wait_yield_gap_us: float = field(default=30.0, metadata={"range": {"ge": 0}})
+    wait_slice_us: float = field(default=10_000.0, metadata={"range": {"gt": 0}})
+    wait_check_us: float = field(default=50_000.0, metadata={"range": {"gt": 0}})
 
 
 def waiting(config: ReactorConfig) -> Any:
@@ -91,7 +95,9 @@ def waiting(config: ReactorConfig) -> Any:
 
     return Waiting(spins=int(config.wait_spins), yield_ns=round(config.wait_yield_us * 1e3),
                    yield_shared_ns=round(config.wait_yield_shared_us * 1e3),
-                   yield_gap_ns=round(config.wait_yield_gap_us * 1e3))
+                   yield_gap_ns=round(config.wait_yield_gap_us * 1e3),
+                   slice_ns=max(1, round(config.wait_slice_us * 1e3)),
+                   check_ns=max(1, round(config.wait_check_us * 1e3)))
 
 
 def usable_cores() -> int:
@@ -129,8 +135,9 @@ class RoleReactor(Reactor):
 
     def __init__(self, make_role: Callable[[int | None], Any], threads: int = 1, seen: Any = None,
                  slot: int | None = None):
-        """``threads``: ``threads_per_worker``, applied in this role's process once the role is built;
-        ``seen[slot]`` (shared memory, `backends.base.shared_slots`; slot: the bank index unless given)
+        """``threads``: ``threads_per_worker``, applied in this role's process once the role is built (None:
+        the backend applied it before the program ran, as for the in-process executors, whose roles are
+        built on several threads at once: only read here); ``seen[slot]`` (shared memory, `backends.base.shared_slots`; slot: the bank index unless given)
         receives torch's thread count read there then (-1: torch not loaded)."""
         super().__init__()
         self.make_role = make_role
@@ -143,7 +150,8 @@ class RoleReactor(Reactor):
     def build(self) -> None:
         self.role = self.make_role(self.bank_index)
         self.role.output_source = self.out.lend  # a result built in the port's slot crosses without a copy
-        count = apply_threads(self.threads)  # every backend: once the process's roles are built
+        # every backend: once the process's roles are built (in-process executors: before the run)
+        count = torch_threads() if self.threads is None else apply_threads(self.threads)
         if self.seen is not None:
             self.seen[self.bank_index if self.slot is None else self.slot] = -1 if count is None else count
 
@@ -257,7 +265,8 @@ class RoundProgram(Reactor):
     """The top-level reactor of a scenario: server, worker bank and their connections."""
 
     def __init__(self, scenario: Scenario, server: Server, clock: Clock, rounds: int,
-                 placement: list[int] | None = None, n_local: int = 0, threads: int = 1, seen: Any = None):
+                 placement: list[int] | None = None, n_local: int = 0, threads: int | None = 1,
+                 seen: Any = None):
         """``placement``: the worker process of each bank member (None: contiguous even parts);
         ``n_local`` > 0: the first ``n_local`` members run in the server's process and the server
         gathers their results first (`SplitGatherServerReactor`); ``threads``, ``seen``: see `RoleReactor`
@@ -422,8 +431,11 @@ class ReactorBackend(Backend):
                 n_local = 0
         #: torch's thread count read in each role's process once built (bank members, then the relay)
         self.seen = shared_slots(self.scenario.num_workers + 1)
+        # the processes executor's roles apply the threads in their processes once built; the in-process
+        # executors' are applied by `run` before any reaction (`scenarios.threads`)
+        threads = self.threads_per_worker if self.executor == "processes" else None
         return RoundProgram(self.scenario, self.server, clock, rounds, placement=placement, n_local=n_local,
-                            threads=self.threads_per_worker, seen=self.seen)
+                            threads=threads, seen=self.seen)
 
     def _splits_gather(self) -> bool:
         """Split the server's gather (process-0 members first) where it can overlap other processes' steps."""
@@ -436,17 +448,21 @@ class ReactorBackend(Backend):
         from reactor_backend import assemble, assign_workers, run
 
         options: dict[str, Any] = {}
+        if self.executor != "inline":
+            options["waiting"] = waiting(self.config)
         top = self._top = self.program(rounds, clock)
         program = assemble(top)
         if self.executor == "processes":  # zero-copy views where no role keeps received arrays
             options["copy_arrays"] = bool(self.scenario.inputs_retained)
-            options["waiting"] = waiting(self.config)
             if self.breakdown is not None:
                 options["breakdown"] = self.breakdown
             where = assign_workers(program, self.processes)  # the placement the executor will use
             self.process_of_worker = [where[w] for w in top.workers]
-        else:  # inline and threads: every role in this process
+        else:  # inline and threads: every role in this process, threads set once before any reaction runs
             self.process_of_worker = [0] * self.scenario.num_workers
+            apply_threads(self.threads_per_worker)
+            if self.executor == "threads":  # torch's count is per thread: each of its threads sets its own
+                options["initializer"] = apply_threads_here
         try:
             self.stats = run(program, executor=self.executor, workers=self.processes, **options)
         finally:

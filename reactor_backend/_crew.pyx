@@ -21,47 +21,17 @@ sleeps (announce, re-check, sleep on the value read: no lost wake-ups). A waitin
 GIL and no thread state (``nogil``), so other threads, and a stop-the-world pause of a free-threaded
 interpreter, proceed.
 """
-from libc.stdint cimport int32_t
+from libc.stdint cimport int32_t, int64_t
 from libc.stdlib cimport free
 from cpython.exc cimport PyErr_CheckSignals
 
+include "_futex.pxi"
+
 cdef extern from *:
     """
-    #include <stdint.h>
-    #include <errno.h>
-    #include <limits.h>
-    #include <sched.h>
     #include <stdlib.h>
     #include <string.h>
-    #include <time.h>
-    #include <unistd.h>
-    #include <sys/syscall.h>
-    #include <linux/futex.h>
 
-    static inline int rbc_futex_wait(int32_t *addr, int32_t val, long long timeout_ns) {
-        struct timespec ts;
-        ts.tv_sec = (time_t)(timeout_ns / 1000000000LL);
-        ts.tv_nsec = (long)(timeout_ns % 1000000000LL);
-        long r = syscall(SYS_futex, addr, FUTEX_WAIT_PRIVATE, val, &ts, NULL, 0);
-        return r == 0 ? 0 : errno;
-    }
-    static inline void rbc_futex_wake(int32_t *addr) {
-        syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
-    }
-    static inline int32_t rbc_load(int32_t *p) { return __atomic_load_n(p, __ATOMIC_SEQ_CST); }
-    static inline void rbc_store(int32_t *p, int32_t v) { __atomic_store_n(p, v, __ATOMIC_SEQ_CST); }
-    static inline void rbc_add(int32_t *p, int32_t v) { __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
-    static inline void rbc_pause(void) {
-    #if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
-    #elif defined(__aarch64__)
-        __asm__ __volatile__("yield");
-    #endif
-    }
-    static inline long long rbc_now_ns(void) {
-        struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-    }
     static inline int32_t *rbc_alloc_lines(int n) {
         void *p = NULL;
         if (posix_memalign(&p, 64, (size_t)n * 128) != 0) return NULL;
@@ -69,30 +39,38 @@ cdef extern from *:
         return (int32_t *)p;
     }
     """
-    int rbc_futex_wait(int32_t *addr, int32_t val, long long timeout_ns) nogil
-    void rbc_futex_wake(int32_t *addr) nogil
-    int32_t rbc_load(int32_t *p) nogil
-    void rbc_store(int32_t *p, int32_t v) nogil
-    void rbc_add(int32_t *p, int32_t v) nogil
-    void rbc_pause() nogil
-    long long rbc_now_ns() nogil
     int32_t *rbc_alloc_lines(int n) nogil
-    int sched_yield() nogil
 
 # int32 offsets within a worker's 128 bytes: its go word and go-waiter count on one cache line, its done
-# word and done-waiter count on the next (written by different threads: no false sharing)
+# word and done-waiter count on the next (written by different threads: no false sharing); on the done
+# line also what only the worker's own thread writes while it waits (worker 0: the calling thread, which
+# waits on the others' done words): its futex sleeps (int64) and its current yield phase (int64, adapted
+# between waits). After the n workers' blocks, one more: the crew's total of futex sleeps (int64, added to
+# atomically by every thread)
 cdef enum:
     GO = 0
     GO_WAITERS = 1
     DONE = 16
     DONE_WAITERS = 17
+    SLEEPS = 24
+    YIELD_CUR = 26
     WORDS = 32
+    YIELD_FLOOR_NS = 20000    # shortest adaptive yield phase (the processes executor's, _sync.pyx)
 
 cdef int32_t STOP = -1
 
 
 cdef class Crew:
-    """The meeting words of ``n`` workers (worker 0 is the calling thread and has none in use)."""
+    """The meeting words of ``n`` workers (worker 0 is the calling thread and has none in use).
+
+    ``waiting``: a `reactor_backend.waiting.Waiting` (None: its defaults), read as the processes executor's
+    barrier reads it (``_sync.Barrier``), threads for processes: with a thread per core, ``spins`` pauses
+    and ``yield_ns`` of yielding; with more threads than cores no spinning and ``yield_shared_ns``,
+    adapted between waits; either way a ``sched_yield`` that returns after ``yield_gap_ns`` ends the
+    yield phase, and sleeps last ``slice_ns`` each (Ctrl-C is seen between them). ``check_ns`` has no use
+    here: a thread cannot die apart from its process. On an interpreter with a GIL no thread spins or
+    yields (see ``__cinit__``).
+    """
 
     cdef int32_t *_w
     cdef readonly int n
@@ -101,18 +79,26 @@ cdef class Crew:
     cdef list _errors                  # per worker: (reaction index, exception) of its first failure, or None
     cdef list _placed                  # reaction index -> worker
     cdef object _execute               # core.execute
-    cdef public long long spin_iters
-    cdef public long long yield_ns
-    cdef public long long yield_gap_ns
-    cdef public long long slice_ns
-    cdef readonly long long futex_sleeps
+    cdef readonly object waiting       # the Waiting the phases below came from
+    cdef readonly long long spin_iters
+    cdef readonly long long yield_ns
+    cdef readonly long long yield_gap_ns
+    cdef readonly long long slice_ns
+    cdef readonly bint adapt
 
-    def __cinit__(self, int n, execute, placed):
-        """``execute``: ``core.execute``; ``placed``: the worker of each reaction, by ``Reaction.index``."""
+    def __cinit__(self, int n, execute, placed, waiting=None):
+        """``execute``: ``core.execute``; ``placed``: the worker of each reaction, by ``Reaction.index``;
+        ``waiting``: see the class."""
         import os
+        import sys
+        from reactor_backend.waiting import Waiting
+
         if n < 1:
             raise ValueError("a crew needs at least one worker")
-        self._w = rbc_alloc_lines(n)
+        w = Waiting() if waiting is None else waiting
+        if not isinstance(w, Waiting):
+            raise TypeError(f"waiting must be a reactor_backend.waiting.Waiting, not {type(w).__name__}")
+        self._w = rbc_alloc_lines(n + 1)
         if self._w == NULL:
             raise MemoryError()
         self.n = n
@@ -121,23 +107,24 @@ cdef class Crew:
         self._errors = [None] * n
         self._placed = list(placed)
         self._execute = execute
-        import sys
-        ncpu = len(os.sched_getaffinity(0))
+        self.waiting = w
+        own = n <= len(os.sched_getaffinity(0))
         if getattr(sys, "_is_gil_enabled", lambda: True)():
             # with a GIL a woken thread must still wait for the GIL, so spinning or yielding only takes a
             # core from the thread that holds it: sleep at once (measured on the overhead scenario's
             # fan-out, 2 threads: 1.3M reactions/s sleeping at once, 0.86M with the policy below)
             self.spin_iters = 0
             self.yield_ns = 0
+            self.adapt = False
         else:
-            # the processes executor's waiting policy (reactor_backend/_sync.pyx, Barrier): spin only when
-            # every thread owns a core, yield for long then (a sleeper's core goes idle and comes back
-            # cold), briefly otherwise; a yield that returns late (others ran) ends the phase; then sleep
-            self.spin_iters = 50 if n <= ncpu else 0
-            self.yield_ns = 20_000_000 if n <= ncpu else 50_000
-        self.yield_gap_ns = 30_000
-        self.slice_ns = 50_000_000
-        self.futex_sleeps = 0
+            self.spin_iters = w.spins if own else 0
+            self.yield_ns = w.yield_ns if own else w.yield_shared_ns
+            self.adapt = not own
+        self.yield_gap_ns = w.yield_gap_ns
+        self.slice_ns = w.slice_ns
+        cdef int k
+        for k in range(n):
+            (<int64_t *> self._word(k, YIELD_CUR))[0] = self.yield_ns
 
     def __dealloc__(self):
         if self._w != NULL:
@@ -146,50 +133,74 @@ cdef class Crew:
     cdef inline int32_t *_word(self, int k, int off) noexcept nogil:
         return self._w + k * WORDS + off
 
+    @property
+    def futex_sleeps(self) -> int:
+        """Futex sleeps that ended with the word unchanged (a slice ran out), all threads together."""
+        return rb_load64(<int64_t *> self._word(self.n, 0))
+
+    @property
+    def futex_sleeps_by_thread(self) -> list:
+        """The same per waiting thread: worker 0 (the calling thread, waiting for the others' levels),
+        then each worker (waiting for its next level); each counted by its own thread alone."""
+        return [rb_load64(<int64_t *> self._word(k, SLEEPS)) for k in range(self.n)]
+
     cdef void _publish(self, int k, int off, int32_t value) noexcept nogil:
         cdef int32_t *word = self._word(k, off)
-        rbc_store(word, value)
-        if rbc_load(self._word(k, off + 1)) > 0:
-            rbc_futex_wake(word)
+        rb_store32(word, value)
+        if rb_load32(self._word(k, off + 1)) > 0:
+            rb_futex_wake_private(word)
 
-    cdef int32_t _wait_change(self, int k, int off, int32_t old, bint check_signals) except? -2:
-        """Wait until worker ``k``'s word at ``off`` differs from ``old``; return its new value."""
+    cdef int32_t _wait_change(self, int me, int k, int off, int32_t old, bint check_signals) except? -2:
+        """Thread ``me`` waits until worker ``k``'s word at ``off`` differs from ``old``; return its new
+        value. Spin, yield, then sleep (the phases: the class)."""
         cdef int32_t *word = self._word(k, off)
         cdef int32_t *waiters = self._word(k, off + 1)
-        cdef int32_t v = rbc_load(word)
+        cdef int64_t *yield_cur = <int64_t *> self._word(me, YIELD_CUR)
+        cdef int64_t *my_sleeps = <int64_t *> self._word(me, SLEEPS)
+        cdef int32_t v = rb_load32(word)
         cdef long long i, t0, t_prev, now
-        cdef long long spins = self.spin_iters, yield_ns = self.yield_ns, gap = self.yield_gap_ns
+        cdef long long spins = self.spin_iters, gap = self.yield_gap_ns
+        cdef long long yield_ns = yield_cur[0] if yield_cur[0] < self.yield_ns else self.yield_ns
         cdef long long slice_ns = self.slice_ns
+        cdef bint yielded = 0
         if v != old:
             return v
         with nogil:
             for i in range(spins):
-                rbc_pause()
-                v = rbc_load(word)
+                rb_pause()
+                v = rb_load32(word)
                 if v != old:
                     break
-            if v == old:
-                t0 = rbc_now_ns()
+            if v == old and yield_ns > 0:
+                yielded = 1
+                t0 = rb_now_ns()
                 t_prev = t0
                 while True:
-                    v = rbc_load(word)
+                    v = rb_load32(word)
                     if v != old:
                         break
-                    now = rbc_now_ns()
+                    now = rb_now_ns()
                     if now - t0 > yield_ns or now - t_prev > gap:
                         break
                     sched_yield()
                     t_prev = now
+        if yielded and self.adapt:  # as the barrier's (_sync.pyx, Barrier._wait); this thread's own phase
+            if v != old:
+                yield_cur[0] = min(self.yield_ns, yield_cur[0] + self.yield_ns // 8)
+            else:
+                yield_cur[0] = max(YIELD_FLOOR_NS, min(yield_cur[0], self.yield_ns) // 2)
         while v == old:
             with nogil:
-                rbc_add(waiters, 1)
-                v = rbc_load(word)
+                rb_add32(waiters, 1)
+                v = rb_load32(word)
                 if v == old:
-                    rbc_futex_wait(word, old, slice_ns)
-                    v = rbc_load(word)
-                rbc_add(waiters, -1)
+                    rb_futex_wait_private(word, old, slice_ns)
+                    v = rb_load32(word)
+                rb_add32(waiters, -1)
             if v == old:
-                self.futex_sleeps += 1
+                # this thread's count (only it writes it) and the crew's total, which every thread adds to
+                rb_store64(my_sleeps, rb_load64(my_sleeps) + 1)
+                rb_add64(<int64_t *> self._word(self.n, 0), 1)
                 if check_signals:
                     PyErr_CheckSignals()
         return v
@@ -200,7 +211,7 @@ cdef class Crew:
         cdef list chunk
         execute = self._execute
         while True:
-            seen = self._wait_change(k, GO, seen, False)
+            seen = self._wait_change(k, k, GO, seen, False)
             if seen == STOP:
                 return
             chunk = <list> self._chunks[k]
@@ -255,9 +266,9 @@ cdef class Crew:
         for k in range(1, n):
             chunk = <list> chunks[k]
             if chunk:
-                done = rbc_load(self._word(k, DONE))
+                done = rb_load32(self._word(k, DONE))
                 while done != seq:
-                    done = self._wait_change(k, DONE, done, True)
+                    done = self._wait_change(0, k, DONE, done, True)
                 chunks[k] = []
                 err = self._errors[k]
                 if err is not None:

@@ -46,68 +46,16 @@ event arrives)::
 from libc.stdint cimport int32_t, int64_t
 from cpython.exc cimport PyErr_CheckSignals
 
+include "_futex.pxi"
+
 cdef extern from *:
     """
-    #include <stdint.h>
-    #include <errno.h>
-    #include <limits.h>
-    #include <sched.h>
     #include <signal.h>
-    #include <time.h>
-    #include <unistd.h>
     #include <sys/prctl.h>
-    #include <sys/syscall.h>
-    #include <linux/futex.h>
 
-    static inline int rb_futex_wait(int32_t *addr, int32_t val, long long timeout_ns) {
-        struct timespec ts;
-        ts.tv_sec = (time_t)(timeout_ns / 1000000000LL);
-        ts.tv_nsec = (long)(timeout_ns % 1000000000LL);
-        long r = syscall(SYS_futex, addr, FUTEX_WAIT, val, &ts, NULL, 0);
-        return r == 0 ? 0 : errno;
-    }
-    static inline int rb_futex_wake(int32_t *addr) {
-        return (int)syscall(SYS_futex, addr, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
-    }
-    static inline int32_t rb_load32(int32_t *p) { return __atomic_load_n(p, __ATOMIC_SEQ_CST); }
-    static inline void rb_store32(int32_t *p, int32_t v) { __atomic_store_n(p, v, __ATOMIC_SEQ_CST); }
-    static inline int32_t rb_add32(int32_t *p, int32_t v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
-    static inline int rb_cas32(int32_t *p, int32_t expected, int32_t desired) {
-        return __atomic_compare_exchange_n(p, &expected, desired, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
-    }
-    static inline int64_t rb_load64(int64_t *p) { return __atomic_load_n(p, __ATOMIC_SEQ_CST); }
-    static inline void rb_store64(int64_t *p, int64_t v) { __atomic_store_n(p, v, __ATOMIC_SEQ_CST); }
-    static inline int64_t rb_add64(int64_t *p, int64_t v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
-    static inline void rb_store64_rel(int64_t *p, int64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
-    static inline int64_t rb_load64_acq(int64_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
-    static inline void rb_pause(void) {
-    #if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
-    #elif defined(__aarch64__)
-        __asm__ __volatile__("yield");
-    #endif
-    }
-    static inline long long rb_now_ns(void) {
-        struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-    }
     static inline int rb_set_pdeathsig(int sig) { return prctl(PR_SET_PDEATHSIG, sig, 0, 0, 0); }
     """
-    int rb_futex_wait(int32_t *addr, int32_t val, long long timeout_ns) nogil
-    int rb_futex_wake(int32_t *addr) nogil
-    int32_t rb_load32(int32_t *p) nogil
-    void rb_store32(int32_t *p, int32_t v) nogil
-    int32_t rb_add32(int32_t *p, int32_t v) nogil
-    bint rb_cas32(int32_t *p, int32_t expected, int32_t desired) nogil
-    int64_t rb_load64(int64_t *p) nogil
-    void rb_store64(int64_t *p, int64_t v) nogil
-    int64_t rb_add64(int64_t *p, int64_t v) nogil
-    void rb_store64_rel(int64_t *p, int64_t v) nogil
-    int64_t rb_load64_acq(int64_t *p) nogil
-    void rb_pause() nogil
-    long long rb_now_ns() nogil
     int rb_set_pdeathsig(int sig) nogil
-    int sched_yield() nogil
 
 cdef enum:
     OFF_STOP = 0

@@ -144,9 +144,16 @@ class ThreadExecutor(Executor):
     name = "threads"
     inline_singletons = True
 
-    def __init__(self, workers: int = 2, *, lock: bool | None = None, **options: Any) -> None:
-        """``lock``: lock the core's queues (default: only when the interpreter has no GIL)."""
+    def __init__(self, workers: int = 2, *, lock: bool | None = None, waiting: Any = None,
+                 initializer: Callable[[], Any] | None = None, **options: Any) -> None:
+        """``lock``: lock the core's queues (default: only when the interpreter has no GIL); ``waiting``: how
+        a thread waits for another (`reactor_backend.waiting.Waiting`, the processes executor's options,
+        read the same way; None: its defaults); ``initializer``: called once in each of the executor's
+        threads (not the calling thread) as it starts, before any reaction runs anywhere (``attach`` waits
+        for all of them and raises the first failure), e.g. per-thread library settings."""
         super().__init__(workers, **options)
+        self.waiting = waiting
+        self.initializer = initializer
         if self.workers < 1:
             raise ValueError("workers must be >= 1")
         gil = getattr(sys, "_is_gil_enabled", lambda: True)()
@@ -163,11 +170,31 @@ class ThreadExecutor(Executor):
         placed = [0] * len(program.reactions)
         for r in program.reactions:
             placed[r.index] = where[r.reactor]
-        self._crew = Crew(self.workers, core.execute, placed)
+        self._crew = crew = Crew(self.workers, core.execute, placed, self.waiting)
+        initializer = self.initializer
+        started = threading.Semaphore(0)
+        failures: list[BaseException] = []
+
+        def serve(k: int) -> None:
+            try:
+                if initializer is not None:
+                    initializer()
+            except BaseException as exc:  # raised by attach; the crew's stop ends the others
+                failures.append(exc)
+                return
+            finally:
+                started.release()
+            crew.serve(k)
+
         for k in range(1, self.workers):
-            t = threading.Thread(target=self._crew.serve, args=(k,), name=f"reactor-worker-{k}", daemon=True)
+            t = threading.Thread(target=serve, args=(k,), name=f"reactor-worker-{k}", daemon=True)
             t.start()
             self._threads.append(t)
+        for _ in self._threads:
+            started.acquire()
+        if failures:
+            self.close()
+            raise failures[0]
         if self.workers > 1:
             self.run_level = self._crew.run_level  # type: ignore[method-assign]  # no Python frame per level
 

@@ -1,36 +1,171 @@
 #!/usr/bin/env bash
-# The scaling sweep for a bigger machine (workers 1, 2, 4, 8, 16; Gym and Atari; reactor and Ray), as run on
-# a lent 16-core machine that has no network: Python wheels are carried in WHEELS, installed with --no-index.
-# Results land in OUT_DIR (one folder per scenario), then a tarball for the trip back.
-#   WHEELS=.device/wheels OUT_DIR=results/reference/h200 bash scripts/device_sweep.sh
+# The many-core reading, for a lent machine without network (issue 40; docs/harness.md, "The device kit").
+#
+# On that machine (the repository root of a copy of this tree, `make device-kit`'s .device/ carried along):
+#   bash scripts/device_sweep.sh                 # installs the kit, builds the extension, measures, one tarball
+# Here, the same path shortened (workers 1 and 2, seconds per job) on .venv, without installing anything:
+#   bash scripts/device_sweep.sh --local
+#   bash scripts/device_sweep.sh --dry-run [--local]   # prints every step and job, runs nothing
+#
+# What it runs, within BUDGET_S seconds of wall time from its start (default 510: the device's 600 s per command
+# less a margin), in the order of WORKERS (default 16 1 4 8 2: the widest first):
+#   * paired jobs (python -m harness compare): serial, reactor and capacity_lockstep alternating in one job, on
+#     gym, atari, marl (synthetic) and dqn at each worker count, each ended after PAIRED_SECONDS of cycles;
+#   * standalone jobs (python -m harness -m): the reactor, PufferLib's Multiprocessing (puffer) and ale-py's
+#     AtariVectorEnv (ale_vector, atari) at each worker count, serial at workers=1, gymnasium's AsyncVectorEnv
+#     (vector: one process per env whatever `workers` says) at the widest count only. Ray is not carried (its
+#     wheel alone is over what may travel).
+# A job starts only while the budget leaves room for it, the report and the tarball (a job that would not fit is
+# listed as skipped in the log); every job runs under `timeout`. Results land in OUT_DIR, then
+# $TARBALL (default $OUT/device.tar.gz on the device, results/device/<name>.tar.gz here) holds OUT_DIR, and
+# $OUT also gets report.md, machine.txt and sweep.log for a first look.
 set -uo pipefail
-WHEELS=${WHEELS:-.device/wheels}
-OUT_DIR=${OUT_DIR:-results/reference/sweep}
-PY=${PY:-python3}
-ROUNDS_GYM=${ROUNDS_GYM:-500}
-ROUNDS_ATARI=${ROUNDS_ATARI:-150}
-export RAY_USAGE_STATS_ENABLED=0 PYTHONUNBUFFERED=1
+cd "$(dirname "$0")/.."
 
-if [ -d "$WHEELS" ]; then
-  $PY -m pip install -q --no-index --find-links "$WHEELS" ray gymnasium ale-py hydra-core omegaconf 2>&1 | tail -3
-fi
-$PY -m pip install -q --no-deps --no-build-isolation -e . 2>&1 | tail -3
-$PY - <<'PY'
-import os, ray, gymnasium, ale_py, torch, numpy
-print("cores", os.cpu_count(), "ray", ray.__version__, "gymnasium", gymnasium.__version__, "ale", ale_py.__version__,
-      "torch", torch.__version__, "numpy", numpy.__version__)
-PY
-
-common=(budget=local budget.repetitions=5 budget.warmup_rounds=10 budget.timeout_s=150 quiet=true scenario.num_envs=16)
-sweep() {  # scenario rounds backends workers
-  $PY -m harness -m "scenario=$1" "backend=$3" "workers=$4" "budget.rounds=$2" "${common[@]}" \
-      "hydra.sweep.dir=$OUT_DIR/$1/$5" 2>&1 | grep -E "ok,|error|timeout" || true
-}
-for scenario in gym atari; do
-  rounds=$ROUNDS_GYM; [ "$scenario" = atari ] && rounds=$ROUNDS_ATARI
-  sweep $scenario $rounds serial 1 serial
-  sweep $scenario $rounds reactor,ray,ray_compiled 1,2,4,8,16 scaling
+LOCAL=0 DRY=0
+for arg in "$@"; do
+  case "$arg" in
+    --local) LOCAL=1 ;;
+    --dry-run) DRY=1 ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    *) echo "device_sweep.sh: unknown argument $arg (known: --local, --dry-run, --help)" >&2; exit 2 ;;
+  esac
 done
-$PY -m harness.report "$OUT_DIR" --out "$OUT_DIR/report" 2>&1 | tail -5 || true
-# one file for the trip back (a lent machine returns at most 8 files, 2 folders deep)
-if [ -n "${TARBALL:-}" ]; then tar czf "$TARBALL" -C "$(dirname "$OUT_DIR")" "$(basename "$OUT_DIR")"; fi
+
+STAMP=$(date -u +%Y-%m-%d_%H-%M-%S)
+if [ "$LOCAL" = 1 ]; then
+  PY=${PY:-.venv/bin/python}
+  INSTALL=${INSTALL:-0}
+  WORKERS=${WORKERS:-"1 2"}
+  BUDGET_S=${BUDGET_S:-540}
+  PAIRED_SECONDS=${PAIRED_SECONDS:-3}
+  REPS=${REPS:-2}
+  ROUNDS_GYM=${ROUNDS_GYM:-200} ROUNDS_ATARI=${ROUNDS_ATARI:-30}
+  NICE=${NICE:-"nice -n 10"}
+  OUT_DIR=${OUT_DIR:-results/device/local-$STAMP}
+  TARBALL=${TARBALL:-results/device/local-$STAMP.tar.gz}
+else
+  PY=${PY:-python3}
+  INSTALL=${INSTALL:-1}
+  WORKERS=${WORKERS:-"16 1 4 8 2"}
+  BUDGET_S=${BUDGET_S:-510}
+  PAIRED_SECONDS=${PAIRED_SECONDS:-8}
+  REPS=${REPS:-3}
+  ROUNDS_GYM=${ROUNDS_GYM:-600} ROUNDS_ATARI=${ROUNDS_ATARI:-100}
+  NICE=${NICE:-}
+  OUT_DIR=${OUT_DIR:-results/device/$STAMP}
+  if [ -n "${OUT:-}" ]; then TARBALL=${TARBALL:-$OUT/device.tar.gz}; else TARBALL=${TARBALL:-results/device/$STAMP.tar.gz}; fi
+fi
+WHEELS=${WHEELS:-.device/wheels}
+NUM_ENVS=${NUM_ENVS:-16}    # gym and atari envs, marl agents: a multiple of every worker count (PufferLib needs it)
+RESERVE_S=${RESERVE_S:-45}  # kept for the report and the tarball
+export PYTHONUNBUFFERED=1
+START=$SECONDS
+LOG=$OUT_DIR/sweep.log
+WIDEST=$(for w in $WORKERS; do echo "$w"; done | sort -n | tail -1)
+
+run() {  # run a step (or print it under --dry-run), logging it
+  echo "+ $*" | tee -a "$LOG"
+  [ "$DRY" = 1 ] && return 0
+  "$@" 2>&1 | tee -a "$LOG" | { grep -E "ok,|error|timeout|Error|refused|stopped by|compare .*:" || true; }
+  local rc=${PIPESTATUS[0]}
+  return "$rc"
+}
+
+job() {  # job ESTIMATE_S LIMIT_S CMD...: runs CMD under `timeout LIMIT_S` when the budget leaves room for ESTIMATE_S
+  local estimate=$1 limit=$2; shift 2
+  local left=$((BUDGET_S - RESERVE_S - (SECONDS - START)))
+  if [ "$DRY" = 0 ] && [ "$left" -lt "$estimate" ]; then
+    echo "skipped (${left}s left of the budget, about ${estimate}s needed): $*" | tee -a "$LOG"
+    SKIPPED=$((SKIPPED + 1))
+    return 0
+  fi
+  [ "$limit" -gt "$left" ] && limit=$left
+  [ "$limit" -lt 5 ] && limit=5
+  # SIGINT first: the harness then kills its measuring child's tree and cleans up as on Ctrl-C
+  run timeout -s INT -k 10 "$limit" $NICE "$@" || { echo "failed (exit $?): $*" | tee -a "$LOG"; FAILED=$((FAILED + 1)); }
+}
+
+if [ "$DRY" = 1 ]; then LOG=/dev/null; else mkdir -p "$OUT_DIR"; : > "$LOG"; fi
+SKIPPED=0 FAILED=0
+
+# ---- 1. the wheels and the extension (device only)
+if [ "$INSTALL" = 1 ]; then
+  test -d "$WHEELS" || [ "$DRY" = 1 ] || { echo "no $WHEELS: run make device-kit here and carry .device" | tee -a "$LOG"; exit 2; }
+  run "$PY" -m pip install -q --no-index --find-links "$WHEELS" gymnasium ale-py hydra-core omegaconf \
+      antlr4-python3-runtime pettingzoo farama-notifications cloudpickle typing-extensions pyyaml packaging || exit 1
+  # pufferlib-core pins torch==2.9.0; its vectorizer needs only numpy, gymnasium and psutil: the torch there stays
+  run "$PY" -m pip install -q --no-index --no-deps --find-links "$WHEELS" pufferlib-core || exit 1
+  run "$PY" setup.py -q build_ext --inplace -j "$(nproc)" || exit 1
+  run "$PY" -m pip install -q --no-deps --no-build-isolation -e . || exit 1
+fi
+
+# ---- 2. the machine
+if [ "$DRY" = 0 ]; then
+  {
+    echo "date $(date -u +%FT%TZ)"
+    echo "nproc $(nproc)"
+    lscpu | grep -E '^(Model name|Socket|Core|Thread|CPU\(s\)|NUMA node\(s\))' || true
+    free -g | head -2
+    "$PY" - <<'PY'
+import importlib.metadata as md, os, platform, sys
+import psutil
+print("python", sys.version.split()[0], sys.executable)
+print("affinity", len(os.sched_getaffinity(0)), "physical_cores", psutil.cpu_count(logical=False),
+      "logical_cores", psutil.cpu_count())
+for name in ("torch", "numpy", "gymnasium", "ale-py", "hydra-core", "pufferlib-core", "pettingzoo", "Cython"):
+    try:
+        print(name, md.version(name))
+    except md.PackageNotFoundError:
+        print(name, "missing")
+PY
+  } > "$OUT_DIR/machine.txt" 2>&1
+  cat "$OUT_DIR/machine.txt" | tee -a "$LOG"
+  PHYSICAL=$("$PY" -c 'import psutil; print(psutil.cpu_count(logical=False) or 1)')
+else
+  PHYSICAL=$(nproc)
+fi
+
+# ---- 3. the jobs
+common=(quiet=true seed=0)
+paired() {  # scenario workers [overrides...]
+  local scenario=$1 w=$2; shift 2
+  job $((PAIRED_SECONDS + 12)) $((PAIRED_SECONDS + 90)) "$PY" -m harness compare "scenario=$scenario" \
+    "backends=[serial,reactor,capacity_lockstep]" "workers=$w" budget=local "compare.max_seconds=$PAIRED_SECONDS" \
+    compare.min_cycles=6 "${common[@]}" "$@" "hydra.run.dir=$OUT_DIR/paired/${scenario}/w$w"
+}
+standalone() {  # scenario workers backends rounds estimate [overrides...]
+  local scenario=$1 w=$2 backends=$3 rounds=$4 estimate=$5; shift 5
+  job "$estimate" $((estimate * 4 + 60)) "$PY" -m harness -m "scenario=$scenario" "backend=$backends" "workers=$w" \
+    budget=local "budget.rounds=$rounds" "budget.repetitions=$REPS" budget.warmup_rounds=10 budget.timeout_s=120 \
+    "${common[@]}" "$@" "hydra.sweep.dir=$OUT_DIR/standalone/${scenario}/w$w"
+}
+for w in $WORKERS; do
+  puffer=puffer; [ "$w" -gt "$PHYSICAL" ] && puffer=puffer_overwork  # PufferLib's own flag, nothing else changes
+  paired gym "$w" "scenario.num_envs=$NUM_ENVS"
+  paired atari "$w" "scenario.num_envs=$NUM_ENVS"
+  paired marl "$w" scenario.env=synthetic "scenario.num_agents=$NUM_ENVS"
+  paired dqn "$w"
+  gym=reactor,$puffer atari=reactor,$puffer,ale_vector
+  [ "$w" = 1 ] && gym=serial,$gym atari=serial,$atari
+  [ "$w" = "$WIDEST" ] && gym=$gym,vector atari=$atari,vector
+  standalone gym "$w" "$gym" "$ROUNDS_GYM" 20 "scenario.num_envs=$NUM_ENVS"
+  standalone atari "$w" "$atari" "$ROUNDS_ATARI" 30 "scenario.num_envs=$NUM_ENVS"
+done
+
+# ---- 4. the report and the tarball
+if [ "$DRY" = 0 ]; then
+  timeout -k 5 120 $NICE "$PY" -m harness.report "$OUT_DIR" --out "$OUT_DIR/report" --no-figures >> "$LOG" 2>&1 \
+    || echo "report failed (exit $?): see $LOG" | tee -a "$LOG"
+fi
+echo "device sweep: $(( SECONDS - START ))s, $FAILED failed, $SKIPPED skipped; results in $OUT_DIR" | tee -a "$LOG"
+if [ "$DRY" = 0 ]; then
+  mkdir -p "$(dirname "$TARBALL")"
+  tar czf "$TARBALL" -C "$(dirname "$OUT_DIR")" "$(basename "$OUT_DIR")"
+  echo "tarball: $TARBALL ($(du -h "$TARBALL" | cut -f1))" | tee -a "$LOG"
+  if [ -n "${OUT:-}" ] && [ "$LOCAL" = 0 ]; then
+    cp "$OUT_DIR/machine.txt" "$LOG" "$OUT/" 2>/dev/null
+    cp "$OUT_DIR/report/report.md" "$OUT/" 2>/dev/null || true
+  fi
+fi
+[ "$FAILED" = 0 ]
