@@ -62,11 +62,12 @@ PAPER_DIR ?= results/bench/paper
 # seconds (empty: the paper's rounds); the report lists the shortened rounds as a difference
 PAPER_JOB_SECONDS ?=
 
-.PHONY: help python-ft install-ft test-ft bench-ft install test test-slow load soak bench bench-scaling bench-paired bench-paper bench-paper-local report results-readme archive clean $(addprefix bench-,$(SCENARIOS))
+.PHONY: device-kit device-local help python-ft install-ft test-ft bench-ft install test test-slow load soak bench bench-scaling bench-paired bench-paper bench-paper-local report results-readme archive clean $(addprefix bench-,$(SCENARIOS))
 
 help: ## List every target
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 22
 
+PUFFER_VERSION ?= 3.0.23
 $(STAMP): pyproject.toml setup.py $(wildcard reactor_backend/*.pyx reactor_backend/*.pxi scenarios/*.pyx)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
@@ -74,6 +75,9 @@ $(STAMP): pyproject.toml setup.py $(wildcard reactor_backend/*.pyx reactor_backe
 	$(PY) -m pip install -q torch==2.13.0 "Cython>=3.0" "numpy>=1.26" "setuptools>=68" wheel
 	# rllib: RLlib's dependencies (bench-gym and bench-atari run the rllib reference row)
 	$(PY) -m pip install -q --no-build-isolation -e ".[dev,rllib]"
+	# backend=puffer: pufferlib-core pins torch==2.9.0, while its vectorizer needs only numpy, gymnasium and psutil
+	# (installed above): --no-deps keeps torch at the pin (tests/harness/test_puffer.py checks it)
+	$(PY) -m pip install -q --no-deps pufferlib-core==$(PUFFER_VERSION)
 	@touch $(STAMP)
 
 install: $(STAMP) ## Create .venv if absent and install everything (quick when nothing changed)
@@ -238,6 +242,18 @@ bench-ft: install ## Paired jobs on the default and the free-threaded interprete
 	$(TRY) $(PAIRED_FT) scenario=actors scenario.num_clients=2 workers=$(WORKERS) backends=[$(FT_ACTORS_BACKENDS)] hydra.sweep.dir=$(FT_DIR)/actors
 	$(SUBMAKE) report BENCH_DIR=$(FT_DIR)
 	$(FINISH)
+
+# the offline kit for a lent many-core machine without network (docs/harness.md, "The device kit"): the wheels it
+# lacks for its Python (DEVICE_PYTHON), at this venv's versions, in the git-ignored .device/wheels; there,
+# `bash scripts/device_sweep.sh` installs them, builds the extension and measures (paired and standalone jobs at
+# workers 1-16) within about 8.5 minutes, then writes one tarball into $$OUT
+DEVICE_PYTHON ?= 3.12
+DEVICE_MAX_MIB ?= 48
+device-kit: install ## The offline kit for a lent many-core machine: .device/wheels for Python DEVICE_PYTHON (at most DEVICE_MAX_MIB MiB with the tree)
+	$(PY) scripts/device_kit.py --dest .device --python-version $(DEVICE_PYTHON) --max-mib $(DEVICE_MAX_MIB)
+
+device-local: install ## scripts/device_sweep.sh --local: the device sweep shortened (workers 1, 2) on this machine, to test the kit's path
+	bash scripts/device_sweep.sh --local
 
 clean: ## Remove build products and results (keeps .venv and results/reference)
 	rm -rf build *.egg-info reactor_backend/*.c reactor_backend/*.so scenarios/*.c scenarios/*.so .pytest_cache
