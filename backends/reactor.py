@@ -27,7 +27,7 @@ from enum import Enum
 from typing import Any, Callable
 
 from backends.base import Backend, BackendConfig, Clock, shared_slots, split_messages
-from reactor_backend.assembly import even_part
+from reactor_backend.placement import even_part
 from reactor_backend.model import Input, LogicalAction, Output, Reactor, reaction, shutdown, startup
 from scenarios.base import Broadcast, Scenario, Server
 from scenarios.threads import apply_threads, apply_threads_here, observed, torch_threads
@@ -66,7 +66,7 @@ class ReactorConfig(BackendConfig):
     #: together, in microseconds; the breakdown's medians per round in results/reference/
     #: vm-2core-2026-12-02m-repeated: worker 1's 0.8 us on gym and 5.2 us on atari, worker 0's 0-2.3 us
     handoff_us: float = field(default=10.0, metadata={"range": {"ge": 0}})
-    #: processes executor, servers with ``incremental_gather``: the server gathers the results of the bank
+    #: processes executor, scenarios with ``facts.incremental_gather``: the server gathers the results of the bank
     #: members in its own process (worker 0) while the other processes still step, then the rest
     split_gather: bool = True
     #: processes executor: the most worker processes to run; ``workers`` bank parts beyond it share them
@@ -149,7 +149,7 @@ class RoleReactor(Reactor):
     @reaction(startup)
     def build(self) -> None:
         self.role = self.make_role(self.bank_index)
-        self.role.output_source = self.out.lend  # a result built in the port's slot crosses without a copy
+        self.role.buffer_source = self.out.lend  # a result built in the port's slot crosses without a copy
         # every backend: once the process's roles are built (in-process executors: before the run)
         count = torch_threads() if self.threads is None else apply_threads(self.threads)
         if self.seen is not None:
@@ -186,8 +186,8 @@ class ServerReactor(Reactor):
 
     @reaction(startup, effects=[next])
     def begin(self) -> None:
-        # the port that carries a Broadcast lends its buffer to the server's output_array
-        self.server.output_source = (self.msgs[0] if self.n_out == 1 else self.bcast).lend
+        # the port that carries a Broadcast lends its buffer to the server's result_buffer
+        self.server.buffer_source = (self.msgs[0] if self.n_out == 1 else self.bcast).lend
         # round 0 starts one microstep after startup, once every worker role has been built
         self.next.schedule(0)
 
@@ -224,7 +224,7 @@ class SplitGatherServerReactor(ServerReactor):
     """A server that gathers in two parts: first the results of the bank members in its own process
     (``local``: they are ready as soon as those members have stepped, no meeting needed), then the
     results from the other processes (``results``), so that its own share of the gather overlaps the
-    other processes' steps. Needs a server with ``incremental_gather`` (same checksum as one gather)
+    other processes' steps. Needs a scenario with ``facts.incremental_gather`` (same checksum as one gather)
     and a placement whose process-0 members are the first ``n_local`` of the bank."""
 
     local = Input(width="n_local")
@@ -412,7 +412,7 @@ class ReactorBackend(Backend):
         # results whatever the split, and the even split has the smallest largest share; throwaway roles
         # are built only where building and stepping one acts on nothing outside it
         if Placement(self.config.placement) is Placement.cost and self._splits_gather() and \
-                not scenario.side_effects:
+                not scenario.facts.side_effects:
             step_s, server_s = measure_role_costs(scenario)
             n = scenario.num_workers
             self.placement = split_by_cost(n, self.processes, step_s, server_s / n, split_gather=True,
@@ -441,7 +441,7 @@ class ReactorBackend(Backend):
         """Split the server's gather (process-0 members first) where it can overlap other processes' steps."""
         return (self.executor == "processes" and self.processes > 1
                 and bool(self.config.split_gather)
-                and self.server.incremental_gather
+                and self.scenario.facts.incremental_gather
                 and self.scenario.topology == "star" and not self.scenario.has_relay())
 
     def run(self, rounds: int, clock: Clock) -> None:
@@ -453,7 +453,7 @@ class ReactorBackend(Backend):
         top = self._top = self.program(rounds, clock)
         program = assemble(top)
         if self.executor == "processes":  # zero-copy views where no role keeps received arrays
-            options["copy_arrays"] = bool(self.scenario.inputs_retained)
+            options["copy_arrays"] = bool(self.scenario.facts.inputs_retained)
             if self.breakdown is not None:
                 options["breakdown"] = self.breakdown
             where = assign_workers(program, self.processes)  # the placement the executor will use
@@ -466,7 +466,7 @@ class ReactorBackend(Backend):
         try:
             self.stats = run(program, executor=self.executor, workers=self.processes, **options)
         finally:
-            self.server.output_source = None  # the program's ports lend no more
+            self.server.buffer_source = None  # the program's ports lend no more
 
     def metrics(self) -> dict[str, float]:
         """Per round since the last call, per worker process: microseconds of role work, transport,

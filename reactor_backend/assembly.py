@@ -10,7 +10,8 @@ does everything knowable before the first tag: naming, resolving reaction declar
 connections across the hierarchy, checking the rules (widths, directions, one writer per port,
 declared effects), building the precedence graph, computing levels (Kahn) and detecting causality
 cycles, and precomputing the fan-out tables the compiled core uses at run time.
-``assign_workers(program, n)`` computes the static placement used by the processes executor.
+Where each reactor runs under the processes executor is computed apart, from the assembled program
+(`reactor_backend.placement.assign_workers`).
 
 The ``Program`` object (what an executor consumes)
 --------------------------------------------------
@@ -44,7 +45,7 @@ The ``Program`` object (what an executor consumes)
   zero-delay and delayed connections).
 - ``banks``: ``(container, attribute name, Bank)`` for every bank.
 
-For the processes executor: ``assign_workers(program, n)`` maps each reactor to a worker
+For the processes executor: ``placement.assign_workers(program, n)`` maps each reactor to a worker
 (0..n-1; worker 0 is the calling process). A reaction runs where its reactor lives. A port value
 must cross processes when ``program.readers(port)`` (or ``downstream_reactions`` for delayed paths)
 contains a reaction placed on another worker than the port's writer.
@@ -777,52 +778,3 @@ def _find_cycle(nodes: set[int], succ: list[set[int]]) -> list[int]:
     cyc = path[seen[cur]:]
     cyc.reverse()
     return cyc
-
-
-# ---------------------------------------------------------------------------------------------
-# placement
-
-def even_part(index: int, members: int, n_workers: int) -> int:
-    """The worker of bank member ``index`` of ``members`` split into contiguous, even parts over ``n_workers``
-    (the one definition of the even split: `assign_workers`' default, and what the reactor backend's
-    placements build on)."""
-    return (index * n_workers) // members
-
-
-def assign_workers(program: Program, n_workers: int) -> dict[Reactor, int]:
-    """Static placement of reactors onto ``n_workers`` processes (worker 0 = the calling process).
-
-    Rules, in order: a reactor inside a mode (``in_mode``, at any depth) goes where its modal
-    reactor goes (a transition changes the whole mode at once, in one process); an explicit hint
-    (``Reactor.place(w)`` / ``Bank.place(...)``; taken modulo ``n_workers``) wins; a member of a bank whose container was not itself split goes to
-    ``even_part(index, len(bank), n_workers)`` (contiguous, even parts); any other reactor inherits its
-    container's worker (main: worker 0). Deterministic: same program, same placement.
-    """
-    if n_workers < 1:
-        raise ValueError("n_workers must be >= 1")
-    bank_of: dict[Reactor, tuple[Bank, int]] = {}
-    for _, _, b in program.banks:
-        for i, m in enumerate(b.members):
-            bank_of[m] = (b, i)
-    out: dict[Reactor, int] = {}
-    split: dict[Reactor, bool] = {}
-    for r in program.reactors:  # preorder: parents first
-        par = program.parent[r]
-        inherited = out[par] if par is not None else 0
-        par_split = split[par] if par is not None else False
-        enc = r.__dict__.get("_enclosing_mode")
-        if enc is not None:
-            # a mode's contents run where the modal reactor runs (transitions change them at once)
-            out[r] = out[enc.reactor]
-            split[r] = True
-        elif r._placement is not None:
-            out[r] = r._placement % n_workers
-            split[r] = True
-        elif r in bank_of and not par_split:
-            b, i = bank_of[r]
-            out[r] = even_part(i, len(b), n_workers)
-            split[r] = True
-        else:
-            out[r] = inherited
-            split[r] = par_split
-    return out

@@ -68,7 +68,7 @@ its own ``Core``; only the reactions placed on it run there):
 - ``reaction.local = False`` for reactions placed elsewhere: they are never triggered locally.
 - ``core.time``, ``core.mstep``, ``core.start_time``, ``core.epoch`` (tag counter),
   ``core.reactions_run``, ``core.tags``; ``core.set_stop_tag(tag)``; ``action._push_at(t, m, value)``.
-- Placement: ``assembly.assign_workers(program, n)`` (hints via ``Reactor.place`` / ``Bank.place``).
+- Placement: ``placement.assign_workers(program, n)`` (hints via ``Reactor.place`` / ``Bank.place``).
 
 The ``threads`` executor below is the reference for a non-inline executor.
 """
@@ -163,7 +163,7 @@ class ThreadExecutor(Executor):
 
     def attach(self, core: Core, program: Any) -> None:
         super().attach(core, program)
-        from reactor_backend.assembly import assign_workers  # the placement the processes executor uses
+        from reactor_backend.placement import assign_workers  # the placement the processes executor uses
 
         core.locking = self.lock
         where = assign_workers(program, self.workers)

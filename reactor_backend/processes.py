@@ -6,7 +6,7 @@ through progress words in shared memory (``_sync``), exchanging port values thro
 slots (``transport``). No locks, no queues, no per-reaction messages.
 
 Placement (static, at assembly)
-    ``assembly.assign_workers(program, N)``: hints (``Reactor.place`` / ``Bank.place``) win; banks
+    ``placement.assign_workers(program, N)``: hints (``Reactor.place`` / ``Bank.place``) win; banks
     are split into contiguous even parts; everything else lives with its container (main: worker
     0). Worker 0 is the calling process, so reactors placed there keep their state in the caller
     and can be read after ``run`` returns. Workers 1..N-1 are forked from the caller after the
@@ -125,7 +125,8 @@ import numpy as np
 from reactor_backend import _sync
 from reactor_backend._core import Core, Port, ProcessLink, Reaction
 from reactor_backend._procgroup import ProcessGroup, WorkerDied, WorkerError
-from reactor_backend.assembly import Program, assign_workers
+from reactor_backend.assembly import Program
+from reactor_backend.placement import assign_workers
 from reactor_backend.errors import ReactionError
 from reactor_backend.executors import Executor
 from reactor_backend.model import Reactor, State, class_declarations

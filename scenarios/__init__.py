@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from scenarios.base import Broadcast, RunningChecksum, Scenario, Server, Worker, load_target
+from scenarios.base import Broadcast, Scenario, Server, Worker, WorkFacts, load_target
+from scenarios.checksum import RunningChecksum
 
 #: scenario name -> "module:Class"; imported only when used, so configs validate without heavy imports
 SCENARIOS: dict[str, str] = {
@@ -23,4 +24,4 @@ def make_scenario(config: Any, seed: int) -> Scenario:
     return load_target(SCENARIOS, config.name, "scenario")(config, seed)
 
 
-__all__ = ["Broadcast", "RunningChecksum", "Scenario", "Server", "Worker", "SCENARIOS", "make_scenario"]
+__all__ = ["Broadcast", "RunningChecksum", "Scenario", "Server", "Worker", "WorkFacts", "SCENARIOS", "make_scenario"]

@@ -24,15 +24,10 @@ round after ``server.gather``::
 from __future__ import annotations
 
 import abc
-import hashlib
-import struct
-import zlib
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import numpy as np
-
-from scenarios import _checksum
 
 
 @dataclass(frozen=True)
@@ -42,32 +37,64 @@ class Broadcast:
     value: Any
 
 
+@dataclass(frozen=True)
+class WorkFacts:
+    """What a scenario's work allows, declared once per scenario (`Scenario.facts`) for any backend to read.
+
+    Each field is a fact about the roles and the round, never an instruction: a backend decides from them what
+    it may do (docs/design.md, "Backend contract"). The defaults are the safe assumptions, so a scenario that
+    declares nothing is run the most careful way.
+
+    Attributes:
+        incremental_gather: True when the server's ``gather`` may be called several times in a round with
+            consecutive parts of the results, in worker-index order, to the same effect as one call with all of
+            them (a streaming checksum), so results can be gathered as they arrive; False when it needs a
+            round's results together.
+        inputs_retained: True when a role keeps references to arrays it received past the round (a replay
+            buffer does), so what it receives must stay valid after the round; False when every role is done
+            with what it received within the round.
+        side_effects: True when building or stepping a role acts outside the role (fault injection crashes or
+            exits the process that runs it), so a role cannot be built and stepped just to measure it; False
+            when a role can be built, stepped and dropped with no effect elsewhere.
+    """
+
+    incremental_gather: bool = False
+    inputs_retained: bool = True
+    side_effects: bool = False
+
+
 class _Role:
-    """What every role has: a reusable array to build the array it sends in (`output_array`)."""
+    """What every role has: a reusable array to build the array it sends in (`result_buffer`)."""
 
-    #: where `output_array` takes a new array from, ``(shape, dtype) -> array`` (None: ``np.empty``). The
-    #: scenario never sets it; a backend may, on the roles it runs (the reactor backend: the port's buffer)
-    output_source: Callable[[tuple[int, ...], np.dtype], np.ndarray] | None = None
-    _output: np.ndarray | None = None
-    _output_from: Any = None
+    #: where `result_buffer` takes a new array from, ``(shape, dtype) -> writable array``; None: ``np.empty``.
+    #: The scenario never sets it; a backend that owns the memory its values travel in may point it there
+    #: for the roles it runs, and sets it back to None when it is done with them
+    buffer_source: Callable[[tuple[int, ...], np.dtype], np.ndarray] | None = None
+    _buffer: np.ndarray | None = None
+    _buffer_from: Any = None
 
-    def output_array(self, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+    def result_buffer(self, shape: int | tuple[int, ...], dtype: Any) -> np.ndarray:
         """A writable array to build this role's result in (a worker's ``step`` result, a server's
-        `Broadcast` value), then return it. The same array on every call with the same shape and dtype,
-        holding what was written last, so a result that changes in part is rewritten in part. Use it only
-        where every receiver is done with a result within its round (the scenario's ``inputs_retained`` is
-        False). Called every round, so the array of the last call is kept and returned again while shape,
-        dtype and `output_source` stay the same."""
-        out = self._output
+        `Broadcast` value), then return it.
+
+        The same array on every call with the same shape and dtype (and `buffer_source`), holding what was
+        written last, so a result that changes in part is rewritten in part. Use it only where every receiver
+        is done with a result within its round (``facts.inputs_retained`` is False).
+
+        Args:
+            shape: the array's shape (an int for one dimension).
+            dtype: anything ``np.dtype`` accepts.
+        """
+        out = self._buffer
         if out is not None and out.shape == shape and out.dtype == dtype and \
-                self._output_from is self.output_source:
+                self._buffer_from is self.buffer_source:
             return out
         shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(n) for n in shape)
         dtype = np.dtype(dtype)
-        source = self.output_source
-        if out is None or out.shape != shape or out.dtype != dtype or self._output_from is not source:
-            out = self._output = np.empty(shape, dtype) if source is None else source(shape, dtype)
-            self._output_from = source
+        source = self.buffer_source
+        if out is None or out.shape != shape or out.dtype != dtype or self._buffer_from is not source:
+            out = self._buffer = np.empty(shape, dtype) if source is None else source(shape, dtype)
+            self._buffer_from = source
         return out
 
 
@@ -85,11 +112,6 @@ class Worker(_Role, abc.ABC):
 class Server(_Role, abc.ABC):
     """The server role: produces each round's messages and consumes the gathered results."""
 
-    #: what the server's gather is: True when ``gather`` may be called several times in a round with
-    #: consecutive parts of the results, in worker-index order, to the same effect as one call with all of
-    #: them (a streaming checksum); False when it needs a round's results together
-    incremental_gather: bool = False
-
     @abc.abstractmethod
     def scatter(self) -> Broadcast | Sequence[Any]:
         """This round's messages: a `Broadcast` or one message per worker, in worker-index order."""
@@ -105,7 +127,7 @@ class Server(_Role, abc.ABC):
     def worker_seconds(self) -> np.ndarray | None:
         """Per round since the previous ``metrics()`` call (which clears it), the seconds each worker's result
         says its own work took: an array (rounds x workers), or None when results carry no such time. The
-        harness adds the backend's layout (`backends.base.Backend.process_of_worker`) to split the round's
+        harness adds where the backend ran each worker (the backend's contract) to split the round's
         wall time by critical path (`harness.phases`): where roles run is the backend's fact, not the
         scenario's. Optional."""
         return None
@@ -144,12 +166,8 @@ class Scenario(abc.ABC):
     #: ``star``: the server scatters to every worker and gathers from all (every workload of the paper);
     #: ``chain``: the server's single message passes through worker 0, 1, ..., n-1 and back to the server
     topology: str = "star"
-    #: whether a role keeps its inputs: True when a role keeps references to received arrays past the round
-    #: (a replay buffer does); False when every role is done with what it received within the round
-    inputs_retained: bool = True
-    #: True when building or stepping a role acts outside the role (fault injection crashes or exits the
-    #: process that runs it); False when a role can be built, stepped and dropped with no effect elsewhere
-    side_effects: bool = False
+    #: what the work allows a backend (`WorkFacts`: streaming gather, retained inputs, side effects)
+    facts: WorkFacts = WorkFacts()
 
     def __init__(self, config: Any, seed: int):
         self.config = config
@@ -204,156 +222,3 @@ def load_target(registry: dict[str, str], name: str, kind: str) -> Any:
     except KeyError:
         raise ValueError(f"unknown {kind} {name!r}; known: {sorted(registry)}") from None
     return getattr(importlib.import_module(module), cls)
-
-
-class RunningChecksum:
-    """Incremental, order-sensitive hash of values (arrays, numbers, tuples) received by a server.
-
-    Arrays are folded through CRC-32 of their bytes (about 30 us per Atari frame) plus dtype and shape, and
-    every piece feeds a BLAKE2b state, so the digest is cheap per round yet covers every byte.
-
-    The digest is BLAKE2b (16-byte digest) of the concatenated encodings of every value in order; the
-    encoding of one value (the definition of every checksum in the results, so it never changes):
-
-    ===================================  ====================================================================
-    value                                bytes
-    ===================================  ====================================================================
-    ``np.ndarray``                       ``f"{dtype.str}{shape}"`` (e.g. ``|u1(210, 160, 3)``), then the
-                                         CRC-32 of its C-order bytes as ``<I`` (of ``b""`` when empty); a
-                                         0-d array counts as shape ``(1,)``
-    ``bool``, ``np.bool_``               ``?1`` or ``?0``
-    ``int``, ``np.integer``              ``i`` + 16 bytes little-endian two's complement
-    ``float``, ``np.floating``           ``f`` + the float64 as ``<d``
-    ``tuple``, ``list``                  ``(`` + the length in decimal, then each item
-    ``dict``                             ``{`` + the length in decimal, then for each key in sorted order
-                                         ``str(key)`` then its value
-    ``str`` (UTF-8), ``bytes``           ``s`` + the byte length in decimal + ``:`` + the bytes
-    ``None``                             ``N``
-    ===================================  ====================================================================
-
-    Why the encoder looks the way it does: the server's checksum runs on the critical path of every round in
-    the process that also gathers, and a generic ``isinstance`` chain per value cost more than a CartPole
-    step. ``update`` therefore encodes values with the compiled encoder (`scenarios._checksum`: exact-type
-    checks, C packing, one buffer; 0.4 us instead of 2.4 us to encode a CartPole result), which hands
-    subclasses (numpy scalars, ``np.bool_``), dicts and rare types to the Python encoder below (`_encode`:
-    one dictionary lookup per exact type, then ordered ``isinstance`` checks), and feeds BLAKE2b once per
-    call (a stream: the digest does not depend on how the bytes are split).
-    ``tests/scenarios/test_checksum_encoder.py`` checks both encoders against hashlib over the layout above,
-    written out byte by byte.
-    """
-
-    def __init__(self) -> None:
-        self._h = hashlib.blake2b(digest_size=16)
-
-    def update(self, value: Any) -> None:
-        self._h.update(_checksum.encode(value))
-
-    def update_many(self, values: Sequence[Any]) -> None:
-        """``update`` each of ``values`` in order (one BLAKE2b call for all of them)."""
-        self._h.update(_checksum.encode_many(values))
-
-    def hexdigest(self) -> str:
-        return self._h.hexdigest()
-
-
-_crc32 = zlib.crc32
-_pack_d = struct.Struct("<d").pack
-_pack_I = struct.Struct("<I").pack
-_ARRAY_HEADERS: dict[tuple, bytes] = {}
-
-
-def _enc_array(value: np.ndarray, out: list) -> None:
-    arr = value if value.flags.c_contiguous and value.ndim else np.ascontiguousarray(value)
-    key = (arr.dtype, arr.shape)
-    head = _ARRAY_HEADERS.get(key)
-    if head is None:
-        if len(_ARRAY_HEADERS) > 4096:
-            _ARRAY_HEADERS.clear()
-        head = _ARRAY_HEADERS[key] = f"{arr.dtype.str}{arr.shape}".encode()
-    out.append(head)
-    out.append(_pack_I(_crc32(arr.data if arr.size else b"")))
-
-
-def _enc_bool(value: bool, out: list) -> None:
-    out.append(b"?1" if value else b"?0")
-
-
-def _enc_int(value: int, out: list) -> None:
-    out.append(b"i" + int(value).to_bytes(16, "little", signed=True))
-
-
-def _enc_float(value: float, out: list) -> None:
-    out.append(b"f" + _pack_d(value))
-
-
-def _enc_seq(value: tuple | list, out: list) -> None:
-    out.append(b"(%d" % len(value))
-    get = _ENCODERS.get
-    for item in value:
-        f = get(type(item))
-        if f is None:
-            _encode(item, out)
-        else:
-            f(item, out)
-
-
-def _enc_none(value: None, out: list) -> None:
-    out.append(b"N")
-
-
-def _enc_str(value: str, out: list) -> None:
-    data = value.encode()
-    out.append(b"s%d:" % len(data) + data)
-
-
-def _enc_bytes(value: bytes, out: list) -> None:
-    out.append(b"s%d:" % len(value) + value)
-
-
-def _enc_dict(value: dict, out: list) -> None:
-    out.append(b"{%d" % len(value))
-    for key in sorted(value):
-        _encode(str(key), out)
-        _encode(value[key], out)
-
-
-_ENCODERS = {np.ndarray: _enc_array, bool: _enc_bool, int: _enc_int, float: _enc_float, tuple: _enc_seq,
-             list: _enc_seq, type(None): _enc_none, str: _enc_str, bytes: _enc_bytes, dict: _enc_dict}
-
-
-def _encode(value: Any, out: list) -> None:
-    """Append the checksum's byte pieces for ``value`` (the layout in `RunningChecksum`'s docstring)."""
-    f = _ENCODERS.get(type(value))
-    if f is not None:
-        f(value, out)
-    elif isinstance(value, np.ndarray):
-        _enc_array(value, out)
-    elif isinstance(value, (bool, np.bool_)):
-        _enc_bool(value, out)
-    elif isinstance(value, (int, np.integer)):
-        _enc_int(value, out)
-    elif isinstance(value, (float, np.floating)):
-        out.append(b"f" + _pack_d(float(value)))
-    elif isinstance(value, (tuple, list)):
-        _enc_seq(value, out)
-    elif isinstance(value, dict):
-        _enc_dict(value, out)
-    elif isinstance(value, str):
-        _enc_str(value, out)
-    elif isinstance(value, bytes):
-        _enc_bytes(value, out)
-    else:
-        raise TypeError(f"cannot checksum a {type(value).__name__}")
-
-
-def encode_python(values: Sequence[Any]) -> bytes:
-    """The checksum bytes of ``values`` by the Python encoder alone (the reference the tests hold the compiled
-    encoder to)."""
-    out: list[bytes] = []
-    for v in values:
-        _encode(v, out)
-    return b"".join(out)
-
-
-_checksum.set_fallback(_encode)
-

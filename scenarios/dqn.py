@@ -30,7 +30,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from scenarios.base import Broadcast, RunningChecksum, Scenario, Server, Worker
+from scenarios.base import Broadcast, Scenario, Server, Worker
+from scenarios.checksum import RunningChecksum
 from scenarios.nets import seeded_mlp
 from scenarios.threads import import_torch
 
@@ -133,7 +134,7 @@ def _opt(value: Any) -> str:
 class ReplayBuffer:
     """A ring of transitions and the minibatch rule; in the learner, or as its own role (``replay=role``).
 
-    Its RNG is seeded from ``(seed, 2**31 - 1)`` wherever it lives, so both placements draw the same
+    Its RNG is seeded from ``(seed, 2**31 - 1)`` wherever it lives, so both layouts draw the same
     minibatches and produce the same checksum.
     """
 

@@ -9,7 +9,8 @@ import os
 import time
 from typing import Any, Sequence
 
-from scenarios.base import Broadcast, RunningChecksum, Scenario, Server, Worker
+from scenarios.base import Broadcast, Scenario, Server, Worker, WorkFacts
+from scenarios.checksum import RunningChecksum
 
 
 class EnvCrashed(RuntimeError):
@@ -53,7 +54,7 @@ class CountingServer(Server):
 class FaultScenario(Scenario):
     name = "fault"
     unit = "rounds"
-    side_effects = True  # a worker crashes (or exits) the process that runs it
+    facts = WorkFacts(side_effects=True)  # a worker crashes (or exits) the process that runs it
 
     @property
     def num_workers(self) -> int:

@@ -11,7 +11,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from scenarios.base import Broadcast, RunningChecksum, Scenario, Server, Worker
+from scenarios.base import Broadcast, Scenario, Server, Worker, WorkFacts
+from scenarios.checksum import RunningChecksum
 
 
 def make_env(env_id: str) -> Any:
@@ -62,8 +63,6 @@ class EnvWorker(Worker):
 class EnvServer(Server):
     """Receives every env's observation, reward and done flag each round."""
 
-    incremental_gather = True  # one streaming BLAKE2b over the results in worker order
-
     def __init__(self) -> None:
         self._sum = RunningChecksum()
 
@@ -81,7 +80,9 @@ class EnvServer(Server):
 class GymScenario(Scenario):
     name = "gym"
     unit = "env_steps"
-    inputs_retained = False  # roles read received arrays within the round only
+    #: the server's gather is one streaming BLAKE2b over the results in worker order; roles read received
+    #: arrays within the round only
+    facts = WorkFacts(incremental_gather=True, inputs_retained=False)
 
     @property
     def num_workers(self) -> int:

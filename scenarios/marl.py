@@ -23,7 +23,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from scenarios.base import Broadcast, RunningChecksum, Scenario, Server, Worker
+from scenarios.base import Broadcast, Scenario, Server, Worker, WorkFacts
+from scenarios.checksum import RunningChecksum
 from scenarios.nets import seeded_mlp
 from scenarios.threads import import_torch
 
@@ -248,7 +249,7 @@ def measure_step_costs(config: Any, seed: int, steps: int = 300, inferences: int
 
 
 class MarlScenario(Scenario):
-    inputs_retained = False  # roles read received arrays within the round only
+    facts = WorkFacts(inputs_retained=False)  # roles read received arrays within the round only
     name = "marl"
     unit = "env_steps"
 

@@ -3,9 +3,10 @@
 Each round the server broadcasts one uint8 array of ``payload_bytes`` (random bytes from the seed, with the
 first and last bytes stamped with the round number); every client does ``work_us`` microseconds of work
 (busy-spinning on ``perf_counter`` or sleeping), copies the array and returns the copy; the server gathers
-and verifies every copy. Both build what they send in the role's ``output_array`` (the server stamps its
-payload there in place; each client copies into its own), so a backend that lends its transport's buffer
-sends both without a copy of its own, as a reactor program in one address space passes a pointer.
+and verifies every copy. Both build what they send in the role's ``result_buffer`` (the server stamps its
+payload there in place; each client copies into its own), so a backend whose transport owns the memory values
+travel in can have them built there and send both without a copy of its own, as a reactor program in one
+address space passes a pointer.
 Overhead per round = round time - ``round_work_seconds()`` (the work of one client, i.e. the critical path
 when every client runs in parallel).
 
@@ -21,7 +22,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from scenarios.base import Broadcast, RunningChecksum, Scenario, Server, Worker
+from scenarios.base import Broadcast, Scenario, Server, Worker, WorkFacts
+from scenarios.checksum import RunningChecksum
 
 #: at most this many strided bytes (plus the last one) are compared per returned copy (a few us)
 SAMPLE_BYTES = 64
@@ -51,7 +53,7 @@ class CopyClient(Worker):
                 time.sleep(self.work_s)
             else:
                 spin(self.work_s)
-        out = self.output_array(msg.shape, msg.dtype)
+        out = self.result_buffer(msg.shape, msg.dtype)
         out[...] = msg
         return out
 
@@ -78,8 +80,8 @@ class BroadcastServer(Server):
         return arr.take(self._index).tobytes()
 
     def scatter(self) -> Broadcast:
-        p = self.output_array(self.payload.shape, self.payload.dtype)
-        if p is not self.payload:  # a new buffer (the first round, or one a backend lends): fill it once
+        p = self.result_buffer(self.payload.shape, self.payload.dtype)
+        if p is not self.payload:  # a new buffer (the first round, or one a backend provides): fill it once
             p[...] = self.payload
             self.payload = p
         if p.size:
@@ -109,7 +111,7 @@ class BroadcastServer(Server):
 class ActorsScenario(Scenario):
     """``num_clients`` clients, one broadcast-work-copy-gather round at a time."""
 
-    inputs_retained = False  # roles read received arrays within the round only
+    facts = WorkFacts(inputs_retained=False)  # roles read received arrays within the round only
     name = "actors"
     unit = "rounds"
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from scenarios.base import Broadcast, RunningChecksum, Scenario, Server, Worker
+from scenarios.base import Broadcast, Scenario, Server, Worker, WorkFacts
+from scenarios.checksum import RunningChecksum
 
 
 class PassThrough(Worker):
@@ -38,7 +39,7 @@ class TokenServer(Server):
 
 
 class OverheadScenario(Scenario):
-    inputs_retained = False  # roles read received arrays within the round only
+    facts = WorkFacts(inputs_retained=False)  # roles read received arrays within the round only
     name = "overhead"
     unit = "reactions"
 

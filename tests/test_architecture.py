@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -58,8 +59,12 @@ def _pyx_as_python(text: str) -> str:
 
 
 def imports_of(name: str, path: Path, known: set[str]) -> set[str]:
-    """The project modules that ``name`` imports (the longest known module each import names)."""
+    """The project modules that ``name`` imports (the longest known module each import names); a ``.pyx``
+    file's imports include those of the ``.pxi`` files it includes (one compiled module)."""
     text = path.read_text()
+    if path.suffix == ".pyx":
+        text += "".join("\n" + (path.parent / inc).read_text()
+                        for inc in re.findall(r'^include "([^"]+)"', text, re.M))
     tree = ast.parse(_pyx_as_python(text) if path.suffix == ".pyx" else text)
     is_pkg = path.name == "__init__.py"
     package = name if is_pkg else name.rpartition(".")[0]
@@ -124,6 +129,7 @@ def test_graph_sees_imports():
     assert "reactor_backend.processes" in graph["reactor_backend.runtime"]
     assert "reactor_backend._sync" in graph["reactor_backend.processes"]
     assert "reactor_backend.errors" in graph["reactor_backend._core"]
+    assert "reactor_backend.modes" in graph["reactor_backend._core"]  # in a function of an included .pxi
     assert "backends.base" in graph["backends.reactor"]
     assert "backends" in graph["harness.measure"]  # an import inside a function counts
 
@@ -161,6 +167,36 @@ def test_runtime_tests_import_only_the_runtime():
                 [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
             bad += [f"{path.name}: {n}" for n in names if n.split(".")[0] in NOT_RUNTIME + ("tests",)]
     assert not bad, bad
+
+
+#: names of backends' mechanisms (how a backend moves values, places roles, splits a gather): a scenario
+#: describes its work (docs/design.md, "Backend contract") and names none of them
+BACKEND_MECHANISMS = re.compile(r"\blend|\blent\b|\blender\b|output_source|output_array|copy_arrays|"
+                                r"split_gather|SplitGather|\bplacement|\bPort\b|process_of_worker|"
+                                r"shared_slots|RoleReactor|ServerReactor")
+
+
+def mechanism_names(text: str) -> list[str]:
+    """The backend mechanism names (`BACKEND_MECHANISMS`) that ``text`` contains."""
+    return sorted({m.group(0) for m in BACKEND_MECHANISMS.finditer(text)})
+
+
+def test_scenarios_name_no_backend_mechanism():
+    """Scenarios declare facts about their work (`scenarios.base.WorkFacts`); which mechanism a backend builds
+    on them (lending a port's buffer, placing roles, splitting a gather) is the backend's, named in backends/."""
+    bad = []
+    for path in sorted((REPO / "scenarios").rglob("*")):
+        if path.suffix in (".py", ".pyx", ".pxi") and "__pycache__" not in path.parts:
+            bad += [f"{path.relative_to(REPO)}: {name}" for name in mechanism_names(path.read_text())]
+    assert not bad, "scenarios/ names a backend's mechanism: " + ", ".join(bad)
+
+
+def test_mechanism_names_are_found():
+    """The check above can fail: each kind of name is found in a line a scenario must not hold."""
+    assert mechanism_names("self.role.output_source = self.out.lend") == ["lend", "output_source"]
+    assert mechanism_names("a backend that lends its buffer; Port.lend; the placement") == [
+        "Port", "lend", "placement"]
+    assert mechanism_names("a blended split of the gather, drawn with replacement") == []
 
 
 BLOCKER = """

@@ -7,7 +7,7 @@ import mmap
 
 from backends.reactor import ReactorConfig, split_by_cost, waiting
 from reactor_backend import _sync
-from reactor_backend.assembly import even_part
+from reactor_backend.placement import even_part
 from reactor_backend.waiting import Waiting
 
 

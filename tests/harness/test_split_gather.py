@@ -49,7 +49,7 @@ def test_gather_is_whole_where_a_split_cannot_help(workers, config, why):
 def test_a_server_without_streaming_gather_is_not_split():
     scenario = make_scenario(MarlConfig(env=MarlEnv.synthetic, num_agents=4), seed=0)
     backend, server = _backend(scenario, 2)
-    assert not server.incremental_gather
+    assert not scenario.facts.incremental_gather
     assert type(backend.program(3, TickClock()).server) is ServerReactor
 
 

@@ -28,7 +28,8 @@ from ray_backend.actors import (actor_slices, is_packed, known_small, owned_copy
                                 resolve_envs_per_actor)
 from ray_backend.lifecycle import RayStartError, actor_num_cpus, thread_env
 from scenarios import make_scenario
-from scenarios.base import Broadcast, RunningChecksum, Scenario, Server, Worker
+from scenarios.base import Broadcast, Scenario, Server, Worker
+from scenarios.checksum import RunningChecksum
 from scenarios.configs import DqnConfig, FaultConfig, GymConfig
 from tests.conftest import read_rows, run_cli
 

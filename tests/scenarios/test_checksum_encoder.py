@@ -1,4 +1,4 @@
-"""The fast checksum encoder gives exactly the documented digest (`scenarios.base.RunningChecksum`'s byte
+"""The fast checksum encoder gives exactly the documented digest (`scenarios.checksum.RunningChecksum`'s byte
 layout), so checksums stay equal across backends and with the committed reference results.
 
 The expected bytes are written out here value by value with hashlib, struct and zlib, not by another encoder:
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from scenarios import _checksum
-from scenarios.base import RunningChecksum, encode_python
+from scenarios.checksum import RunningChecksum, encode_python
 
 
 def _array(a: np.ndarray) -> bytes:
