@@ -27,6 +27,7 @@ from enum import Enum
 from typing import Any, Callable
 
 from backends.base import Backend, BackendConfig, Clock, shared_slots, split_messages
+from backends._bank_split import measure_role_costs, split_by_cost
 from reactor_backend.placement import even_part
 from reactor_backend.model import Input, LogicalAction, Output, Reactor, reaction, shutdown, startup
 from scenarios.base import Broadcast, Scenario, Server
@@ -41,7 +42,9 @@ class Executor(str, Enum):
     processes = "processes"
 
 
-class Placement(str, Enum):
+class BankSplit(str, Enum):
+    """How the processes executor's worker bank is split over the processes (the ``placement`` option)."""
+
     cost = "cost"
     even = "even"
 
@@ -56,15 +59,15 @@ class ReactorConfig(BackendConfig):
     #: transport, waiting, other) in the rows' ``extra`` (``bd_w<rank>_<part>_us``); a few clock reads
     #: per level and tag
     breakdown: bool = True
-    #: processes executor: ``cost``: where the server's gather is split (``split_gather``: gym, atari), the
-    #: contiguous split whose round is shortest by the costs measured at start-up on throwaway roles (a
-    #: member's step, the server's gather per member) and ``handoff_us`` (`split_by_cost`): process 0 also
-    #: runs the server, and a costly gather (Atari frames) takes members off it; elsewhere, and with
-    #: ``even``, contiguous even parts
-    placement: Placement = Placement.cost
+    #: processes executor, the bank split policy (`backends._bank_split`): ``cost``: where the server's gather
+    #: is split (``split_gather``: gym, atari), the contiguous split whose round is shortest by the costs
+    #: measured at start-up on throwaway roles (a member's step, the server's gather per member) and
+    #: ``handoff_us`` (`split_by_cost`): process 0 also runs the server, and a costly gather (Atari frames)
+    #: takes members off it; elsewhere, and with ``even``, contiguous even parts
+    placement: BankSplit = BankSplit.cost
     #: processes executor, ``placement=cost``: what the two hand-offs of a round (scatter, results) cost
-    #: together, in microseconds; the breakdown's medians per round in results/reference/
-    #: vm-2core-2026-12-02m-repeated: worker 1's 0.8 us on gym and 5.2 us on atari, worker 0's 0-2.3 us
+    #: together, in microseconds (the breakdown's ``bd_w<rank>_handoff_us`` measures them; the reference
+    #: readings are in docs/processes.md, "Where a round's time goes")
     handoff_us: float = field(default=10.0, metadata={"range": {"ge": 0}})
     #: processes executor, scenarios with ``facts.incremental_gather``: the server gathers the results of the bank
     #: members in its own process (worker 0) while the other processes still step, then the rest
@@ -225,7 +228,7 @@ class SplitGatherServerReactor(ServerReactor):
     (``local``: they are ready as soon as those members have stepped, no meeting needed), then the
     results from the other processes (``results``), so that its own share of the gather overlaps the
     other processes' steps. Needs a scenario with ``facts.incremental_gather`` (same checksum as one gather)
-    and a placement whose process-0 members are the first ``n_local`` of the bank."""
+    and a bank split whose process-0 members are the first ``n_local`` of the bank."""
 
     local = Input(width="n_local")
 
@@ -265,9 +268,10 @@ class RoundProgram(Reactor):
     """The top-level reactor of a scenario: server, worker bank and their connections."""
 
     def __init__(self, scenario: Scenario, server: Server, clock: Clock, rounds: int,
-                 placement: list[int] | None = None, n_local: int = 0, threads: int | None = 1,
+                 bank_split: list[int] | None = None, n_local: int = 0, threads: int | None = 1,
                  seen: Any = None):
-        """``placement``: the worker process of each bank member (None: contiguous even parts);
+        """``bank_split``: the worker process of each bank member (None: the runtime's placement, contiguous
+        even parts);
         ``n_local`` > 0: the first ``n_local`` members run in the server's process and the server
         gathers their results first (`SplitGatherServerReactor`); ``threads``, ``seen``: see `RoleReactor`
         (the relay's slot follows the bank's)."""
@@ -286,8 +290,8 @@ class RoundProgram(Reactor):
             self.connect(self.server.to_relay, self.relay.inp)
             self.connect(self.relay.out, self.server.from_relay)
         self.workers = self.bank(RoleReactor, n, make_role=scenario.make_worker, threads=threads, seen=seen)
-        if placement is not None:
-            self.workers.place(placement)
+        if bank_split is not None:
+            self.workers.place(bank_split)
         if chain:
             self.connect(self.server.msgs, self.workers[0].inp)
             for a, b in zip(self.workers, list(self.workers)[1:]):
@@ -304,80 +308,6 @@ class RoundProgram(Reactor):
                         self.connect(member.out, self.server.results[i - n_local])
             else:
                 self.connect(self.workers.out, self.server.results)
-
-
-def predicted_round(first: int, members: int, processes: int, step: float, gather: float, *,
-                    split_gather: bool, handoff: float) -> float:
-    """The round a contiguous placement with ``first`` members on process 0 (which runs the server) and the
-    rest in even parts on the others should take, from one member's ``step``, the server's ``gather`` per
-    member and the ``handoff`` of a round's two meetings together (any unit, the same for all three).
-
-    Process 0 steps its members while the others, after the scatter's hand-off, step theirs; the round
-    ends with the gather of whatever is still to gather once the last results are in. With
-    ``split_gather`` process 0 gathers its own members' results as soon as they are stepped, so only the
-    other processes' part of the gather follows the last results; without it the whole gather does."""
-    rest = members - first
-    largest = -(-rest // (processes - 1)) if rest and processes > 1 else 0
-    remote = handoff + largest * step if rest else 0.0
-    if split_gather:
-        return max(first * (step + gather), remote) + rest * gather
-    return max(first * step, remote) + members * gather
-
-
-def split_by_cost(members: int, processes: int, step: float, gather: float, *, split_gather: bool,
-                  handoff: float) -> list[int]:
-    """The process of each bank member, contiguous, for the shortest `predicted_round` with at most the
-    even split's share on process 0 (which also runs the server); of equally short rounds the one nearest
-    the even split. A costly streaming gather (Atari frames' CRC-32) moves members off process 0, a cheap
-    one (CartPole) does not pay for the longer wait of the others; the cap keeps every process working
-    when steps are shorter than a hand-off (one process would be faster: that is serial's result)."""
-    if processes <= 1 or members == 0:
-        return [0] * members
-    even = -(-members // processes)  # what the even contiguous split puts on process 0
-
-    def key(first: int) -> tuple[float, int]:
-        return (predicted_round(first, members, processes, step, gather,
-                                split_gather=split_gather, handoff=handoff), abs(first - even))
-
-    first = min(range(even + 1), key=key)
-    rest = members - first
-    out = [0] * first
-    out.extend(1 + even_part(i, rest, processes - 1) for i in range(rest))
-    return out
-
-
-def measure_role_costs(scenario: Scenario, max_rounds: int = 10, budget_s: float = 0.3) -> tuple[float, float]:
-    """Seconds per round of one worker's ``step`` and of the server's ``scatter`` + ``gather`` of
-    ``num_workers`` results, measured on throwaway roles in this process (medians after one
-    warm-up round; the real roles and their checksum are untouched)."""
-    import time
-
-    server = scenario.make_server()
-    worker = scenario.make_worker(0)
-    n = scenario.num_workers
-    steps, serves = [], []
-    try:
-        deadline = time.perf_counter() + budget_s
-        for i in range(max_rounds + 1):
-            t0 = time.perf_counter()
-            msgs = server.scatter()
-            msg = msgs.value if isinstance(msgs, Broadcast) else split_messages(msgs, n)[0]
-            t1 = time.perf_counter()
-            result = worker.step(msg)
-            t2 = time.perf_counter()
-            server.gather([result] * n)
-            t3 = time.perf_counter()
-            if i > 0:
-                steps.append(t2 - t1)
-                serves.append((t1 - t0) + (t3 - t2))
-            if i > 1 and t3 > deadline:
-                break
-    finally:
-        worker.close()
-        server.close()
-    steps.sort()
-    serves.sort()
-    return steps[len(steps) // 2], serves[len(serves) // 2]
 
 
 class ReactorBackend(Backend):
@@ -407,34 +337,35 @@ class ReactorBackend(Backend):
         self.scenario = scenario
         self.server = server
         self.stats: Any = None
-        self.placement: list[int] | None = None
+        #: the worker process of each bank member where the costs chose it (`split_by_cost`), else None
+        self.bank_split: list[int] | None = None
         # only a split gather makes the costs matter: without one, the whole gather follows the last
         # results whatever the split, and the even split has the smallest largest share; throwaway roles
         # are built only where building and stepping one acts on nothing outside it
-        if Placement(self.config.placement) is Placement.cost and self._splits_gather() and \
+        if BankSplit(self.config.placement) is BankSplit.cost and self._splits_gather() and \
                 not scenario.facts.side_effects:
             step_s, server_s = measure_role_costs(scenario)
             n = scenario.num_workers
-            self.placement = split_by_cost(n, self.processes, step_s, server_s / n, split_gather=True,
-                                           handoff=float(self.config.handoff_us) * 1e-6)
+            self.bank_split = split_by_cost(n, self.processes, step_s, server_s / n, split_gather=True,
+                                            handoff=float(self.config.handoff_us) * 1e-6)
             self.startup_breakdown["placement_server_cost"] = server_s / step_s if step_s > 0 else 0.0
-            self.startup_breakdown["placement_members_w0"] = float(self.placement.count(0))
+            self.startup_breakdown["placement_members_w0"] = float(self.bank_split.count(0))
 
     def program(self, rounds: int, clock: Clock) -> RoundProgram:
-        placement, n_local = self.placement, 0
+        bank_split, n_local = self.bank_split, 0
         if self._splits_gather():
             n = self.scenario.num_workers
-            if placement is None:  # the executor's default, made explicit: contiguous even parts
-                placement = [even_part(i, n, self.processes) for i in range(n)]
-            n_local = placement.count(0)
-            if placement[:n_local] != [0] * n_local:  # process 0's members must lead the bank
+            if bank_split is None:  # the executor's default, made explicit: contiguous even parts
+                bank_split = [even_part(i, n, self.processes) for i in range(n)]
+            n_local = bank_split.count(0)
+            if bank_split[:n_local] != [0] * n_local:  # process 0's members must lead the bank
                 n_local = 0
         #: torch's thread count read in each role's process once built (bank members, then the relay)
         self.seen = shared_slots(self.scenario.num_workers + 1)
         # the processes executor's roles apply the threads in their processes once built; the in-process
         # executors' are applied by `run` before any reaction (`scenarios.threads`)
         threads = self.threads_per_worker if self.executor == "processes" else None
-        return RoundProgram(self.scenario, self.server, clock, rounds, placement=placement, n_local=n_local,
+        return RoundProgram(self.scenario, self.server, clock, rounds, bank_split=bank_split, n_local=n_local,
                             threads=threads, seen=self.seen)
 
     def _splits_gather(self) -> bool:

@@ -5,7 +5,7 @@ import json
 import pandas as pd
 import pytest
 
-from backends.reactor import predicted_round, split_by_cost
+from backends._bank_split import predicted_round, split_by_cost
 from tests.conftest import read_rows, run_cli
 
 
@@ -101,7 +101,7 @@ def test_cost_placement_uses_costs_measured_on_throwaway_roles(handoff_us, membe
     backend = ReactorBackend(ReactorConfig(executor=Executor.processes, handoff_us=handoff_us, max_processes=2), 2)
     backend.start(scenario, scenario.make_server())
     # a CartPole step costs more than 7 gathers of its result: free hand-offs move one member, dear ones none
-    assert backend.placement == [0] * members_w0 + [1] * (15 - members_w0)
+    assert backend.bank_split == [0] * members_w0 + [1] * (15 - members_w0)
     assert backend.startup_breakdown["placement_members_w0"] == members_w0
     top = backend.program(3, None)
     assert top.server.n_local == members_w0
@@ -115,4 +115,4 @@ def test_even_placement_where_the_gather_is_not_split():
     scenario = make_scenario(MarlConfig(env=MarlEnv.synthetic, num_agents=4), seed=0)
     backend = ReactorBackend(ReactorConfig(executor=Executor.processes, max_processes=2), 2)
     backend.start(scenario, scenario.make_server())
-    assert backend.placement is None and "placement_members_w0" not in backend.startup_breakdown
+    assert backend.bank_split is None and "placement_members_w0" not in backend.startup_breakdown

@@ -5,7 +5,8 @@ from __future__ import annotations
 import dataclasses
 import mmap
 
-from backends.reactor import ReactorConfig, split_by_cost, waiting
+from backends._bank_split import split_by_cost
+from backends.reactor import ReactorConfig, waiting
 from reactor_backend import _sync
 from reactor_backend.placement import even_part
 from reactor_backend.waiting import Waiting

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from backends.reactor import Executor, Placement, ReactorBackend, ReactorConfig, ServerReactor, SplitGatherServerReactor
+from backends.reactor import BankSplit, Executor, ReactorBackend, ReactorConfig, ServerReactor, SplitGatherServerReactor
 from reactor_backend.model import class_declarations
 from scenarios import make_scenario
 from scenarios.configs import GymConfig, MarlConfig, MarlEnv
@@ -27,7 +27,7 @@ def _serial_checksum(scenario, rounds: int) -> str:
 
 def test_gym_server_gathers_its_own_members_first():
     scenario = make_scenario(GymConfig(num_envs=15), seed=3)
-    backend, _ = _backend(scenario, 2, placement=Placement.even)
+    backend, _ = _backend(scenario, 2, placement=BankSplit.even)
     top = backend.program(5, TickClock())
     assert type(top.server) is SplitGatherServerReactor
     assert top.server.n_local == 8 and top.server.local.width == 8 and top.server.results.width == 7
