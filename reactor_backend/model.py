@@ -469,7 +469,6 @@ class Bank:
 
     def __init__(self, members: list["Reactor"]) -> None:
         self.members = members
-        self.placement: Any = None
 
     def __len__(self) -> int:
         return len(self.members)
@@ -481,7 +480,7 @@ class Bank:
         return iter(self.members)
 
     def __getattr__(self, name: str) -> BankPortView:
-        if name.startswith("_") or name in ("members", "placement"):
+        if name.startswith("_") or name == "members":
             raise AttributeError(name)
         if not self.members:
             return BankPortView(self, name)
@@ -533,7 +532,7 @@ class Reactor:
         _construct.bank_index = None  # children built inside __init__ are not bank members
         d["_connections"] = []
         d["_banks"] = []
-        d["_placement"] = None
+        d["_place_hint"] = None  # the worker `place` asked for (`reactor_backend.placement` reads it)
         d["_name"] = None
         d["_core"] = None
         d["_current_mode"] = None
@@ -580,7 +579,7 @@ class Reactor:
 
     def place(self, worker: int) -> "Reactor":
         """Placement hint: run this reactor (and its unplaced children) on ``worker`` (processes)."""
-        self._placement = int(worker)
+        self._place_hint = int(worker)
         return self
 
     # ---- runtime ----------------------------------------------------------------------------

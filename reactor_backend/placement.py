@@ -59,8 +59,8 @@ def assign_workers(program: Program, n_workers: int) -> dict[Reactor, int]:
             # a mode's contents run where the modal reactor runs (transitions change them at once)
             out[r] = out[enc.reactor]
             split[r] = True
-        elif r._placement is not None:
-            out[r] = r._placement % n_workers
+        elif r._place_hint is not None:
+            out[r] = r._place_hint % n_workers
             split[r] = True
         elif r in bank_of and not par_split:
             b, i = bank_of[r]

@@ -147,7 +147,7 @@ _advance_position = _sync.advance_position
 _C_REACTIONS = 0   # per-process counter slots in the control block
 _C_STATE = 1
 _C_BREAKDOWN = 2   # slots 2..7: the time breakdown (see Breakdown)
-_INTERNAL = frozenset({"_ctx", "bank_index", "_bank_member", "_connections", "_banks", "_placement", "_name",
+_INTERNAL = frozenset({"_ctx", "bank_index", "_bank_member", "_connections", "_banks", "_place_hint", "_name",
                        "_core", "_assembled", "_scope_mode", "_in_mode", "_enclosing_mode",
                        "_current_mode", "_mode_request", "_modes"})
 
