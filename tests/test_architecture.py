@@ -26,7 +26,8 @@ ALLOWED: dict[str, set[str]] = {
     "harness": {"scenarios", "reactor_backend", "ray_backend", "backends"},
 }
 #: the report reads result files only
-REPORT_ALLOWED = {"harness.results", "harness.resume", "harness.archive"}  # file formats: the columns, the reused-job marker, the compact run
+REPORT_ALLOWED = {"harness.results", "harness.resume", "harness.archive",  # file formats: the columns, the reused-job marker, the compact run
+                  "harness.labels"}  # the rows' backend label (and the preset it came from)
 NOT_RUNTIME = ("scenarios", "harness", "ray_backend", "backends")
 
 

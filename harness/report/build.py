@@ -6,15 +6,19 @@ from pathlib import Path
 from typing import Iterable, Optional
 
 from harness.archive import ARCHIVE_FILE
-from harness.report.figures import all_plots
+import pandas as pd
+
+from harness.report.figures import against_serial_frame, against_serial_plot, all_plots
 from harness.report.load import latest_runs, load_results
 from harness.report.paper import side_by_side
-from harness.report.render import Report, readme_section, summary_csv, to_html, to_markdown, update_readme
+from harness.report.documents import to_html, to_markdown
+from harness.report.model import Report, config_names, is_rl, scenario_order
+from harness.report.readme import readme_section, update_readme
+from harness.report.tables import summary_csv
 from harness.report.analysis import analyze
 from harness.report.paired import analyze_paired, split_paired
-from harness.report.paired_render import paired_plots, paired_sections
+from harness.report.paired_render import paired_against_serial, paired_plots, paired_sections
 from harness.report.freethreaded import freethreaded_sections
-from harness.report.render import config_names
 from harness.report.verdict import headline_frame
 
 FIGURE_DIR = "figures"
@@ -47,7 +51,29 @@ def make_report(paths: Iterable[Path | str], all_runs: bool = False, figures: bo
                               analysis.unequal) if figures
                     else ([], ["figures not drawn (--no-figures)"]))
     if figures:
-        plots += paired_plots(paired)
+        # the opening picture: standalone and paired readings on one axis (RL workloads and microbenchmarks
+        # apart), then one figure per paired job
+        names = config_names(paired_rows) if len(paired_rows) else {}
+        frame, bounds = against_serial_frame(analysis.speedups, results.rows, analysis.unequal) \
+            if len(results.rows) else (pd.DataFrame(), {})
+        pframe, pbounds = paired_against_serial(paired, names)
+        both = pd.concat([f for f in (frame, pframe) if len(f)], ignore_index=True) if len(frame) or len(pframe) \
+            else pd.DataFrame()
+        plots = [p for p in plots if p.name != "relative_to_serial"]
+        opening = []
+        if len(both):
+            title = "Every backend against serial: throughput ratio (unit/s over serial's unit/s)"
+            rl = both[both["scenario"].map(is_rl)]
+            micro = both[~both["scenario"].map(is_rl)]
+            opening = against_serial_plot(rl, {**bounds, **pbounds}, "relative_to_serial", title + ", RL workloads",
+                                          scenario_order) + \
+                against_serial_plot(micro, {**bounds, **pbounds}, "relative_to_serial_micro",
+                                    title + ", microbenchmarks", scenario_order)
+            notes = [n for n in notes if not n.startswith("every backend against serial")]
+        plots = opening + plots
+        if paired:
+            units = {str(j): str(g["unit"].iloc[0]) for j, g in paired_rows.groupby("job")}
+            plots += paired_plots(paired, names, units)
     rep = Report(results=results, analysis=analysis, paper=paper, plots=plots, sources=[str(p) for p in paths],
                  superseded_runs=superseded, figure_notes=notes, paired=paired, paired_rows=paired_rows)
     rep.paired_sections = paired_sections(rep) + freethreaded_sections(rep)  # (the latter: interpreter=ft rows)

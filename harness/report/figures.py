@@ -18,24 +18,49 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
+from harness.labels import BackendLabel
 from harness.report.stats import CEILING, CEILINGS, HEADLINE_PAIRS, SERIAL, SYNC_CEILING, amdahl_bound
 
 MAX_PANELS = 9
-KNOWN_COLORS = {
-    "serial:-": "#7f7f7f", "reactor:processes": "#d62728", "reactor:threads": "#ff7f0e",
-    "reactor:inline": "#bcbd22", "ray:actors": "#1f77b4", "ray:compiled": "#17becf", "vector:-": "#2ca02c",
-    "ray:actors_packed": "#aec7e8", "ray:compiled_packed": "#9edae5", "ale_vector:-": "#98df8a",
-    "capacity:-": "#000000",
-    "capacity:lockstep": "#666666",
+#: one colour and one marker per backend preset, far apart (colour-blind safe where it matters: the reactor's
+#: executors in warm hues, Ray's layouts in blues and teals with different markers, the ceilings black/grey)
+KNOWN_STYLES = {
+    "serial:-": ("#4d4d4d", "o"), "reactor:processes": ("#d62728", "D"), "reactor:threads": ("#ff7f0e", "^"),
+    "reactor:inline": ("#bcbd22", "v"), "reactor:processes-max1024": ("#8c1515", "d"),
+    "ray:actors": ("#1f77b4", "s"), "ray:compiled": ("#17becf", "P"), "ray:actors_packed": ("#08306b", "X"),
+    "ray:compiled_packed": ("#2ca089", "*"), "vector:-": ("#2ca02c", "h"), "ale_vector:-": ("#98df8a", "H"),
+    "rllib:module": ("#9467bd", "<"), "rllib:random": ("#e377c2", ">"), "puffer:-": ("#8c564b", "p"),
+    "capacity:-": ("#000000", "|"), "capacity:lockstep": ("#a0a0a0", "_"),
 }
+KNOWN_COLORS = {k: v[0] for k, v in KNOWN_STYLES.items()}
 _CYCLE = ["#9467bd", "#8c564b", "#e377c2", "#393b79", "#637939", "#843c39", "#7b4173"]
+_MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*", "h"]
+
+
+def _base(label: str) -> str:
+    """A label's style key: interpreter and A/A copy dropped (``reactor:threads ft#2`` -> ``reactor:threads``)."""
+    return BackendLabel.parse(label).on_default_interpreter().first_copy().render()
 
 
 def color(label: str) -> str:
     """A stable color per backend label, so a backend looks the same in every figure."""
-    if label in KNOWN_COLORS:
-        return KNOWN_COLORS[label]
+    base = _base(label) if ":" in label else label
+    if base in KNOWN_STYLES:
+        return KNOWN_STYLES[base][0]
     return _CYCLE[sum(map(ord, label)) % len(_CYCLE)]
+
+
+def marker(label: str) -> str:
+    """A stable marker per backend label (with the colour: two backends differ in both)."""
+    base = _base(label) if ":" in label else label
+    if base in KNOWN_STYLES:
+        return KNOWN_STYLES[base][1]
+    return _MARKERS[sum(map(ord, label)) % len(_MARKERS)]
+
+
+def shown(label: str) -> str:
+    """A backend as figures name it: the preset a user types (`harness.labels.BackendLabel.preset_name`)."""
+    return BackendLabel.parse(label).preset_name() if ":" in label else label
 
 
 @dataclass
@@ -142,7 +167,8 @@ def throughput_vs_workers(summary: pd.DataFrame, rows: pd.DataFrame) -> list[Plo
         for label, lg in g.groupby("label", sort=True):
             lg = lg.sort_values("workers")
             yerr = np.vstack([lg["median"] - lg["ci_low"], lg["ci_high"] - lg["median"]]).clip(min=0)
-            ax.errorbar(lg["workers"], lg["median"], yerr=yerr, marker="o", capsize=3, color=color(label), label=label)
+            ax.errorbar(lg["workers"], lg["median"], yerr=yerr, marker=marker(label), capsize=3, color=color(label),
+                        label=shown(label))
         ceil = g[np.isfinite(g["ceiling"].astype(float))].groupby("workers")["ceiling"].median()
         if len(ceil):
             ax.plot(ceil.index, ceil.values, ls="--", color="black", lw=1, label="ceiling")
@@ -168,59 +194,128 @@ def _pairs_to_plot(speedups: pd.DataFrame) -> list[tuple[str, str]]:
     return sorted(p for p in have if p[1] == SERIAL) or sorted(have)[:4]
 
 
-def relative_to_serial(speedups: pd.DataFrame, rows: pd.DataFrame, unequal: set | None = None) -> list[Plot]:
-    """The report's opening picture: per configuration (one panel each), every backend's throughput over
-    serial's with its 95% interval; the measured ceiling (``capacity:-`` over serial) as a dashed line."""
+#: how the bounds are drawn in the opening picture: (marker, colour, label)
+BOUND_STYLES = {
+    "measured": ("|", "#000000", "measured ceiling (capacity: k copies of serial, never meeting)"),
+    "synchronized": ("4", "#555555", "synchronized ceiling (capacity_lockstep: k copies meeting each round)"),
+    "amdahl": ("x", "#8c564b", "Amdahl bound (serial's server part stays serial)"),
+}
+#: rows (configuration x backend) per opening picture; more go to a second picture
+MAX_ROWS = 48
+
+
+def against_serial_frame(speedups: pd.DataFrame, rows: pd.DataFrame,
+                         unequal: set | None = None) -> tuple[pd.DataFrame, dict[str, dict[str, float]]]:
+    """The standalone jobs' part of the opening picture: per configuration (its title) and backend, the ratio
+    to serial with its interval; and per configuration the bounds over serial (ceilings, Amdahl)."""
+    cols = ["group", "scenario", "label", "source", "ratio", "ci_low", "ci_high"]
     if not len(speedups):
-        return []
+        return pd.DataFrame(columns=cols), {}
     unequal = unequal or set()
     sel = speedups[speedups["denominator"] == SERIAL]
-    configs = sorted(set(sel["config"]), key=lambda c: c)[:MAX_PANELS * 2]
-    if not configs:
-        return []
     vary = varying_params(rows)
     meta = _config_meta(rows)
-    ncols = 2 if len(configs) > 1 else 1
-    nrows = math.ceil(len(configs) / ncols)
-    fig = Figure(figsize=(6.5 * ncols, 0.6 + 2.3 * nrows), layout="constrained")
-    axes = np.atleast_1d(fig.subplots(nrows, ncols)).ravel()
-    for ax, c in zip(axes, configs):
-        g = sel[sel["config"] == c]
-        ceiling = g[g["numerator"] == CEILING]
-        synced = g[g["numerator"] == SYNC_CEILING]
-        bars = g[~g["numerator"].isin(CEILINGS)].sort_values("ratio")
-        labels = [lab + (" (not the same work)" if (c, lab) in unequal else "") for lab in bars["numerator"]]
-        ys = np.arange(len(bars))
-        r = bars["ratio"].to_numpy(float)
-        err = np.vstack([r - bars["ci_low"].to_numpy(float), bars["ci_high"].to_numpy(float) - r]).clip(min=0)
-        ax.barh(ys, r, xerr=err, color=[color(lab) for lab in bars["numerator"]], edgecolor="black", capsize=3)
-        ax.set_yticks(ys)
-        ax.set_yticklabels(labels, fontsize=7)
-        ax.axvline(1.0, color="#7f7f7f", lw=1.5, label="serial")
-        if len(ceiling):
-            cr = ceiling.iloc[0]
-            ax.axvline(cr["ratio"], color="black", ls="--", lw=1.2, label="measured ceiling")
-            ax.axvspan(cr["ci_low"], cr["ci_high"], color="black", alpha=0.08)
-        if len(synced):
-            ax.axvline(synced.iloc[0]["ratio"], color="black", ls=":", lw=1.2, label="synchronized ceiling")
+    recs, bounds = [], {}
+    for c, g in sel.groupby("config", sort=True):
+        group = config_title(meta.loc[c], vary, 48)
+        b: dict[str, float] = {}
+        for lab, key in ((CEILING, "measured"), (SYNC_CEILING, "synchronized")):
+            hit = g[g["numerator"] == lab]
+            if len(hit):
+                b[key] = float(hit.iloc[0]["ratio"])
         bound = amdahl_bound(rows[(rows["config"] == c) & (rows["status"] == "ok")])
         if np.isfinite(bound):
-            ax.axvline(bound, color="#8c564b", ls="-.", lw=1.2, label="Amdahl bound")
+            b["amdahl"] = float(bound)
+        bounds[group] = b
+        for _, r in g[~g["numerator"].isin(CEILINGS)].iterrows():
+            if (c, r["numerator"]) in unequal:
+                continue
+            recs.append({"group": group, "scenario": meta.loc[c, "scenario"], "label": r["numerator"],
+                         "source": "standalone", "ratio": r["ratio"], "ci_low": r["ci_low"], "ci_high": r["ci_high"]})
+    return pd.DataFrame(recs, columns=cols), bounds
+
+
+def against_serial_plot(frame: pd.DataFrame, bounds: dict[str, dict[str, float]], name: str, title: str,
+                        scenario_order: Any = None) -> list[Plot]:
+    """Every backend against serial on one shared log axis: a point per (configuration, backend) at its ratio
+    with its 95% interval as a line, grouped by configuration; 1 (serial) as a line; the bounds as labelled
+    markers on each configuration's own row. Paired readings are hollow points."""
+    if not len(frame):
+        return []
+    order = scenario_order or (lambda s: 0)
+    groups = sorted(dict.fromkeys(frame["group"]), key=lambda gname: (order(frame.loc[frame["group"] == gname,
+                                                                                        "scenario"].iloc[0]), gname))
+    plots = []
+    chunk: list[str] = []
+    chunks: list[list[str]] = []
+    n = 0
+    for gname in groups:
+        k = int((frame["group"] == gname).sum()) + 1
+        if chunk and n + k > MAX_ROWS:
+            chunks.append(chunk)
+            chunk, n = [], 0
+        chunk.append(gname)
+        n += k
+    if chunk:
+        chunks.append(chunk)
+    finite = frame[["ratio", "ci_low", "ci_high"]].to_numpy(float)
+    finite = finite[np.isfinite(finite) & (finite > 0)]
+    allb = [v for b in bounds.values() for v in b.values() if np.isfinite(v) and v > 0]
+    lo_x = min([*finite, *allb, 1.0]) / 1.25
+    hi_x = max([*finite, *allb, 1.0]) * 1.25
+    for part, names in enumerate(chunks):
+        ticks, labels, y = [], [], 0.0
+        fig = Figure(figsize=(11.0, 1.2 + 0.26 * (sum(int((frame["group"] == g).sum()) + 1 for g in names))),
+                     layout="constrained")
+        ax = fig.subplots()
+        seen: set[str] = set()
+        for gname in names:
+            g = frame[frame["group"] == gname].sort_values(["source", "ratio"])
+            ax.text(lo_x * 1.02, y, gname, fontsize=8, fontweight="bold", va="center")
+            head_y = y
+            y += 1
+            for _, r in g.iterrows():
+                lab = r["label"]
+                paired = str(r["source"]).startswith("paired")
+                ax.plot([r["ci_low"], r["ci_high"]], [y, y], color=color(lab), lw=1.6)
+                key = f"{shown(lab)}{' (paired)' if paired else ''}"
+                ax.plot([r["ratio"]], [y], marker=marker(lab), ms=7, color=color(lab),
+                        mfc="white" if paired else color(lab), ls="none", label=key if key not in seen else None)
+                seen.add(key)
+                ticks.append(y)
+                labels.append(shown(lab) + ("" if r["source"] == "standalone" else f" ({r['source']})"))
+                y += 1
+            for kind, value in bounds.get(gname, {}).items():
+                mk, col, text = BOUND_STYLES[kind]
+                ax.plot([value], [head_y], marker=mk, ms=12, mew=2, color=col, ls="none",
+                        label=text if text not in seen else None)
+                seen.add(text)
+            y += 0.4
+        ax.axvline(1.0, color="#7f7f7f", lw=1.2, ls="--", label="serial (1x)")
+        ax.set_yticks(ticks)
+        ax.set_yticklabels(labels, fontsize=7)
+        ax.set_ylim(y - 0.5, -0.8)
+        ax.set_xlim(lo_x, hi_x)
         log_axis(ax, "x")
-        ax.set_title(config_title(meta.loc[c], vary, 48), fontsize=8)
         ax.grid(True, axis="x", which="both", alpha=0.3)
-        ax.legend(fontsize=6, loc="lower right")
-    for ax in axes[len(configs):]:
-        ax.set_visible(False)
-    fig.supxlabel("throughput / serial throughput (ratio of medians, 95% bootstrap interval; log scale)", fontsize=8)
-    return [Plot("relative_to_serial", "Every backend against serial", fig,
-                 "Per configuration: each backend's median throughput over serial's with its 95% bootstrap interval. "
-                 "Grey line: serial (1x). Dashed line (shaded: its interval): the measured ceiling, `workers` "
-                 "uncoordinated copies of the serial loop (backend capacity); a bar past it beats what independent "
-                 "processes get from this machine. Dotted line: the synchronized ceiling, the same copies meeting once per "
-                 "round (backend capacity_lockstep). Dash-dot line: the Amdahl bound measured by serial (its server part "
-                 "stays serial, its workers' steps split over `workers`). Invalid configurations (checksums differ) "
-                 "are left out.")]
+        ax.set_xlabel("throughput / serial's throughput (95% interval; log scale, shared by every row)")
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0), framealpha=0.9)
+        suffix = f" ({part + 1} of {len(chunks)})" if len(chunks) > 1 else ""
+        fig.suptitle(title + suffix, fontsize=10)
+        plots.append(Plot(name if part == 0 else f"{name}_{part + 1}", title + suffix, fig,
+                          "Per configuration (bold), each backend's throughput over serial's: the point is the ratio, "
+                          "the line its 95% interval (standalone: ratio of medians of repetitions; hollow, paired: "
+                          "median of per-cycle ratios). Left of the dashed line: slower than the plain loop. The "
+                          "markers on a configuration's own row are its bounds over serial: the measured ceiling "
+                          "(|), the synchronized ceiling (tri) and the Amdahl bound (x). One axis for every row."))
+    return plots
+
+
+def relative_to_serial(speedups: pd.DataFrame, rows: pd.DataFrame, unequal: set | None = None) -> list[Plot]:
+    """The report's opening picture from standalone jobs alone (`against_serial_plot`)."""
+    frame, bounds = against_serial_frame(speedups, rows, unequal)
+    return against_serial_plot(frame, bounds, "relative_to_serial",
+                               "Every backend against serial: throughput ratio (unit/s over serial's unit/s)")
 
 
 def speedup_bars(speedups: pd.DataFrame, rows: pd.DataFrame) -> list[Plot]:
@@ -297,7 +392,7 @@ def latency_cdfs(rows: pd.DataFrame, latencies: pd.DataFrame) -> list[Plot]:
             v = np.sort(lg["value"].to_numpy(float))
             v = v[np.isfinite(v) & (v > 0)]
             if v.size:
-                ax.step(v, np.arange(1, v.size + 1) / v.size, where="post", color=color(label), label=label)
+                ax.step(v, np.arange(1, v.size + 1) / v.size, where="post", color=color(label), label=shown(label))
         log_axis(ax, "x")
         ax.set_xlabel("round latency (ms)")
         ax.set_ylabel("fraction of rounds")
@@ -330,13 +425,16 @@ def _overhead_plot(summary: pd.DataFrame, rows: pd.DataFrame, xkey: str, name: s
         return []
     vary = varying_params(rows)
     other = sorted({k for sc in scenarios for k in vary.get(sc, [])} - {xkey, "num_clients", "payload_bytes"})
-    s["line"] = [f"{r['label']} {r['scenario']} w={int(r['workers']) if np.isfinite(r['workers']) else '-'} "
+    s["line"] = [f"{r['label'].replace(' ', '_')} {r['scenario']} w={int(r['workers']) if np.isfinite(r['workers']) else '-'} "
                  f"{describe(pmap.get(r['params'], {}), other, 30)}".strip() for _, r in s.iterrows()]
     fig = Figure(figsize=(6.5, 4.2), layout="constrained")
     ax = fig.subplots()
     for line, g in s.groupby("line", sort=True):
         g = g.groupby("x", as_index=False)["overhead_ms"].median().sort_values("x")
-        ax.plot(g["x"], g["overhead_ms"], marker="o", color=color(line.split(" ")[0]), label=line)
+        label = line.split(" ")[0]
+        # a line through two points draws a trend the data does not show: fewer than 3 points stay points
+        ax.plot(g["x"], g["overhead_ms"], marker=marker(label), ls="-" if len(g) >= 3 else "none",
+                color=color(label), label=shown(label) + line[len(label):])
     if (s["x"] <= 0).any():
         ax.set_xscale("symlog", linthresh=max(1.0, float(s.loc[s["x"] > 0, "x"].min()) if (s["x"] > 0).any() else 1.0))
     else:
@@ -411,10 +509,10 @@ def dqn_plots(rows: pd.DataFrame, latencies: pd.DataFrame) -> list[Plot]:
             ll = lc[lc["label"] == label] if len(lc) else lc
             if len(ll):
                 med = ll.groupby("x")["value"].median()  # the median over jobs (trials) of each job's median
-                ax.plot(med.index.to_numpy(float), med.to_numpy(float), color=color(label), label=label)
+                ax.plot(med.index.to_numpy(float), med.to_numpy(float), color=color(label), label=shown(label))
             else:
                 lg = g[g["label"] == label]
-                ax.plot(lg["rounds"], lg["seconds"], "o", color=color(label), label=f"{label} (totals only)")
+                ax.plot(lg["rounds"], lg["seconds"], marker(label), color=color(label), label=f"{shown(label)} (totals only)")
         ax.set_xlabel("rounds")
         ax.set_ylabel("wall time (s)")
         ax.set_title(title(c), fontsize=9)

@@ -16,10 +16,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from harness.labels import BackendLabel
 from harness.report.paired import PairedJob
 from harness.report.stats import SERIAL, median_ci
 
-from harness.report.render import Section, Table, num
+from harness.report.fmt import Table, num
+from harness.report.model import Section
 
 
 def _is_ft(row: pd.Series) -> bool:
@@ -27,11 +29,9 @@ def _is_ft(row: pd.Series) -> bool:
 
 
 def _base_label(label: str) -> str:
-    """``reactor:threads ft`` -> ``reactor:threads``; ``serial:ft`` -> ``serial:-``."""
-    backend, _, variant = label.partition(":")
-    if variant == "ft":
-        return f"{backend}:-"
-    return f"{backend}:{variant[:-3]}" if variant.endswith(" ft") else label
+    """``reactor:threads ft`` -> ``reactor:threads``; ``serial:ft`` -> ``serial:-`` (the same backend on the
+    default interpreter)."""
+    return BackendLabel.parse(label).on_default_interpreter().render()
 
 
 def ft_table(rows: pd.DataFrame) -> Table:
@@ -91,7 +91,7 @@ def _ci(x: pd.Series) -> str:
 
 
 def _ft_labels(labels: list[str]) -> list[str]:
-    return [lab for lab in labels if lab.split(":", 1)[-1] == "ft" or lab.endswith(" ft")]
+    return [lab for lab in labels if BackendLabel.parse(lab).free_threaded]
 
 
 def ft_paired_table(jobs: list[PairedJob]) -> Table:
@@ -122,8 +122,10 @@ def paired_scaling_lines(jobs: list[PairedJob]) -> list[str]:
     per: dict[tuple[str, int], tuple[float, float, float]] = {}
     for job in jobs:
         t = job.table
-        if "reactor:threads ft" in t and "serial:ft" in t:
-            per[(job.scenario, job.workers)] = median_ci((t["reactor:threads ft"] / t["serial:ft"]).to_numpy(float))
+        threads = BackendLabel("reactor", "threads", "ft").render()
+        serial_ft = BackendLabel("reactor", "threads", "ft").serial_baseline().render()
+        if threads in t and serial_ft in t:
+            per[(job.scenario, job.workers)] = median_ci((t[threads] / t[serial_ft]).to_numpy(float))
     out = []
     for (scen, w), (med, lo, hi) in sorted(per.items()):
         one = per.get((scen, 1))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Optional
 
 import numpy as np
 import pandas as pd
@@ -10,7 +11,9 @@ from matplotlib.figure import Figure
 
 from harness.report.figures import Plot, color
 from harness.report.paired import PairedJob, host_summary, ratio_frame, shift_lines
-from harness.report.render import Report, Section, Table, interval, num
+from harness.report.stats import CEILINGS, SERIAL
+from harness.report.fmt import Table, interval, num
+from harness.report.model import Report, Section
 
 
 def ratio_table(jobs: list[PairedJob]) -> Table:
@@ -37,16 +40,44 @@ def host_table(jobs: list[PairedJob]) -> Table:
                   *[f"{lab} unit/s" for lab in labels]], rows)
 
 
-def paired_plot(job: PairedJob, index: int) -> Plot:
-    """Throughput of every backend per cycle (regime boundaries dashed) over the host's calibration."""
-    fig = Figure(figsize=(8.0, 5.0), layout="constrained")
-    top, bottom = fig.subplots(2, 1, sharex=True, height_ratios=[2, 1])
-    for label in job.table:
-        top.plot(job.table.index, job.table[label], marker=".", lw=0.8, label=label, color=color(label))
-    top.set_ylabel("unit/s per block")
-    top.legend(fontsize=7, loc="best")
-    host = job.host.reindex(job.table.index)
-    cores = np.array([c if isinstance(c, list) else [] for c in host["core_ms"]], dtype=object)
+def paired_plot(job: PairedJob, index: int, name: str = "", unit: str = "units") -> Plot:
+    """Per cycle: every contender's block over serial's block of the same cycle (the paired ratio, one point
+    per cycle; the line: its median per regime; regimes shaded), beside it the ceiling's and serial's
+    throughput series the host shifts are searched in, and below the calibration loop's time per core."""
+    from harness.labels import BackendLabel
+    from harness.report.figures import marker, shown
+
+    fig = Figure(figsize=(9.0, 7.0), layout="constrained")
+    top, mid, bottom = fig.subplots(3, 1, sharex=True, height_ratios=[2.2, 1.4, 1])
+    t = job.table
+    spans = job.regimes
+    for k, (lo_i, hi_i) in enumerate(spans):
+        if len(spans) > 1 and k % 2 == 1:
+            for ax in (top, mid, bottom):
+                ax.axvspan(t.index[lo_i] - 0.5, t.index[hi_i - 1] + 0.5, color="#000000", alpha=0.06, lw=0)
+    contenders = [lab for lab in job.labels if lab not in CEILINGS]
+    for label in contenders:
+        serial = BackendLabel.parse(label).serial_baseline().render()
+        if label == serial or serial not in t or label not in t:
+            continue
+        r = (t[label] / t[serial]).replace([np.inf, -np.inf], np.nan)
+        top.plot(t.index, r, ls="none", marker=marker(label), ms=3, alpha=0.55, color=color(label),
+                 label=f"{shown(label)} / {shown(serial)}")
+        for lo_i, hi_i in spans:
+            med = float(np.nanmedian(r.iloc[lo_i:hi_i]))
+            top.hlines(med, t.index[lo_i] - 0.5, t.index[hi_i - 1] + 0.5, color=color(label), lw=2)
+    top.axhline(1.0, color="#7f7f7f", lw=1, ls="--")
+    top.set_ylabel("block throughput / serial's\n(same cycle)")
+    top.legend(fontsize=7, loc="best", ncol=2)
+    top.grid(True, alpha=0.3)
+    for label in [*[c for c in CEILINGS if c in t], *[lab for lab in contenders if lab == SERIAL]]:
+        mid.plot(t.index, t[label], lw=0.9, marker=marker(label), ms=2, color=color(label), label=shown(label))
+    mid.set_ylabel(f"{unit}/s per block")
+    if len(mid.get_lines()):
+        mid.legend(fontsize=7, loc="best")
+    mid.grid(True, alpha=0.3)
+    host = job.host.reindex(t.index)
+    cores = [c if isinstance(c, list) else [] for c in host["core_ms"]] if "core_ms" in host else []
     width = max((len(c) for c in cores), default=0)
     for k in range(width):
         bottom.plot(host.index, [c[k] if len(c) > k else np.nan for c in cores], lw=0.8, label=f"core {k}")
@@ -54,18 +85,25 @@ def paired_plot(job: PairedJob, index: int) -> Plot:
     bottom.set_xlabel("cycle")
     if width:
         bottom.legend(fontsize=7, loc="best")
-    for s in job.splits:
-        for ax in (top, bottom):
-            ax.axvline(job.table.index[s.index] - 0.5, ls="--", color="k", lw=1)
-    title = f"Paired cycles: {job.name}"
-    caption = ("Each point is one block; a cycle holds one block of every backend. Below: the calibration loop's "
-               "time on each core at the start of each cycle (higher: a slower core). Dashed: a host shift "
-               f"found in {job.shift_series or 'no series'}.")
+    for sp in job.splits:
+        for ax in (top, mid, bottom):
+            ax.axvline(t.index[sp.index] - 0.5, ls="--", color="k", lw=1)
+    title = f"{name or job.name}: per-cycle ratios to serial (paired job, {job.cycles} cycles)"
+    fig.suptitle(title, fontsize=10)
+    caption = ("Top: each point is one cycle's block of a backend over serial's block of the same cycle (a "
+               "change of host speed that spans the cycle cancels); the thick line is the median per regime. "
+               f"Middle: the throughput series ({unit}/s) of the ceiling(s) and serial, where host shifts are "
+               f"searched ({job.shift_series or 'no ceiling in the job'}); shaded and dashed: the regimes a "
+               "shift splits the job into. Bottom: the calibration loop's time on each core at the start of "
+               "each cycle (higher: a slower core).")
     return Plot(f"paired_{index}", title, fig, caption)
 
 
-def paired_plots(jobs: list[PairedJob]) -> list[Plot]:
-    return [paired_plot(j, i) for i, j in enumerate(jobs)]
+def paired_plots(jobs: list[PairedJob], names: Optional[dict[str, str]] = None,
+                 units: Optional[dict[str, str]] = None) -> list[Plot]:
+    """One figure per paired job (``names``: configuration -> readable name; ``units``: job -> unit)."""
+    return [paired_plot(j, i, (names or {}).get(j.config, ""), (units or {}).get(j.job, "units"))
+            for i, j in enumerate(jobs)]
 
 
 def paired_sections(rep: Report) -> list[Section]:
@@ -87,3 +125,39 @@ def paired_sections(rep: Report) -> list[Section]:
                 "medians over its cycles.", host_table(jobs)),
         Section("Paired figures", "", [p for p in rep.plots if p.name.startswith("paired_")]),
     ]
+
+
+def paired_against_serial(jobs: list[PairedJob], names: dict[str, str]) -> tuple[pd.DataFrame, dict[str, dict[str, float]]]:
+    """The paired jobs' part of the opening picture (`harness.report.figures.against_serial_plot`): each
+    contender over serial on the same interpreter, per regime, from `ratio_frame` (the paired interval); and
+    per job the ceilings over serial (the median of per-cycle ratios, a marker without an interval)."""
+    from harness.labels import BackendLabel
+
+    frame = ratio_frame(jobs)
+    recs, bounds = [], {}
+    if not len(frame):
+        return pd.DataFrame(), {}
+    by_job = {j.job: j for j in jobs}
+    twins = pd.Series([j.config for j in jobs]).value_counts().to_dict()
+    for job_id, g in frame[frame["kind"] == "ratio"].groupby("job", sort=False):
+        job = by_job[job_id]
+        group = names.get(job.config, job.config)
+        if twins.get(job.config, 1) > 1:
+            group += f" [{job_id.split(':', 1)[-1]}]"
+        group += " (paired)"
+        b = {}
+        for ceiling, key in (("capacity:-", "measured"), ("capacity:lockstep", "synchronized")):
+            if ceiling in job.table and SERIAL in job.table:
+                b[key] = float(np.nanmedian((job.table[ceiling] / job.table[SERIAL]).to_numpy(float)))
+        bounds[group] = b
+        for _, r in g.iterrows():
+            num_, den = r["numerator"], r["denominator"]
+            med, lo, hi = float(r["median"]), float(r["ci_low"]), float(r["ci_high"])
+            if BackendLabel.parse(num_).name == "serial" and BackendLabel.parse(den).serial_baseline().render() == num_:
+                num_, den, med, lo, hi = den, num_, 1 / med, 1 / hi, 1 / lo
+            if BackendLabel.parse(num_).serial_baseline().render() != den:
+                continue
+            recs.append({"group": group, "scenario": job.scenario, "label": num_,
+                         "source": "paired" + ("" if r["regime"] == "all" else f", {r['regime']}"),
+                         "ratio": med, "ci_low": lo, "ci_high": hi})
+    return pd.DataFrame(recs), bounds

@@ -5,7 +5,8 @@ import json
 
 from harness.report.build import make_report
 from harness.report.load import load_results
-from harness.report.render import to_html, warnings
+from harness.report.documents import to_html
+from harness.report.tables import warnings
 from tests.conftest import read_rows, run_cli
 
 #: the tree under test may have uncommitted changes: these tests of the mechanics reuse rows of a dirty tree on

@@ -3,7 +3,8 @@ rows written through the real results contract, as backends/rllib.py writes them
 from __future__ import annotations
 
 from harness.report.build import make_report
-from harness.report.render import readme_section, to_html, to_markdown
+from harness.report.documents import to_html, to_markdown
+from harness.report.readme import readme_section
 from tests.report.synthetic import Jobs
 
 RLLIB_EXTRA = {"equal_work_promised": False, "reference": "RLlib sampler, not equal work"}
@@ -32,8 +33,8 @@ def test_rllib_is_named_and_labelled_beside_the_verdict_never_in_it(tmp_path):
     assert 4.9 < ref.vs_serial.ratio < 5.1
     md = to_markdown(rep)
     assert "## References (not the same work)" in md
-    line = next(x for x in md.splitlines() if x.startswith("- ") and "rllib:module" in x)
-    assert "RLlib sampler, not equal work" in line and "not in the verdict" in line and "of serial:-" in line
+    line = next(x for x in md.splitlines() if x.startswith("- ") and ": rllib (" in x)  # by its preset
+    assert "RLlib sampler, not equal work" in line and "not in the verdict" in line and "of serial" in line
     assert "RLlib sampler, not equal work" in readme_section(rep)
     assert "NOT THE SAME WORK (RLlib sampler, not equal work; no verdict)" in to_html(rep)
 

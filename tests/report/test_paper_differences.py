@@ -9,7 +9,7 @@ import harness.app  # noqa: F401  (registers the structured configs)
 from harness.app import CONF_DIR
 from harness.report import make_report
 from harness.report.authors import AUTHORS, differences
-from harness.report.render import to_markdown
+from harness.report.documents import to_markdown
 
 from tests.report.synthetic import Jobs
 

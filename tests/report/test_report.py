@@ -12,7 +12,9 @@ import pytest
 
 from harness.report import build_report, make_report
 from harness.report.__main__ import main as cli_main
-from harness.report.render import README_END, README_START, to_html, to_markdown, warnings
+from harness.report.documents import to_html, to_markdown
+from harness.report.readme import README_END, README_START
+from harness.report.tables import warnings
 from harness.results import COLUMNS
 
 from tests.report.synthetic import Jobs
@@ -131,7 +133,7 @@ def test_partial_data_says_what_is_missing(jobs: Jobs) -> None:
     jobs.write("gym", "reactor", "processes", 2, [500])  # one backend, a single repetition
     rep = make_report([jobs.root], figures=True)
     w = " ".join(warnings(rep))
-    assert "no speedups" in w and "ray:actors" in w and "unstable" in w
+    assert "no standalone comparison" in w and "ray:actors" in w and "unstable" in w
     assert "1 repetition" in _summary(rep, "gym", "reactor:processes")["unstable_reasons"]
     assert any("two or more worker counts" in n for n in rep.figure_notes)
 
@@ -203,9 +205,9 @@ def test_cli_writes_every_file_and_the_readme_section(jobs: Jobs, tmp_path: Path
     assert "speedup_over_ray_actors" in rows[0]
     text = readme.read_text()
     assert text.startswith("# Title\n\nbefore\n\n") and text.endswith("\n\nafter\n")
-    assert "old text" not in text and "reactor / ray:actors" in text and "box" in text
+    assert "old text" not in text and "reactor / ray" in text and "box" in text
     assert "| 18x [" in text  # the headline ratio 1800 / 100 at workers=2, with its interval
-    assert "fastest: reactor:processes" in text  # the verdict in words
+    assert "fastest: reactor (" in text  # the verdict in words, backends by their presets
     assert cli_main([str(jobs.root), "--out", str(out), "--no-figures", "--readme", str(readme)]) == 0
     assert readme.read_text() == text  # regenerating changes nothing
     # a README without the markers is refused, not rewritten
@@ -252,14 +254,15 @@ def test_report_md_opens_with_verdicts_and_leaves_detail_to_html_and_summary(job
     files = build_report([jobs.root], out=out, embed_figures=False)
     md = files.markdown.read_text()
     titles = re.findall(r"(?m)^## (.+)$", md)
-    assert titles[:4] == ["Verdicts", "Every backend against serial", "Headline", "The paper side by side"]
+    assert titles[:5] == ["The answer", "Every backend against serial", "Every backend against serial: the numbers",
+                          "Headline", "Verdicts"]
     assert "![Every backend against serial]" in md or "relative_to_serial.png" in md
     # per-configuration detail: not in report.md, collapsed in report.html, every row in summary.csv
     assert "All speedups" not in titles and not any(t.startswith("Scenario") for t in titles)
     assert "## Per-configuration detail" in md and "- All speedups:" in md
     html_text = files.html.read_text()
-    assert re.search(r"<details><summary>All speedups \(\d+ rows\)</summary>", html_text)
-    assert "<details><summary>Scenario gym" in html_text
+    assert re.search(r"<details id='speedups'><summary>All speedups \(\d+ rows\)</summary>", html_text)
+    assert "<details id='scenario-gym'><summary>Scenario gym" in html_text
     assert len(pd.read_csv(files.summary)) == len(make_report([jobs.root], figures=False).analysis.summary)
     # archived form: figures linked, not embedded, and every link resolves
     assert "base64" not in html_text
@@ -268,7 +271,7 @@ def test_report_md_opens_with_verdicts_and_leaves_detail_to_html_and_summary(job
 
 
 def test_long_tables_are_cut_in_markdown_only(jobs: Jobs) -> None:
-    from harness.report.render import MD_ROWS
+    from harness.report.compose import MD_ROWS
     for i in range(MD_ROWS + 5):
         jobs.write("gym", "ray", "actors", 2, [], failure=("error", f"boom {i}"), params={"env_id": "x", "i": i})
     rep = make_report([jobs.root], figures=False)

@@ -1,0 +1,279 @@
+"""The answer the report opens with: one line per workload configuration saying who wins, by how much, how
+sure (the 95% interval), on what machine, and the reactor's share of the ceiling.
+
+Where a configuration has a paired job (`harness.report.paired`: every backend resident, one block each per
+cycle), its line reads the paired job: per-cycle ratios cancel what the host did between blocks, so it is the
+reading of the reactor against serial; a host shift splits the line into regimes. A standalone configuration's
+line reads its headline (`harness.report.verdict`: ratios of medians of repetitions). A configuration with
+both gets the paired line, and the standalone run's best alternative beside it.
+
+RL workloads (gym, atari, dqn, marl) and microbenchmarks (actors, object_size, overhead) are answered apart
+(`answers(..., rl=True)` / ``rl=False``): no line, table or mean mixes them.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import numpy as np
+import pandas as pd
+
+from harness.labels import BackendLabel
+from harness.report.fmt import num, percent, ratio
+from harness.report.model import Report, backend_name, is_rl, name_of, scenario_order, short_machine
+from harness.report.paired import PairedJob, ratio_frame
+from harness.report.stats import CEILING, CEILINGS, SERIAL, SYNC_CEILING
+from harness.report.verdict import REACTOR, Headline
+
+#: the words of the rule (docs/report.md): a ratio's interval above 1, below 1, or across it
+FASTER, SLOWER, UNCLEAR = "faster", "slower", "no clear difference"
+
+
+def word(lo: float, hi: float) -> str:
+    """The verdict rule on an interval of a ratio a/b: faster only when it lies above 1."""
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        return "too few cycles"
+    return FASTER if lo > 1 else SLOWER if hi < 1 else UNCLEAR
+
+
+@dataclass
+class Reading:
+    """One ratio with its interval: ``numerator`` over ``denominator`` (labels), and where it came from."""
+
+    numerator: str
+    denominator: str
+    median: float
+    low: float
+    high: float
+
+    def text(self) -> str:
+        return ratio(self.median, self.low, self.high)
+
+    def inverse(self) -> "Reading":
+        inv = lambda v: 1 / v if v and np.isfinite(v) else math.nan  # noqa: E731
+        return Reading(self.denominator, self.numerator, inv(self.median), inv(self.high), inv(self.low))
+
+
+@dataclass
+class Part:
+    """A regime's answer (or the whole job's): the winner, the reactor over serial, the ceiling shares."""
+
+    span: str                       # "" for the whole job, else "cycles 0-56"
+    leader: Optional[str]
+    runner_up: Optional[str]
+    lead: Optional[Reading]         # leader over runner-up
+    reactor: Optional[Reading]      # the reactor over serial (on the same interpreter)
+    ceiling: Optional[Reading] = None       # the reactor over the measured ceiling (capacity)
+    sync_ceiling: Optional[Reading] = None  # the reactor over the synchronized ceiling (capacity_lockstep)
+    ceiling_source: str = "measured"
+
+    @property
+    def winner(self) -> Optional[str]:
+        return self.leader if self.lead is not None and word(self.lead.low, self.lead.high) == FASTER else None
+
+
+@dataclass
+class Answer:
+    """One configuration's answer line."""
+
+    config: str
+    scenario: str
+    workload: str
+    source: str                     # "paired" or "standalone"
+    parts: list[Part]
+    machine: str
+    how: str                        # "paired, 209 cycles" / "standalone, 12 repetitions each"
+    extra: list[str] = field(default_factory=list)
+
+    @property
+    def rl(self) -> bool:
+        return is_rl(self.scenario)
+
+    def cells(self) -> list[str]:
+        """The line as table cells: workload, who wins, reactor / serial, the ceiling shares, how, machine."""
+        many = len(self.parts) > 1
+        tag = lambda p, text: f"{text} ({p.span})" if many and p.span and text != "-" else text  # noqa: E731
+        join = lambda texts: "; ".join(texts)  # noqa: E731
+        return [self.workload,
+                join(tag(p, _who(p)) for p in self.parts),
+                join(tag(p, p.reactor.text() if p.reactor else "-") for p in self.parts),
+                join(tag(p, _shares(p) or "-") for p in self.parts),
+                "; ".join([self.how, *self.extra]), self.machine]
+
+    def text(self) -> str:
+        """The line: ``workload: <who wins>; reactor <x> serial [lo, hi]; <share> of the ceiling (<how>; machine)``."""
+        clauses = [_part_text(p, len(self.parts) > 1) for p in self.parts]
+        body = "; then ".join(clauses) if len(self.parts) > 1 else clauses[0]
+        tail = "; ".join([*self.extra, f"{self.how}; {self.machine}"])
+        return f"{self.workload}: {body} ({tail})"
+
+
+def _who(p: Part) -> str:
+    if p.leader is None:
+        return "no ok rows"
+    if p.runner_up is None or p.lead is None:
+        return f"only {backend_name(p.leader)} measured"
+    if p.winner is not None:
+        lead = p.lead.text()
+        return f"{backend_name(p.leader)}, {lead} over {backend_name(p.runner_up)}"
+    return (f"no clear winner: {backend_name(p.leader)} and {backend_name(p.runner_up)} within noise "
+            f"({p.lead.text()})")
+
+
+def _part_text(p: Part, spans: bool) -> str:
+    out = [(f"{p.span}: " if spans and p.span else "") + _who(p)]
+    if p.reactor is not None and not (p.lead is not None and p.leader == p.reactor.numerator
+                                      and p.runner_up == p.reactor.denominator):
+        out.append(f"{backend_name(p.reactor.numerator)} {p.reactor.text()} {backend_name(p.reactor.denominator)}")
+    shares = _shares(p)
+    if shares:
+        out.append("reactor at " + shares)
+    return ", ".join(out)
+
+
+def _shares(p: Part) -> str:
+    shares = []
+    if p.sync_ceiling is not None:
+        shares.append(f"{percent(p.sync_ceiling.median)} of the synchronized ceiling")
+    if p.ceiling is not None:
+        shares.append(f"{percent(p.ceiling.median)} of the {p.ceiling_source} ceiling")
+    return " and ".join(shares)
+
+
+ANSWER_HEADER = ["workload", "who wins (95% interval)", "reactor / serial (95% interval)",
+                 "reactor's share of the ceiling", "measured", "machine"]
+
+
+# ------------------------------------------------------------------------------------------ paired jobs
+
+def _reactor_label(labels: list[str]) -> Optional[str]:
+    """The reactor backend a line reads: the processes executor (the preset ``reactor``) on the default
+    interpreter, else the first reactor executor there."""
+    reactors = [lab for lab in labels if BackendLabel.parse(lab).name == "reactor"]
+    default = [lab for lab in reactors if not BackendLabel.parse(lab).interpreter and BackendLabel.parse(lab).copy == 1]
+    for pool in (default, reactors):
+        if REACTOR in pool:
+            return REACTOR
+        if pool:
+            return sorted(pool)[0]
+    return None
+
+
+def _reading(frame: pd.DataFrame, a: str, b: str) -> Optional[Reading]:
+    """a over b from the paired frame (either direction), None when the job did not hold both."""
+    for num_, den, flip in ((a, b, False), (b, a, True)):
+        sel = frame[(frame["numerator"] == num_) & (frame["denominator"] == den)]
+        if len(sel):
+            r = sel.iloc[0]
+            out = Reading(num_, den, float(r["median"]), float(r["ci_low"]), float(r["ci_high"]))
+            return out.inverse() if flip else out
+    return None
+
+
+def paired_parts(job: PairedJob) -> list[Part]:
+    """One `Part` per regime of a paired job (one for the whole job without a host shift)."""
+    frame = ratio_frame([job])
+    if not len(frame):
+        return []
+    parts = []
+    contenders = [lab for lab in job.labels if lab not in CEILINGS]
+    reactor = _reactor_label(contenders)
+    serial = BackendLabel.parse(reactor).serial_baseline().render() if reactor else SERIAL
+    for (lo_i, hi_i), (regime, g) in zip(job.regimes, frame.groupby("regime", sort=False)):
+        t = job.table.iloc[lo_i:hi_i]
+        med = {lab: float(t[lab].median()) for lab in contenders if lab in t}
+        ranked = sorted(med, key=lambda lab: -med[lab])
+        leader = ranked[0] if ranked else None
+        runner = ranked[1] if len(ranked) > 1 else None
+        parts.append(Part(
+            span="" if regime == "all" else str(regime), leader=leader, runner_up=runner,
+            lead=_reading(g, leader, runner) if leader and runner else None,
+            reactor=_reading(g, reactor, serial) if reactor and serial in contenders else None,
+            ceiling=_reading(g[g["kind"] == "efficiency"], reactor, CEILING) if reactor else None,
+            sync_ceiling=_reading(g[g["kind"] == "efficiency"], reactor, SYNC_CEILING) if reactor else None))
+    return parts
+
+
+def _job_meta(rep: Report, job: PairedJob) -> dict[str, Any]:
+    rows = rep.paired_rows
+    if rows is None or not len(rows) or "job" not in rows:
+        return {}
+    sel = rows[rows["job"] == job.job]
+    return sel["meta"].iloc[0] if len(sel) and isinstance(sel["meta"].iloc[0], dict) else {}
+
+
+def paired_answer(rep: Report, job: PairedJob, twins: int = 1) -> Optional[Answer]:
+    parts = paired_parts(job)
+    if not parts:
+        return None
+    name = name_of(rep, job.config)
+    if twins > 1:  # two paired jobs of one configuration stay apart by their folder
+        name += f" [{job.job.split(':', 1)[-1]}]"
+    shift = f", host shift: {len(parts)} regimes" if len(parts) > 1 else ""
+    return Answer(config=job.config, scenario=job.scenario, workload=name, source="paired", parts=parts,
+                  machine=short_machine(_job_meta(rep, job)), how=f"paired, {job.cycles} cycles{shift}")
+
+
+# ------------------------------------------------------------------------------------------ standalone jobs
+
+def _speedup_reading(a: str, b: Optional[str], sp: Any) -> Optional[Reading]:
+    if sp is None or b is None or not np.isfinite(sp.ratio):
+        return None
+    return Reading(a, b, float(sp.ratio), float(sp.low), float(sp.high))
+
+
+def standalone_answer(rep: Report, h: Headline) -> Answer:
+    share = math.nan if not np.isfinite(h.efficiency) else h.efficiency
+    part = Part(span="", leader=h.leader, runner_up=h.runner_up,
+                lead=_speedup_reading(h.leader or "", h.runner_up, h.lead),
+                reactor=_speedup_reading(REACTOR, SERIAL, h.vs_serial),
+                ceiling=Reading(REACTOR, CEILING, share, math.nan, math.nan) if np.isfinite(share) else None,
+                sync_ceiling=(Reading(REACTOR, SYNC_CEILING, h.sync_efficiency, math.nan, math.nan)
+                              if np.isfinite(h.sync_efficiency) else None),
+                ceiling_source=h.ceiling_source or "measured")
+    extra = []
+    if h.best_alternative and h.vs_best is not None and h.best_alternative not in (h.leader, h.runner_up):
+        extra.append(f"reactor {ratio(h.vs_best.ratio, h.vs_best.low, h.vs_best.high)} "
+                     f"{backend_name(h.best_alternative)}, the best alternative")
+    rows = rep.results.rows
+    sel = rows[(rows["config"] == h.config) & (rows["status"] == "ok")]
+    reps = sel.groupby("label").size()
+    how = (f"standalone, {int(reps.min())}-{int(reps.max())} repetitions" if len(reps) and reps.min() != reps.max()
+           else f"standalone, {int(reps.max()) if len(reps) else 0} repetitions each")
+    meta = sel["meta"].iloc[0] if len(sel) else {}
+    return Answer(config=h.config, scenario=h.scenario, workload=name_of(rep, h.config), source="standalone",
+                  parts=[part], machine=short_machine(meta), how=how, extra=extra)
+
+
+def _standalone_extra(rep: Report, h: Headline) -> list[str]:
+    """What a standalone run adds beside a paired line: the best alternative, against the reactor."""
+    if h.best_alternative is None:
+        return []
+    med = h.medians
+    out = f"standalone: the best alternative {backend_name(h.best_alternative)} {num(med[h.best_alternative])}/s"
+    if h.vs_best is not None:
+        out += f", the reactor {ratio(h.vs_best.ratio, h.vs_best.low, h.vs_best.high)} of it"
+    return [out]
+
+
+def answers(rep: Report, rl: Optional[bool] = True) -> list[Answer]:
+    """One answer per configuration (per paired job), RL workloads (``rl=True``), microbenchmarks (False) or
+    all (None); in the order gym, atari, dqn, marl, then by name."""
+    heads = {h.config: h for h in (rep.analysis.headlines or [])}
+    out: list[Answer] = []
+    seen: set[str] = set()
+    jobs = rep.paired or []
+    per_config = pd.Series([j.config for j in jobs]).value_counts().to_dict() if jobs else {}
+    for job in jobs:
+        a = paired_answer(rep, job, per_config.get(job.config, 1))
+        if a is None:
+            continue
+        if job.config in heads:
+            a.extra += _standalone_extra(rep, heads[job.config])
+        seen.add(job.config)
+        out.append(a)
+    out += [standalone_answer(rep, h) for c, h in heads.items() if c not in seen]
+    if rl is not None:
+        out = [a for a in out if a.rl == rl]
+    return sorted(out, key=lambda a: (scenario_order(a.scenario), a.workload))

@@ -1,0 +1,139 @@
+"""The report's composition: which sections, in what order. `sections` is the one list a new part of the
+report joins.
+
+Reading order: the answer (one line per RL workload), what this machine can resolve (the A/A self-test,
+`harness.report.resolution`, where the run has one), every backend against serial (the picture and its table),
+the headline (RL workloads, paired rows marked), the verdicts in words; then the microbenchmarks on their own;
+then references, the paper, geometric means (RL and microbenchmarks apart), what went wrong, the paired jobs'
+own sections, and the per-configuration detail and the other figures.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from harness.report.fmt import Table
+from harness.report.model import RL_SCENARIOS, Report, Section, is_rl
+from harness.report.paper import PAPER_CITATION
+from harness.report.tables import (against_serial_table, answer_table, environment_table, failure_table,
+                                   geomean_table, headline_table, invalid_table, paper_table, reference_lines,
+                                   scenario_tables, speedup_table, verdict_lines)
+
+#: rows of a long table shown in report.md (the rest: report.html and summary.csv)
+MD_ROWS = 30
+
+#: the sections the warnings box precedes (the numbers after the answer and its picture)
+WARNINGS_BEFORE = "headline"
+
+
+def resolution(rep: Report) -> Optional[Section]:
+    """The lead's "What this machine can resolve" (A/A self-test), right after the answer; None where the run
+    has none (or the module is not there yet)."""
+    try:
+        from harness.report.resolution import resolution_section
+    except ModuleNotFoundError as exc:
+        if exc.name != "harness.report.resolution":
+            raise
+        return None
+    return resolution_section(rep)
+
+
+def _standalone_empty(rep: Report, what: str) -> str:
+    """What a standalone section says when it has nothing: why, instead of "(none)"."""
+    if not rep.standalone and rep.paired:
+        return f"no standalone rows: this run has only paired jobs ({what})"
+    return ""
+
+
+def answer_intro(rep: Report) -> str:
+    paired = any(is_rl(j.scenario) for j in rep.paired or [])
+    return ("Who wins each RL workload (" + ", ".join(RL_SCENARIOS) + "), by how much and how sure: the 95% "
+            "interval; a backend wins only when the interval of its lead over the runner-up excludes 1. "
+            "Reactor / serial is the reactor's processes executor over the plain loop; the reactor's share of "
+            "the ceiling is its throughput over what `workers` copies of the serial loop get on this machine "
+            "(synchronized: copies meeting once per round; measured: never meeting; assumed: serial x workers)."
+            + (" Paired rows (shaded) come from paired jobs: every backend resident, one block each per cycle, "
+               "ratios taken within a cycle, so the host's drift cancels; the interval is over cycles. "
+               if paired else "")
+            + " Microbenchmarks are answered apart, further down. Definitions: docs/report.md.")
+
+
+def sections(rep: Report) -> list[Section]:
+    """The report in reading order (module docstring)."""
+    overview = [p for p in rep.plots if p.name.startswith("relative_to_serial") and "micro" not in p.name]
+    micro_overview = [p for p in rep.plots if p.name.startswith("relative_to_serial_micro")]
+    micro_lines = verdict_lines(rep, rl=False)
+    has_micro = bool(answer_table(rep, rl=False).rows)
+    out: list[Optional[Section]] = [
+        Section("The answer", answer_intro(rep), answer_table(rep, rl=True), key="answer"),
+        resolution(rep),
+        Section("Every backend against serial", "Each backend's throughput over serial's, with its 95% interval: "
+                "from standalone jobs (ratios of medians of repetitions) and from paired jobs (medians of "
+                "per-cycle ratios, per regime where the host shifted).", overview,
+                key="against-serial"),
+        Section("Every backend against serial: the numbers", "", against_serial_table(rep), md_rows=40,
+                key="against-serial-table"),
+        Section("Headline", "RL workloads, one row per configuration (and per paired job and regime, marked "
+                "paired): medians in unit/s; the best alternative is the fastest backend that is neither serial, "
+                "nor a reactor executor, nor the ceiling; ratios with their 95% interval (standalone: ratio of "
+                "medians, bootstrap; paired: median of per-cycle ratios); efficiency = reactor throughput / the "
+                "ceiling (measured: `capacity`; synchronized: `capacity_lockstep`; assumed: serial x min(workers, "
+                "cores)). Columns: docs/report.md.", headline_table(rep, rl=True), key=WARNINGS_BEFORE),
+        Section("Verdicts", "RL workloads, in words. Fastest only when the 95% interval of its lead over the "
+                "runner-up excludes 1; the reactor's standing by the same rule (docs/report.md)."
+                + (" Paired jobs (marked paired): each reactor executor against serial on the same interpreter."
+                   if rep.paired else ""), verdict_lines(rep, rl=True), empty="no RL workload measured",
+                key="verdicts"),
+    ]
+    if has_micro or micro_lines:
+        out += [
+            Section("Microbenchmarks", "The runtimes' own costs (actors: a round trip to N clients; object_size: "
+                    "moving a payload; overhead: a round's fixed cost), apart from the RL workloads: their ratios "
+                    "(often 10-600x) say what a round trip costs, not what an RL workload gains.",
+                    answer_table(rep, rl=False), key="micro"),
+            Section("Microbenchmarks: headline", "", headline_table(rep, rl=False), md_rows=MD_ROWS, key="micro-headline"),
+            *([Section("Microbenchmarks against serial", "", micro_overview, key="micro-figure")]
+              if micro_overview else []),
+            Section("Microbenchmarks: verdicts", "", micro_lines, key="micro-verdicts"),
+        ]
+    if rep.analysis.references:
+        out.append(Section("References (not the same work)", "Backends that label themselves a reference: they did "
+                           "other work than the scenario's (RLlib's sampler computes its own actions), so they stand "
+                           "beside the verdicts and never in them (docs/report.md, \"References\").",
+                           reference_lines(rep), key="references"))
+    out += [
+        Section("The paper side by side", f"{PAPER_CITATION}. Measured: reactor:processes / ray:actors (the "
+                "paper's layout), and beside it reactor:processes / the fastest Ray layout measured.",
+                paper_table(rep), empty=_standalone_empty(rep, "the paper's comparison needs Ray's standalone jobs"),
+                key="paper"),
+        Section("Geometric means", "Per scenario over its configurations, then over the RL workloads and, apart, "
+                "over the microbenchmarks (never one mean across both).", geomean_table(rep),
+                empty=_standalone_empty(rep, "the means read standalone Ray jobs"), key="geomeans"),
+        Section("Invalid configurations", "Backends produced different checksums at the same repetition index: "
+                "they did not do the same work, so no speedup is computed.", invalid_table(rep), md_rows=MD_ROWS,
+                key="invalid"),
+        Section("Failures", "Rows with status error or timeout, with their messages.", failure_table(rep),
+                md_rows=MD_ROWS, key="failures"),
+    ]
+    out += rep.paired_sections
+    for scen, t in scenario_tables(rep):
+        out.append(Section(f"Scenario {scen}", "One row per configuration and backend. Red rows: invalid "
+                           "(checksums differ between backends).", t, detail=True, key=f"scenario-{scen}"))
+    out += [
+        Section("All speedups", "Every backend over every other, within each valid configuration.",
+                speedup_table(rep), detail=True, key="speedups"),
+        Section("Hardware and software", "From the rows' metadata.", environment_table(rep),
+                empty=_standalone_empty(rep, "the paired jobs' machine is named in the answer and the paired "
+                                             "sections"), key="environment"),
+        Section("Figures", "", [p for p in rep.plots if not p.name.startswith("relative_to_serial")
+                                and not p.name.startswith("paired_")], key="figures"),
+    ]
+    return [s for s in out if s is not None]
+
+
+def section_empty(rep: Report, sec: Section) -> str:
+    """What an empty section says: its own reason, else a standalone table's, else "(none)"."""
+    if sec.empty:
+        return sec.empty
+    if isinstance(sec.content, Table) and sec.content.empty != "(none)":
+        return sec.content.empty
+    return _standalone_empty(rep, "see the paired sections") or "(none)"
