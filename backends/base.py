@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import abc
 import mmap
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, Sequence
 
 from scenarios.base import Broadcast, Scenario, Server
@@ -31,6 +31,9 @@ class BackendConfig:
     (keys ``ge``, ``gt``, ``le``); the harness refuses a job with a value outside it before anything runs."""
 
     name: str = "?"
+    #: a known effect for the harness's self-test (`harness.child.ExtraWork`): each timed round costs this share
+    #: of the backend's own warm-up round time more, spent in the process that ticks the clock; changes no result
+    extra_work: float = field(default=0.0, metadata={"range": {"ge": 0, "le": 1}})
 
 
 class Clock(Protocol):

@@ -51,10 +51,14 @@ class CompareRanges(CompareSettings):
 
     precision: float = field(default=0.05, metadata={"range": {"gt": 0}})
     max_seconds: float = field(default=240.0, metadata={"range": {"gt": 0}})
-    min_cycles: int = field(default=10, metadata={"range": {"ge": 2}})
+    min_cycles: int = field(default=10, metadata={"range": {"ge": 6}})
     block_s: float = field(default=0.2, metadata={"range": {"gt": 0}})
     block_rounds: int = field(default=0, metadata={"range": {"ge": 0}})
     confidence: float = field(default=0.95, metadata={"range": {"gt": 0, "le": 0.999}})
+    margin: float = field(default=0.01, metadata={"range": {"ge": 0, "le": 0.5}})
+    #: per position in ``backends``: the injected extra work of that resident (`harness.child.ExtraWork`),
+    #: e.g. ``backends=[serial,serial] compare.extra_work=[0,0.03]``; empty: none
+    extra_work: List[float] = field(default_factory=list)
 
 
 @dataclass
@@ -114,8 +118,10 @@ def compare_errors(plain: dict[str, Any]) -> list[str]:
     names = list(plain.get("backends") or [])
     if len(names) < 2:
         errors.append(f"backends={names}: a paired job needs at least two")
-    if len(set(names)) != len(names):
-        errors.append(f"backends={names}: a backend is listed twice")
+    extra = list((plain.get("compare") or {}).get("extra_work") or [])
+    if extra and len(extra) != len(names):
+        errors.append(f"compare.extra_work={extra}: one share per backend in backends={names}")
+    errors += [f"compare.extra_work={extra}: {v} is not in [0, 1]" for v in extra if not 0 <= float(v) <= 1]
     return errors
 
 
@@ -124,9 +130,13 @@ def job_configs(plain: dict[str, Any]) -> list[dict[str, Any]]:
     naming every bad value first."""
     errors = compare_errors(plain)
     jobs = []
-    for name in plain.get("backends") or []:
+    extra_work = list((plain.get("compare") or {}).get("extra_work") or [])
+    names = list(plain.get("backends") or [])
+    for position, name in enumerate(names):
         preset, _, interpreter = str(name).partition("@")
         backend = backend_preset(preset)
+        if extra_work and position < len(extra_work):
+            backend["extra_work"] = float(extra_work[position])
         if backend["name"] in REFUSED:
             errors.append(f"backends: {name}: {REFUSED[backend['name']]}")
             continue
@@ -134,6 +144,8 @@ def job_configs(plain: dict[str, Any]) -> list[dict[str, Any]]:
         job["backend"] = backend
         job["trial"] = 0
         job["interpreter"] = interpreter or plain.get("interpreter") or "default"
+        # an A/A job lists a backend twice: each later listing is another identical resident (``#2``, ...)
+        job["copy"] = names[:position].count(name) + 1
         errors += [f"{name}: {e}" for e in range_errors(job) + capacity_errors(job)]
         try:
             backend_variant(backend)
@@ -147,7 +159,8 @@ def job_configs(plain: dict[str, Any]) -> list[dict[str, Any]]:
         jobs.append(job)
     keys = [backend_key(j) for j in jobs] if not errors else []
     if len(set(keys)) != len(keys):
-        errors.append(f"backends={plain.get('backends')}: two presets are the same backend and variant")
+        errors.append(f"backends={plain.get('backends')}: two different presets are the same backend and variant "
+                      "(to measure a backend against an identical copy of itself, list the same preset twice)")
     if errors:
         raise ConfigRangeError("out of range: " + "; ".join(dict.fromkeys(errors)))
     return jobs
@@ -158,7 +171,8 @@ def main(cfg: DictConfig) -> None:
     job_dir = Path(HydraConfig.get().runtime.output_dir)
     plain = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
     jobs = job_configs(plain)
-    settings = CompareSettings(**{f.name: plain["compare"][f.name] for f in dataclasses.fields(CompareSettings)})
+    settings = CompareSettings(**{f.name: plain["compare"][f.name] for f in dataclasses.fields(CompareSettings)
+                                  if f.name in plain["compare"]})
     label = f"compare {cfg.scenario.name} w={cfg.workers}"
 
     def log(text: str) -> None:

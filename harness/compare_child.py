@@ -27,14 +27,14 @@ checksums of one cycle are equal across backends, and equal to a standalone job'
 """
 from __future__ import annotations
 
-import json
-import os
 import sys
 import time
-import traceback
 from typing import Any, Callable
 
 import numpy as np
+
+from harness.child import ExtraWork, build, child_main, reset_metrics, row_extra, with_extra_work
+from harness.interpreter import running as running_interpreter
 
 #: the round count given to ``backend.run``: never reached, the parent ends the rounds with ``stop``
 ENDLESS_ROUNDS = 2**40
@@ -130,31 +130,16 @@ class BlockClock:
 
 def measure_blocks(spec: dict[str, Any], send: Callable[[dict[str, Any]], None],
                    wait_command: Callable[[], int | None]) -> None:
-    """Build the spec's scenario on its backend and run it under a `BlockClock` until told to stop."""
-    from backends import backend_schema, make_backend  # imports this job's backend module only
-    from harness.config import SCENARIO_SCHEMAS, config_object
-    from harness.interpreter import running as running_interpreter
-    from harness.measure import pin_threads
-    from harness.phases import server_metrics
-    from scenarios import make_scenario
-
-    pin_threads(int(spec["threads_per_worker"]))
-    scenario_cfg = config_object(SCENARIO_SCHEMAS[spec["scenario"]["name"]], spec["scenario"])
-    backend_cfg = config_object(backend_schema(spec["backend"]["name"]), spec["backend"])
-    scenario = make_scenario(scenario_cfg, spec["seed"])
-    work = scenario.round_work_seconds()
-    send({"type": "hello", **running_interpreter(), "unit": scenario.unit, "round_work_ms": None if work is None else work * 1e3,
-          **scenario.row_fields()})
-    backend = make_backend(backend_cfg, spec["workers"], threads_per_worker=int(spec["threads_per_worker"]))
-    server = scenario.make_server()
-    per_round = scenario.units_per_round()
-    t0 = time.perf_counter()
+    """Build the spec's scenario on its backend and run it under a `BlockClock` until told to stop. An error
+    the backend raises while leaving its rounds (after ``stop``) or while tearing down is not swallowed."""
+    job = build(spec)
+    send(job.hello)
+    backend, server = job.backend, job.server
+    per_round = job.scenario.units_per_round()
+    extra_work: ExtraWork | None = None
 
     def on_block(seconds: float, lat: np.ndarray) -> None:
-        extra = server_metrics(server, backend)  # with the critical-path split (harness.phases)
-        extra.update(backend.metrics())
-        extra.update(backend.row_extra)
-        extra["torch_threads_observed"] = backend.torch_threads_observed()  # read in the workers
+        extra = row_extra(job, extra_work)
         # the capacity backend's copies each report the units they completed while the timer ran
         units = sum(extra["copy_units"]) if "copy_units" in extra else per_round * int(lat.size)
         send({"type": "block", "seconds": seconds, "units": units,
@@ -162,30 +147,39 @@ def measure_blocks(spec: dict[str, Any], send: Callable[[dict[str, Any]], None],
               "gil_enabled": running_interpreter()["gil_enabled"]})
 
     def on_warm(seconds: float, rounds: int) -> None:
-        server_metrics(server, backend), backend.metrics()  # the blocks' metrics count timed rounds only
+        reset_metrics(job)  # the blocks' metrics count timed rounds only
         send({"type": "warm", "seconds": seconds, "rounds": rounds,
               "startup": dict(backend.startup_breakdown)})
 
-    clock = BlockClock(int(spec["budget"]["warmup_rounds"]), wait_command, on_warm, on_block,
-                       on_begin=lambda at: send({"type": "started", "startup_seconds": at - t0}),
+    stopping = {"flag": False}
+
+    def command() -> int | None:
+        n = wait_command()
+        stopping["flag"] = n is None
+        return n
+
+    clock = BlockClock(int(spec["budget"]["warmup_rounds"]), command, on_warm, on_block,
+                       on_begin=lambda at: send({"type": "started", "startup_seconds": at - job.created_at}),
                        pause=backend.pause, resume=backend.resume,
                        timer=backend.timer)
+    timed, extra_work = with_extra_work(clock, spec)
     try:
-        backend.start(scenario, server)
-        backend.run(ENDLESS_ROUNDS, clock)
+        backend.start(job.scenario, server)
+        try:
+            backend.run(ENDLESS_ROUNDS, timed)
+        except StopRounds:
+            pass
+        except Exception:
+            if not stopping["flag"]:  # a backend may wrap the clock's StopRounds in its own error
+                raise
     finally:
-        backend.stop()
-        server.close()
+        try:
+            backend.stop()
+        finally:
+            server.close()
 
 
 def main() -> int:
-    fd = int(sys.argv[1])
-    out = os.fdopen(fd, "w", buffering=1)
-    stopped = {"flag": False}
-
-    def send(msg: dict[str, Any]) -> None:
-        out.write(json.dumps(msg) + "\n")
-
     def wait_command() -> int | None:
         line = sys.stdin.readline()
         if not line:
@@ -193,24 +187,9 @@ def main() -> int:
         word = line.split()
         if word and word[0] == "go":
             return int(word[1])
-        stopped["flag"] = True
         return None
 
-    spec = json.loads(sys.stdin.readline())
-    try:
-        try:
-            measure_blocks(spec, send, wait_command)
-        except StopRounds:
-            pass
-        except Exception:
-            if not stopped["flag"]:  # a backend may wrap the clock's StopRounds in its own error
-                raise
-    except BaseException as exc:  # noqa: BLE001 - every failure becomes an error row in the parent
-        send({"type": "error", "message": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()})
-        out.close()
-        return 1
-    out.close()
-    return 0
+    return child_main(lambda spec, send: measure_blocks(spec, send, wait_command))
 
 
 if __name__ == "__main__":

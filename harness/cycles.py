@@ -9,8 +9,10 @@ row of ``results.csv`` (``cycle``, ``block`` = its position in time, and in ``ex
 backends used during it, the settle time, the host's calibration of the cycle and its CPU steal).
 
 Cycles go on until the main ratio (the second backend over the first: reactor/serial in
-``backends=serial,reactor,...``) is known to ``precision`` (the half-width of its bootstrap interval over
-cycles, relative to the median) or ``max_seconds`` have passed; ``compare.json`` says which stopped it.
+``backends=serial,reactor,...``) is known to ``precision`` (the half-width of its order-statistic interval
+over cycles, relative to the median: `harness.report.stats.median_interval`) or ``max_seconds`` have passed,
+never before ``min_cycles``; ``compare.json`` says which stopped it. A backend may be listed twice (an A/A
+job): its second resident is an identical copy, labelled ``#2``.
 A child that fails or passes ``budget.timeout_s`` on one message ends the job: every tree is killed, the
 job's /dev/shm entries removed, and an ``error`` / ``timeout`` row written (as `harness.runner` does).
 """
@@ -35,6 +37,8 @@ from harness.jobtree import JobTree
 from harness.metadata import job_metadata, load_average
 from harness.results import ResultsWriter, make_row, timing_fields
 from harness.interpreter import executable as interpreter_executable
+from harness.labels import label_of
+from harness.report.stats import MedianInterval, half_width, median_interval, min_samples
 from harness.runner import backend_variant, job_spec, kill_tree, on_interpreter
 
 COMPARE_FILE = "compare.json"
@@ -51,15 +55,18 @@ class CompareSettings:
 
     #: stop once the main ratio's interval is within +-precision of its median (0.05: +-5%)
     precision: float = 0.05
-    #: stop after this many seconds of cycles whatever the precision (at least two cycles run)
+    #: stop after this many seconds of cycles whatever the precision (once ``min_cycles`` have run)
     max_seconds: float = 240.0
-    #: never stop on precision before this many cycles
+    #: never stop, on precision or on time, before this many cycles (at least what the confidence needs: 6)
     min_cycles: int = 10
     #: target seconds of the median backend's block (rounds per block from untimed sizing blocks)
     block_s: float = 0.2
     #: rounds per block; 0: from ``block_s``
     block_rounds: int = 0
     confidence: float = 0.95
+    #: the machine's resolution floor: a ratio is called faster or slower only where its interval clears
+    #: 1 +- margin (`harness.report.stats.verdict`; measure it with ``python -m harness selftest``)
+    margin: float = 0.01
 
 
 @dataclass
@@ -190,18 +197,10 @@ def settle(pids: list[int], max_s: float = SETTLE_MAX_S, polls: int = 2) -> floa
     return time.perf_counter() - t0
 
 
-def interval_half_width(median: float, lo: float, hi: float) -> float:
-    """The larger distance of an interval's ends from its median, relative to the median."""
-    if not (median > 0 and math.isfinite(lo) and math.isfinite(hi)):
-        return math.inf
-    return max(hi / median - 1.0, 1.0 - lo / median)
-
-
-def main_ratio(ratios: list[float], confidence: float) -> tuple[float, float, float]:
-    """Median of per-cycle ratios with its bootstrap interval (`harness.report.stats.median_ci`)."""
-    from harness.report.stats import median_ci
-
-    return median_ci(ratios, confidence=confidence)
+def main_ratio(ratios: list[float], confidence: float) -> MedianInterval:
+    """Median of per-cycle ratios with its order-statistic interval over cycles, widened for the dependence
+    between neighbouring cycles (`harness.report.stats.median_interval`)."""
+    return median_interval(ratios, confidence=confidence)
 
 
 def calibrate(residents: dict[str, "Resident"], warm: dict[str, float], block_s: float,
@@ -233,15 +232,19 @@ def calibrate(residents: dict[str, "Resident"], warm: dict[str, float], block_s:
 def stop_reason(ratios: list[float], cycles: int, elapsed_s: float, settings: CompareSettings
                 ) -> tuple[str, Optional[tuple[float, float, float]]]:
     """Whether a paired job stops after ``cycles`` cycles and ``elapsed_s`` seconds of them: ``precision``
-    once the main ratio (its per-cycle values ``ratios``) has a bootstrap interval within +-precision of its
-    median, after at least ``min_cycles``; ``time`` once ``max_seconds`` have passed (after at least two
-    cycles); else ``""``. Also returns the main ratio's (median, low, high) once it is computed."""
+    once the main ratio (its per-cycle values ``ratios``) has an interval within +-precision of its median
+    (`harness.report.stats.half_width`); ``time`` once ``max_seconds`` have passed. Neither before
+    ``min_cycles`` cycles, which is never fewer than the confidence needs (`harness.report.stats.min_samples`):
+    a job stopped by time earlier would give no verdict. Also returns the main ratio's (median, low, high)
+    once it has an interval."""
+    enough = cycles >= max(settings.min_cycles, min_samples(settings.confidence))
     interval = None
-    if len(ratios) >= max(2, settings.min_cycles):
-        interval = main_ratio(ratios, settings.confidence)
-        if interval_half_width(*interval) <= settings.precision:
+    if ratios:
+        reading = main_ratio(ratios, settings.confidence)
+        interval = reading.as_tuple() if reading.enough else None
+        if enough and interval is not None and half_width(*interval) <= settings.precision:
             return "precision", interval
-    if elapsed_s >= settings.max_seconds and cycles >= 2:
+    if elapsed_s >= settings.max_seconds and enough:
         return "time", interval
     return "", interval
 
@@ -257,7 +260,8 @@ def row_base(cfg: dict[str, Any]) -> dict[str, Any]:
             "num_envs": scenario.get("num_envs"), "env_id": scenario.get("env_id", "-"),
             "budget": cfg["budget"]["name"], "seed": cfg["seed"],
             "threads_per_worker": cfg["threads_per_worker"],
-            "params": {k: v for k, v in scenario.items() if k != "name"}, "metadata": meta, "unit": None}
+            "params": {k: v for k, v in scenario.items() if k != "name"}, "metadata": meta, "unit": None,
+            "copy": int(cfg.get("copy", 1))}
     reason = on_interpreter(base, cfg)
     if reason is not None:  # `harness.compare` refuses such a job before anything runs
         raise ValueError(f"{base['backend']}: {reason}")
@@ -265,9 +269,10 @@ def row_base(cfg: dict[str, Any]) -> dict[str, Any]:
 
 
 def backend_key(cfg: dict[str, Any]) -> str:
-    """``backend:variant`` of a job config as the report labels its rows (``reactor:threads ft``)."""
+    """The label of a job config's rows as the report keys them (``reactor:threads ft``, ``serial:-#2`` for the
+    second copy of an A/A job: `harness.labels.BackendLabel`)."""
     base = row_base(cfg)
-    return f"{base['backend']}:{base['variant']}"
+    return label_of(base["backend"], base["variant"], base["copy"])
 
 
 def run_compare(jobs: list[dict[str, Any]], job_dir: Path, settings: CompareSettings, seed: int,
@@ -277,8 +282,7 @@ def run_compare(jobs: list[dict[str, Any]], job_dir: Path, settings: CompareSett
     writer = ResultsWriter(job_dir)
     bases = {}
     for cfg in jobs:
-        base = row_base(cfg)
-        bases[f"{base['backend']}:{base['variant']}"] = base
+        bases[backend_key(cfg)] = row_base(cfg)
     keys = list(bases)
     outcome = CompareOutcome(status="ok")
     if len(keys) >= 2:
@@ -353,7 +357,7 @@ def run_compare(jobs: list[dict[str, Any]], job_dir: Path, settings: CompareSett
                 if (cycle + 1) % 10 == 0 or reason:
                     med, lo, hi = interval
                     log(f"cycle {cycle + 1}: {outcome.main_pair[0]} / {outcome.main_pair[1]} = {med:.3f} "
-                        f"[{lo:.3f}, {hi:.3f}] (+-{interval_half_width(*interval) * 100:.1f}%), {elapsed:.0f} s")
+                        f"[{lo:.3f}, {hi:.3f}] (+-{half_width(*interval) * 100:.1f}%), {elapsed:.0f} s")
             for key in keys:
                 b = blocks[key]
                 msg = b["msg"]
@@ -362,7 +366,8 @@ def run_compare(jobs: list[dict[str, Any]], job_dir: Path, settings: CompareSett
                 extra.update(host)
                 extra.update({"paired": True, "block_rounds": n_rounds, "others_cpu_ms": b["others_ms"],
                               "settle_ms": b["settle_ms"], "stopped_by": reason,
-                              "precision_target": settings.precision})
+                              "precision_target": settings.precision, "margin": settings.margin,
+                              "confidence": settings.confidence})
                 writer.append(make_row(bases[key], repetition=cycle, cycle=cycle, block=b["position"],
                                        status="ok", checksum=msg["checksum"], extra=extra,
                                        gil_enabled=msg.get("gil_enabled"),

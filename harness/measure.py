@@ -17,61 +17,31 @@ tree costs the parent ~20 ms).
 """
 from __future__ import annotations
 
-import json
-import os
 import sys
-import time
-import traceback
 from typing import Any, Callable
 
+from harness.child import ExtraWork, build, child_main, pin_threads, reset_metrics, row_extra, with_extra_work
+from harness.interpreter import running as running_interpreter
 
 
 #: messages after which the child waits for the parent's acknowledgement before its rounds go on
 ACKNOWLEDGED = frozenset({"progress", "repetition"})
 
-
-def pin_threads(threads: int) -> None:
-    """One BLAS / torch thread per worker unless configured otherwise (docs/design.md, "Measurement rules")."""
-    for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
-        os.environ[var] = str(threads)
-    if "torch" in sys.modules:
-        sys.modules["torch"].set_num_threads(threads)
+__all__ = ["measure", "pin_threads", "ACKNOWLEDGED"]
 
 
 def measure(spec: dict[str, Any], send: Callable[[dict[str, Any]], None]) -> None:
     """Run the job described by ``spec`` and send its messages through ``send``."""
-    from backends import backend_schema, make_backend  # imports this job's backend module only
     from harness.clock import Repetition, RoundClock
-    from harness.config import SCENARIO_SCHEMAS, config_object
-    from harness.interpreter import running as running_interpreter
-    from harness.phases import server_metrics
-    from scenarios import make_scenario
 
-    pin_threads(int(spec["threads_per_worker"]))
-    scenario_cfg = config_object(SCENARIO_SCHEMAS[spec["scenario"]["name"]], spec["scenario"])
-    backend_cfg = config_object(backend_schema(spec["backend"]["name"]), spec["backend"])
-    budget = spec["budget"]
-
-    scenario = make_scenario(scenario_cfg, spec["seed"])
-    work = scenario.round_work_seconds()
-    send({
-        "type": "hello",
-        **running_interpreter(),
-        "unit": scenario.unit,
-        "round_work_ms": None if work is None else work * 1e3,
-        **scenario.row_fields(),
-    })
-
-    backend = make_backend(backend_cfg, spec["workers"], threads_per_worker=int(spec["threads_per_worker"]))
-    server = scenario.make_server()
-    units = scenario.units_per_round() * int(budget["rounds"])
+    job = build(spec)
+    send(job.hello)
+    backend, server, budget = job.backend, job.server, spec["budget"]
+    units = job.scenario.units_per_round() * int(budget["rounds"])
+    extra_work: ExtraWork | None = None
 
     def on_repetition(rep: Repetition) -> None:
-        extra = server_metrics(server, backend)  # with the critical-path split (harness.phases)
-        extra.update(backend.startup_breakdown)  # e.g. Ray: init, actors, compile
-        extra.update(backend.metrics())  # e.g. the reactor's per-round time breakdown
-        extra.update(backend.row_extra)  # e.g. Ray: envs_per_actor, actors
-        extra["torch_threads_observed"] = backend.torch_threads_observed()  # read in the workers
+        extra = row_extra(job, extra_work, startup=True)
         if rep.index == clock.repetitions - 1:
             extra.update(server.final_metrics())
         send({
@@ -90,43 +60,28 @@ def measure(spec: dict[str, Any], send: Callable[[dict[str, Any]], None]) -> Non
     def on_progress(done: int, total: int) -> None:
         send({"type": "progress", "done": done, "total": total})
 
-    t0 = time.perf_counter()
-
     def on_begin(begun_at: float) -> None:
-        send({"type": "started", "startup_seconds": begun_at - t0})
+        send({"type": "started", "startup_seconds": begun_at - job.created_at})
 
     clock = RoundClock(int(budget["rounds"]), int(budget["warmup_rounds"]), int(budget["repetitions"]),
                        on_repetition, on_progress, on_begin=on_begin,
-                       on_warmup_end=lambda: (server_metrics(server, backend), backend.metrics()),  # timed rounds only
+                       on_warmup_end=lambda: reset_metrics(job),  # timed rounds only
                        on_timer=backend.timer)
+    timed, extra_work = with_extra_work(clock, spec)
     try:
-        backend.start(scenario, server)
-        backend.run(clock.total_rounds, clock)
+        backend.start(job.scenario, server)
+        backend.run(clock.total_rounds, timed)
         if not clock.finished:
             raise RuntimeError(f"backend ran {clock.done} of {clock.total_rounds} rounds")
     finally:
-        backend.stop()
-        server.close()
+        try:
+            backend.stop()
+        finally:
+            server.close()
 
 
 def main() -> int:
-    fd = int(sys.argv[1])
-    out = os.fdopen(fd, "w", buffering=1)
-
-    def send(msg: dict[str, Any]) -> None:
-        out.write(json.dumps(msg) + "\n")
-        if msg["type"] in ACKNOWLEDGED and not sys.stdin.readline():
-            raise RuntimeError("the harness closed the job's pipe: no parent to store its results")
-
-    spec = json.loads(sys.stdin.readline())
-    try:
-        measure(spec, send)
-    except BaseException as exc:  # noqa: BLE001 - every failure becomes an error row in the parent
-        send({"type": "error", "message": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()})
-        out.close()
-        return 1
-    out.close()
-    return 0
+    return child_main(measure, acknowledged=ACKNOWLEDGED)
 
 
 if __name__ == "__main__":

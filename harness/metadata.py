@@ -56,7 +56,8 @@ def machine_metadata() -> dict[str, Any]:
         "python": platform.python_version(),
         "versions": {name: _version(name) for name in PACKAGES},
         "git_sha": _git("rev-parse", "HEAD"),
-        "git_dirty": bool(_git("status", "--porcelain", "--untracked-files=no")) ,
+        # untracked files count: a new module changes what runs as much as an edited one (ignored files do not)
+        "git_dirty": bool(_git("status", "--porcelain", "--untracked-files=normal")),
     }
 
 

@@ -54,6 +54,8 @@ COLUMNS: tuple[str, ...] = (
     # repetition ended (harness.interpreter)
     "interpreter",
     "gil_enabled",
+    # which resident of a doubled backend in an A/A paired job (1, 2, ...; empty: 1), `harness.labels`
+    "copy",
 )
 
 #: ``skipped``: the job was not run, for the reason in ``error`` (a package its interpreter lacks)
@@ -104,11 +106,20 @@ class ResultsWriter:
     def append(self, row: Mapping[str, Any]) -> None:
         self.job_dir.mkdir(parents=True, exist_ok=True)
         new = not self.path.exists()
+        fields = COLUMNS if new else self._header()
+        lost = [k for k, v in row.items() if k not in fields and v not in (None, "")]
+        if lost:
+            raise ValueError(f"{self.path} has an older header without {lost}: move it aside to write these rows")
         with self.path.open("a", newline="") as fh:
-            writer = csv.DictWriter(fh, fieldnames=COLUMNS)
+            writer = csv.DictWriter(fh, fieldnames=fields, extrasaction="ignore")
             if new:
                 writer.writeheader()
             writer.writerow({k: ("" if v is None else v) for k, v in row.items()})
+
+    def _header(self) -> tuple[str, ...]:
+        """The columns of the existing file (an older contract may lack the newest columns)."""
+        with self.path.open(newline="") as fh:
+            return tuple(next(csv.reader(fh), COLUMNS))
 
     def append_latencies(self, repetition: int, latencies_s: Iterable[float]) -> None:
         self.job_dir.mkdir(parents=True, exist_ok=True)

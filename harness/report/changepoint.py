@@ -69,8 +69,11 @@ def most_likely_split(x: np.ndarray, min_size: int = MIN_SIZE, permutations: int
 
 def change_points(values: Iterable[float], alpha: float = ALPHA, min_shift: float = MIN_SHIFT,
                   min_size: int = MIN_SIZE, permutations: int = PERMUTATIONS, seed: int = 0) -> list[Split]:
-    """Every change point binary segmentation finds in ``values`` (NaNs dropped first), in order."""
-    x = np.asarray([v for v in values if np.isfinite(v)], dtype=float)
+    """Every change point binary segmentation finds in ``values``, in order. NaNs are left out of the test,
+    and each split's ``index`` is a position in ``values`` itself (the first value of the new regime)."""
+    raw = np.asarray(list(values), dtype=float)
+    kept = np.flatnonzero(np.isfinite(raw))
+    x = raw[kept]
     found: list[Split] = []
 
     def segment(lo: int, hi: int) -> None:
@@ -83,7 +86,7 @@ def change_points(values: Iterable[float], alpha: float = ALPHA, min_shift: floa
         segment(at, hi)
 
     segment(0, x.size)
-    return sorted(found, key=lambda s: s.index)
+    return sorted((Split(int(kept[s.index]), s.p_value, s.shift) for s in found), key=lambda s: s.index)
 
 
 def regimes(n: int, splits: list[Split]) -> list[tuple[int, int]]:

@@ -19,13 +19,14 @@ import pandas as pd
 
 from harness.archive import ARCHIVE_FILE, latency_summary, read_archive, record_rows
 from harness.resume import REUSED_FILE
+from harness.labels import label_of
 from harness.results import COLUMNS, LATENCIES_FILE, RESULTS_FILE
 
 #: columns that define one configuration: backends are compared only within one
 CONFIG_COLUMNS: tuple[str, ...] = ("scenario", "params", "env_id", "num_envs", "workers", "budget", "seed")
 NUMERIC = ("workers", "num_envs", "seed", "repetition", "units", "seconds", "throughput", "latency_p50_ms",
            "latency_p99_ms", "startup_seconds", "latency_mean_ms", "rounds", "round_work_ms", "threads_per_worker",
-           "peak_rss_mb", "peak_shm_mb", "cycle", "block")
+           "peak_rss_mb", "peak_shm_mb", "cycle", "block", "copy")
 #: metadata fields that identify the machine, and those that identify the software
 MACHINE_KEYS = ("hostname", "cpu_model", "cpu_count", "ram_gb", "os")
 SOFTWARE_KEYS = ("python", "versions", "git_sha")
@@ -85,10 +86,10 @@ def canonical_json(value: dict[str, Any]) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
 
 
-def backend_label(backend: Any, variant: Any) -> str:
-    """``backend:variant`` (``serial:-``, ``reactor:processes``, ``ray:actors``, ``ray:compiled``)."""
-    v = "-" if variant is None or (isinstance(variant, float) and np.isnan(variant)) or str(variant) == "" else variant
-    return f"{backend}:{v}"
+def backend_label(backend: Any, variant: Any, copy: Any = 1) -> str:
+    """``backend:variant`` (``serial:-``, ``reactor:processes``, ``ray:actors``), ``#2`` for an A/A job's second
+    copy (`harness.labels.BackendLabel`)."""
+    return label_of(backend, variant, copy)
 
 
 def _summary_frame(job: str, summary: dict[str, Any] | None) -> pd.DataFrame:
@@ -175,7 +176,7 @@ def prepare(rows: pd.DataFrame) -> pd.DataFrame:
     rows["params_dict"] = params
     rows["extra_dict"] = [_json(e) for e in rows["extra"]]
     rows["params"] = [canonical_json(p) for p in params]
-    rows["label"] = [backend_label(b, v) for b, v in zip(rows["backend"], rows["variant"])]
+    rows["label"] = [backend_label(b, v, c) for b, v, c in zip(rows["backend"], rows["variant"], rows["copy"])]
     rows["hostname"] = [str(m.get("hostname", "?")) for m in meta]
     rows["cpu_count"] = [m.get("cpu_count") for m in meta]
     rows["machine"] = [canonical_json({k: m.get(k) for k in MACHINE_KEYS}) for m in meta]

@@ -2,9 +2,10 @@
 
 Rows with a ``cycle`` come from a paired job: every backend of the job ran one block of the same rounds in
 each cycle, seconds apart. A ratio is therefore taken within a cycle (a change of host speed that spans the
-cycle cancels), and a pair's reading is the median of its per-cycle ratios with a percentile-bootstrap
-interval over cycles (`harness.report.stats.median_ci`); the verdict rule is the report's: faster only when
-the interval excludes 1. Efficiency is a contender's block over the ceiling's block of the same cycle
+cycle cancels), and a pair's reading is the median of its per-cycle ratios with an order-statistic interval
+over cycles that accounts for the dependence between neighbouring cycles (`harness.report.stats.median_interval`);
+the verdict rule is `harness.report.stats.verdict`: faster or slower only when the interval clears 1 by the
+job's margin (the machine's resolution floor), "too few cycles" where the confidence has too few values. Efficiency is a contender's block over the ceiling's block of the same cycle
 (``capacity``: k uncoordinated copies; ``capacity_lockstep``: k copies meeting once per round).
 
 The host is read from the same cycles: the ceiling's throughput (what k copies got), the calibration loop's
@@ -23,7 +24,9 @@ import numpy as np
 import pandas as pd
 
 from harness.report.changepoint import Split, change_points, regimes
-from harness.report.stats import CEILING, CEILINGS, SERIAL, SYNC_CEILING, median_ci
+from harness.labels import BackendLabel
+from harness.report.stats import CEILING, CEILINGS, SERIAL, SYNC_CEILING, TOO_FEW, median_interval
+from harness.report.stats import verdict as rule
 
 #: the ceiling whose series is searched for a host shift, in order of preference
 SHIFT_SERIES = (CEILING, SYNC_CEILING)
@@ -37,13 +40,16 @@ def split_paired(rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     return rows[paired].reset_index(drop=True), rows[~paired].reset_index(drop=True)
 
 
-def verdict(a: str, b: str, lo: float, hi: float) -> str:
-    """The report's rule on a ratio a/b: a winner only when the interval excludes 1."""
-    if lo > 1:
+def verdict(a: str, b: str, lo: float, hi: float, margin: float = 0.0) -> str:
+    """The report's rule on a ratio a/b (`harness.report.stats.verdict`) in words naming the winner."""
+    word = rule(lo, hi, margin)
+    if word == "faster":
         return f"{a} faster"
-    if hi < 1:
+    if word == "slower":
         return f"{b} faster"
-    return "no clear winner"
+    if word == "equivalent":
+        return f"equivalent within +-{margin * 100:g}%"
+    return "no clear winner" if word != TOO_FEW else TOO_FEW
 
 
 def contenders(labels: list[str]) -> list[str]:
@@ -71,6 +77,8 @@ class PairedJob:
     #: per cycle: mean and per-core calibration ms, steal fraction, CPU the waiting backends used
     host: pd.DataFrame
     shift_series: str
+    #: the resolution floor verdicts clear (``compare.margin``, recorded in the rows; 0 in older rows)
+    margin: float = 0.0
     #: CPU model, cores, git commit and the load average when the job started (from the rows' metadata)
     machine: str = ""
     splits: list[Split] = field(default_factory=list)
@@ -93,12 +101,14 @@ def _ratio_rows(job: PairedJob, lo_i: int, hi_i: int, regime: str) -> list[dict[
     pairs += [(a, c, "efficiency") for a in cont for c in CEILINGS if c in job.labels]
     for num, den, kind in pairs:
         r = (t[num] / t[den]).replace([np.inf, -np.inf], np.nan).dropna()
-        med, lo, hi = median_ci(r.to_numpy(float))
-        half = max(hi / med - 1, 1 - lo / med) if med > 0 else math.nan
+        reading = median_interval(r.to_numpy(float))
+        med, lo, hi = reading.as_tuple()
+        half = max(hi / med - 1, 1 - lo / med) if med > 0 and reading.enough else math.nan
         out.append({"job": job.job, "config": job.config, "name": job.name, "regime": regime,
-                    "cycles": int(r.size), "numerator": num, "denominator": den, "kind": kind,
-                    "median": med, "ci_low": lo, "ci_high": hi, "half_width": half,
-                    "verdict": verdict(num, den, lo, hi) if kind == "ratio" else ""})
+                    "cycles": int(r.size), "n_eff": reading.n_eff, "numerator": num, "denominator": den,
+                    "kind": kind, "median": med, "ci_low": lo, "ci_high": hi, "half_width": half,
+                    "margin": job.margin,
+                    "verdict": verdict(num, den, lo, hi, job.margin) if kind == "ratio" else ""})
     return out
 
 
@@ -142,6 +152,7 @@ def analyze_paired(rows: pd.DataFrame, names: Optional[dict[str, str]] = None) -
                         cycles=len(table), block_rounds=int(first.get("block_rounds", 0) or 0), stopped_by=stop,
                         precision_target=float(first.get("precision_target", math.nan)), table=table,
                         host=_host_frame(g), shift_series=series, machine=machine,
+                        margin=float(first.get("margin", 0.0) or 0.0),
                         workers=int(g["workers"].iloc[0]), scenario=str(g["scenario"].iloc[0]))
         if "gil_enabled" in g:
             job.gil_enabled = {str(lab): sorted({str(v) for v in gg["gil_enabled"] if str(v) not in ("", "nan")})
@@ -206,8 +217,9 @@ def shift_lines(jobs: list[PairedJob]) -> list[str]:
 
 
 def _serial_on_same_interpreter(label: str, labels: list[str]) -> Optional[str]:
-    """``reactor:threads ft`` -> ``serial:ft``; a default-interpreter label -> ``serial:-`` (None if absent)."""
-    serial = "serial:ft" if label.endswith(" ft") else SERIAL
+    """Serial on the label's own interpreter (``reactor:threads ft`` -> ``serial:ft``, ``reactor:threads
+    py3.12.1`` -> ``serial:py3.12.1``, a default-interpreter label -> ``serial:-``); None if the job has none."""
+    serial = BackendLabel.parse(label).serial_baseline().render()
     return serial if serial in labels else None
 
 
@@ -228,11 +240,15 @@ def verdict_lines(jobs: list[PairedJob]) -> list[str]:
                 if serial is None:
                     continue
                 r = (t[lab] / t[serial]).replace([np.inf, -np.inf], np.nan).dropna().to_numpy(float)
-                if r.size < 2:
+                if r.size < 1:
                     continue
-                med, lo, hi = median_ci(r)
-                word = "faster" if lo > 1 else "slower" if hi < 1 else "no clear difference"
-                parts.append(f"{lab} {med:#.3g}x [{lo:#.3g}, {hi:#.3g}] of {serial} ({word})")
+                reading = median_interval(r)
+                med, lo, hi = reading.as_tuple()
+                word = rule(lo, hi, j.margin)
+                if word == TOO_FEW:
+                    parts.append(f"{lab} {med:#.3g}x of {serial} ({TOO_FEW}: {r.size})")
+                else:
+                    parts.append(f"{lab} {med:#.3g}x [{lo:#.3g}, {hi:#.3g}] of {serial} ({word})")
             if parts:
                 span = (f"cycles {int(j.table.index[lo_i])}-{int(j.table.index[hi_i - 1])}: "
                         if len(j.regimes) > 1 else "")

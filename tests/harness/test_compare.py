@@ -15,7 +15,7 @@ from omegaconf import OmegaConf
 
 from harness.compare import CONF_DIR, job_configs
 from harness.config import ConfigRangeError
-from harness.cycles import COMPARE_FILE, CompareSettings, Resident, settle, stop_reason
+from harness.cycles import COMPARE_FILE, CompareSettings, Resident, backend_key, settle, stop_reason
 from harness.hostwatch import cpu_ns
 from tests.conftest import read_rows, run_cli
 
@@ -27,7 +27,7 @@ def timed_out(tmp_path_factory) -> Path:
     """A paired job that can only stop on time: an unreachable precision, 1.5 s of cycles."""
     out = tmp_path_factory.mktemp("compare") / "job"
     proc = run_cli("compare", *SMOKE, "backends=serial,reactor,capacity", "compare.block_rounds=10",
-                   "compare.precision=0.000001", "compare.max_seconds=1.5", "compare.min_cycles=2", run_dir=out)
+                   "compare.precision=0.000001", "compare.max_seconds=1.5", "compare.min_cycles=6", run_dir=out)
     assert proc.returncode == 0, proc.stderr
     return out
 
@@ -67,17 +67,21 @@ def test_the_job_stops_on_time_and_leaves_nothing(timed_out):
                 if str(timed_out) in " ".join(p.info["cmdline"] or [])]
 
 
-def test_the_stopping_rule_ends_on_precision_or_on_time():
-    settings = CompareSettings(precision=0.05, max_seconds=100.0, min_cycles=5)
-    steady = [1.5, 1.51, 1.49, 1.5, 1.52, 1.48]
-    noisy = [1.0, 2.0, 1.2, 1.9, 1.1, 1.8]
-    assert stop_reason(steady[:4], 4, 1.0, settings)[0] == ""  # precise already, but fewer than min_cycles
-    reason, (med, lo, hi) = stop_reason(steady, 6, 1.0, settings)
+def test_the_stopping_rule_ends_on_precision_or_on_time_never_before_the_cycles_the_confidence_needs():
+    settings = CompareSettings(precision=0.05, max_seconds=100.0, min_cycles=8)
+    steady = [1.5, 1.51, 1.49, 1.5, 1.52, 1.48, 1.5, 1.51]
+    noisy = [1.0, 2.0, 1.2, 1.9, 1.1, 1.8, 1.0, 2.0]
+    assert stop_reason(steady[:7], 7, 1.0, settings)[0] == ""  # precise already, but fewer than min_cycles
+    reason, (med, lo, hi) = stop_reason(steady, 8, 1.0, settings)
     assert reason == "precision" and lo <= med <= hi and hi / med - 1 <= 0.05
-    assert stop_reason(noisy, 6, 1.0, settings)[0] == ""  # +-30%: go on
-    assert stop_reason(noisy, 6, 100.0, settings)[0] == "time"
-    assert stop_reason([], 1, 1e9, settings)[0] == ""  # never before two cycles
-    assert stop_reason([], 2, 100.0, settings)[0] == "time"  # a job without a pair stops on time
+    assert stop_reason(noisy, 8, 1.0, settings)[0] == ""  # +-30%: go on
+    assert stop_reason(noisy, 8, 100.0, settings)[0] == "time"
+    assert stop_reason(noisy[:7], 7, 100.0, settings)[0] == ""  # min_cycles binds the time stop too
+    # a min_cycles below what 95% needs (6 values: [min, max] covers 1 - 2/64) is raised to it
+    few = CompareSettings(precision=0.05, max_seconds=1.0, min_cycles=2)
+    assert stop_reason(steady[:5], 5, 100.0, few) == ("", None)  # 5 values: no 95% interval exists
+    assert stop_reason(steady[:6], 6, 100.0, few)[0] == "precision"
+    assert stop_reason([], 6, 100.0, few)[0] == "time"  # a job without a pair stops on time
 
 
 def test_bad_input_on_the_command_line_fails_before_anything_runs(tmp_path):
@@ -90,7 +94,6 @@ def test_bad_input_on_the_command_line_fails_before_anything_runs(tmp_path):
     ("backends=[serial,ray_packed]", "ray_packed"),
     ("backends=[serial,rllib]", "rllib"),
     ("backends=[serial]", "at least two"),
-    ("backends=[serial,serial]", "twice"),
     ("compare.precision=0", "compare.precision"),
     ("compare.min_cycles=1", "compare.min_cycles"),
     ("budget.rounds=0", "budget.rounds"),
@@ -100,6 +103,41 @@ def test_bad_input_on_the_command_line_fails_before_anything_runs(tmp_path):
 def test_bad_values_are_refused_naming_them(override, named):
     with pytest.raises(ConfigRangeError, match=named.replace(".", "\\.")):
         _jobs(override=override)
+
+
+def test_extra_work_needs_one_share_per_backend():
+    with pytest.raises(ConfigRangeError, match="one share per backend"):
+        _jobs("serial", "serial", override="compare.extra_work=[0]")
+    with pytest.raises(ConfigRangeError, match="not in"):
+        _jobs("serial", "serial", override="compare.extra_work=[0,2]")
+    with pytest.raises(ConfigRangeError, match="budget.warmup_rounds=2 must be at least 3"):
+        _jobs("serial", "serial", override="compare.extra_work=[0,0.1]")  # smoke: 2 warm-up rounds
+
+
+def test_an_aa_job_holds_a_backend_and_an_identical_copy_of_it():
+    jobs = _jobs("serial", "reactor", "serial", "serial", override="compare.extra_work=[0,0,0,0.03]", warmup=3)
+    assert [j["copy"] for j in jobs] == [1, 1, 2, 3]
+    assert [backend_key(j) for j in jobs] == ["serial:-", "reactor:processes", "serial:-#2", "serial:-#3"]
+    assert [j["backend"]["extra_work"] for j in jobs] == [0, 0, 0, 0.03]
+
+
+def test_an_aa_job_runs_the_same_work_on_both_copies_and_injects_only_where_asked(tmp_path):
+    out = tmp_path / "aa"
+    proc = run_cli("compare", *SMOKE, "backends=[serial,serial]", "compare.extra_work=[0,0.05]", "budget.warmup_rounds=5",
+                   "compare.block_rounds=20", "compare.max_seconds=0.5", "compare.min_cycles=6", run_dir=out)
+    assert proc.returncode == 0, proc.stderr
+    rows = read_rows(out)
+    assert sorted(set(rows["copy"])) == [1, 2]
+    assert rows.groupby("cycle")["checksum"].nunique().eq(1).all()  # the injected cost changes no result
+    extra = {c: [json.loads(e) for e in g["extra"]] for c, g in rows.groupby("copy")}
+    assert all("extra_work" not in e for e in extra[1])
+    for e in extra[2]:
+        assert e["extra_work"] == 0.05 and e["extra_work_iters_per_round"] >= 1
+        # the calibrated loop costs the asked share of a warm-up round (up to the rounding of one iteration)
+        share = e["extra_work_ms_per_round"] / e["extra_work_calibration_round_ms"]
+        assert share == pytest.approx(0.05, abs=0.01 + 1.0 / e["extra_work_iters_per_round"])
+    summary = json.loads((out / COMPARE_FILE).read_text())
+    assert summary["main_pair"] == ["serial:-#2", "serial:-"]
 
 
 def test_unknown_keys_and_backends_are_refused_by_composition():
@@ -126,7 +164,7 @@ def test_one_paired_job_holds_two_interpreters(tmp_path):
     assert other.exists() and str(other) != sys.executable
     out = tmp_path / "job"
     proc = run_cli("compare", *SMOKE, f"backends=[serial,serial@{other}]", "compare.block_rounds=10",
-                   "compare.max_seconds=0.5", "compare.min_cycles=2", run_dir=out)
+                   "compare.max_seconds=0.5", "compare.min_cycles=6", run_dir=out)
     assert proc.returncode == 0, proc.stderr
     rows = read_rows(out)
     version = platform.python_version()
@@ -136,8 +174,9 @@ def test_one_paired_job_holds_two_interpreters(tmp_path):
     assert json.loads((out / COMPARE_FILE).read_text())["main_pair"] == [f"serial:py{version}", "serial:-"]
 
 
-def _jobs(*backends: str, override: str | None = None, scenario: str = "gym") -> list[dict]:
-    overrides = [*SMOKE, f"scenario={scenario}", *([f"backends=[{','.join(backends)}]"] if backends else []), *([override] if override else [])]
+def _jobs(*backends: str, override: str | None = None, scenario: str = "gym", warmup: int | None = None) -> list[dict]:
+    overrides = [*SMOKE, f"scenario={scenario}", *([f"backends=[{','.join(backends)}]"] if backends else []),
+                 *([override] if override else []), *([f"budget.warmup_rounds={warmup}"] if warmup else [])]
     with initialize_config_dir(config_dir=CONF_DIR, version_base="1.3"):
         cfg = compose(config_name="compare", overrides=overrides)
         return job_configs(OmegaConf.to_container(cfg, resolve=True, enum_to_str=True))
