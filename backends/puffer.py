@@ -78,7 +78,7 @@ def physical_cores() -> int:
 
 def job_errors(job: dict[str, Any]) -> list[str]:
     """What of a composed job (``scenario``, ``backend``, ``workers``) PufferLib cannot run, as messages that
-    name the key; empty when it can. Called before anything runs (`harness.capacity.capacity_errors`)."""
+    name the key; empty when it can. Called before anything runs (`harness.resource_checks.fit_errors`)."""
     scenario = job.get("scenario") or {}
     backend = job.get("backend") or {}
     name = scenario.get("name")

@@ -14,7 +14,7 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 
-from harness.capacity import capacity_errors
+from harness.resource_checks import fit_errors
 from harness.config import ConfigRangeError, check_ranges, register_configs
 from harness.interpreter import interpreter_errors
 from harness.progress import JobProgress
@@ -59,8 +59,8 @@ def run_job(cfg: DictConfig) -> None:
     job_dir = Path(HydraConfig.get().runtime.output_dir)
     plain = OmegaConf.to_container(cfg, resolve=True, enum_to_str=True)
     check_ranges(plain)  # already checked by harness.checks.RangeCheck; kept for launchers that skip callbacks
-    if capacity_errors(plain) or interpreter_errors(plain):
-        raise ConfigRangeError("out of range: " + "; ".join(capacity_errors(plain) + interpreter_errors(plain)))
+    if fit_errors(plain) or interpreter_errors(plain):
+        raise ConfigRangeError("out of range: " + "; ".join(fit_errors(plain) + interpreter_errors(plain)))
     reused = decide(job_dir, job_spec(plain), resume=cfg.resume)
     if reused:
         print(f"{_job_label(cfg)}: reused, {reused} ok rows of the same config and code in {job_dir}",

@@ -1,6 +1,6 @@
 """Range checks before anything runs: a Hydra callback that refuses out-of-range knobs of every job.
 
-It also refuses what cannot fit on this machine (`harness.capacity`: a payload larger than /dev/shm or
+It also refuses what cannot fit on this machine (`harness.resource_checks`: a payload larger than /dev/shm or
 than memory).
 
 Hydra's structured configs already refuse unknown keys, wrong types and unknown options at composition; the
@@ -18,9 +18,9 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 from hydra.experimental.callback import Callback
 from omegaconf import DictConfig, OmegaConf
 
-from harness.capacity import capacity_errors
 from harness.config import ConfigRangeError, range_errors
 from harness.interpreter import interpreter_errors
+from harness.resource_checks import fit_errors
 
 
 def sweep_job_overrides(task_overrides: list[str]) -> list[list[str]]:
@@ -36,7 +36,7 @@ class RangeCheck(Callback):
 
     def on_run_start(self, config: DictConfig, **kwargs: Any) -> None:
         job = _job_part(config)
-        errors = range_errors(job) + capacity_errors(job) + interpreter_errors(job)
+        errors = range_errors(job) + fit_errors(job) + interpreter_errors(job)
         if errors:
             _refuse("out of range: " + "; ".join(errors))
 
@@ -51,7 +51,7 @@ class RangeCheck(Callback):
         problems: list[str] = []
         for overrides in sweep_job_overrides(task):
             job = _job_part(compose(config_name=config_name, overrides=overrides))
-            errors = range_errors(job) + capacity_errors(job) + interpreter_errors(job)
+            errors = range_errors(job) + fit_errors(job) + interpreter_errors(job)
             if errors:
                 problems.append(f"job [{' '.join(overrides)}]: " + "; ".join(errors))
         if problems:

@@ -29,7 +29,7 @@ from hydra.core.config_store import ConfigStore
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import MISSING, DictConfig, OmegaConf
 
-from harness.capacity import capacity_errors
+from harness.resource_checks import fit_errors
 from harness.config import BudgetConfig, ConfigRangeError, range_errors, range_of, register_configs
 from harness.cycles import CompareSettings, backend_key, run_compare
 from harness.interpreter import interpreter_errors, skip_reason
@@ -146,7 +146,7 @@ def job_configs(plain: dict[str, Any]) -> list[dict[str, Any]]:
         job["interpreter"] = interpreter or plain.get("interpreter") or "default"
         # an A/A job lists a backend twice: each later listing is another identical resident (``#2``, ...)
         job["copy"] = names[:position].count(name) + 1
-        errors += [f"{name}: {e}" for e in range_errors(job) + capacity_errors(job)]
+        errors += [f"{name}: {e}" for e in range_errors(job) + fit_errors(job)]
         try:
             backend_variant(backend)
         except ValueError as exc:

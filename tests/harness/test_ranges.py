@@ -142,10 +142,10 @@ def test_one_bad_job_stops_the_whole_sweep_before_its_first_job(tmp_path):
 
 
 def test_a_payload_larger_than_dev_shm_or_memory_is_refused_up_front():
-    from harness.capacity import capacity_errors, shm_size_bytes
+    from harness.resource_checks import fit_errors, shm_size_bytes
 
     shm = shm_size_bytes()
     job = {"scenario": {"name": "actors", "num_clients": 2, "payload_bytes": shm + 1}}
-    assert any(e.startswith(f"scenario.payload_bytes={shm + 1}: larger than /dev/shm") for e in capacity_errors(job))
-    assert capacity_errors({"scenario": {"name": "actors", "num_clients": 2, "payload_bytes": 1000}}) == []
-    assert capacity_errors({"scenario": {"name": "gym", "num_envs": 10**12}}) == []
+    assert any(e.startswith(f"scenario.payload_bytes={shm + 1}: larger than /dev/shm") for e in fit_errors(job))
+    assert fit_errors({"scenario": {"name": "actors", "num_clients": 2, "payload_bytes": 1000}}) == []
+    assert fit_errors({"scenario": {"name": "gym", "num_envs": 10**12}}) == []

@@ -19,7 +19,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from harness.capacity import COPIES_BASE, COPIES_PER_CLIENT, shm_size_bytes
+from harness.resource_checks import COPIES_BASE, COPIES_PER_CLIENT, shm_size_bytes
 from harness.cleanup import SHM_DIR, first_pid
 from tests.conftest import REPO, read_rows
 

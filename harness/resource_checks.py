@@ -1,4 +1,5 @@
-"""Checks against this machine, before anything runs: a payload must fit in /dev/shm and in memory.
+"""Checks against this machine's resources, before anything runs: a payload must fit in /dev/shm and in
+memory, and the backend module may refuse what it cannot run (its optional ``job_errors``).
 
 `harness.config.RANGES` holds the limits every machine shares; these depend on the machine. A payload larger
 than ``/dev/shm`` cannot cross processes through shared memory (the reactor's ports, Ray's object store), and
@@ -21,13 +22,22 @@ COPIES_BASE, COPIES_PER_CLIENT = 2, 2
 
 
 def shm_size_bytes(shm_dir: Path = SHM_DIR) -> int:
+    """The size of the tmpfs at ``shm_dir`` in bytes.
+
+    Args:
+        shm_dir: the shared-memory mount (``/dev/shm``).
+    """
     st = os.statvfs(shm_dir)
     return st.f_blocks * st.f_frsize
 
 
-def capacity_errors(job: dict[str, Any]) -> list[str]:
+def fit_errors(job: dict[str, Any]) -> list[str]:
     """What of the job cannot fit on this machine, as ``key=value: why``: its payload, and what its backend
-    module's optional ``job_errors(job)`` refuses (e.g. `backends.puffer`: envs not divisible by workers)."""
+    module's optional ``job_errors(job)`` refuses (e.g. `backends.puffer`: envs not divisible by workers).
+
+    Args:
+        job: the job's configuration as plain dicts (``scenario``, ``backend``, ...).
+    """
     return backend_job_errors(job) + payload_errors(job)
 
 
