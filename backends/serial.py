@@ -44,15 +44,14 @@ class SerialBackend(Backend):
     def start(self, scenario: Scenario, server: Server) -> None:
         self.server = server
         self.topology = scenario.topology
-        self.workers_ = []
-        for i in range(scenario.num_workers):
-            self.workers_.append(scenario.make_worker(i))
+        #: the worker roles, in bank order (``self.workers`` is their count, as on every backend)
+        self.worker_roles = [scenario.make_worker(i) for i in range(scenario.num_workers)]
         self.relay = scenario.make_relay() if scenario.has_relay() else None
         self.process_of_worker = [0] * scenario.num_workers  # every role in the server's process
         apply_threads(self.threads_per_worker)  # every role of this process is built
 
     def run(self, rounds: int, clock: Clock) -> None:
-        server, workers = self.server, self.workers_
+        server, workers = self.server, self.worker_roles
         n = len(workers)
         self._torch_threads = torch_threads()  # the workers' process, as the rounds start
         clock.begin()
@@ -106,7 +105,7 @@ class SerialBackend(Backend):
         return observed([self._torch_threads])
 
     def stop(self) -> None:
-        for w in [*getattr(self, "workers_", []), *([self.relay] if getattr(self, "relay", None) else [])]:
+        for w in [*getattr(self, "worker_roles", []), *([self.relay] if getattr(self, "relay", None) else [])]:
             w.close()
 
 
