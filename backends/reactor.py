@@ -22,6 +22,7 @@ over the worker processes. Each worker role is built by a ``startup`` reaction i
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Callable
@@ -375,6 +376,19 @@ class ReactorBackend(Backend):
                 and self.scenario.facts.incremental_gather
                 and self.scenario.topology == "star" and not self.scenario.has_relay())
 
+    def _lanes_of_workers(self, program: Any, top: Any) -> list[int]:
+        """Per worker, the lane it runs in, for the critical-path split (`harness.phases`): the threads
+        executor places reactors on its threads as the processes executor places them on processes, and on a
+        free-threaded interpreter those threads run in parallel; under a GIL (and inline) they take turns, so
+        every worker is in one lane."""
+        gil = getattr(sys, "_is_gil_enabled", lambda: True)()
+        if self.executor != "threads" or gil:
+            return [0] * self.scenario.num_workers
+        from reactor_backend import assign_workers
+
+        where = assign_workers(program, self.processes)
+        return [where[w] for w in top.workers]
+
     def run(self, rounds: int, clock: Clock) -> None:
         from reactor_backend import assemble, assign_workers, run
 
@@ -390,7 +404,7 @@ class ReactorBackend(Backend):
             where = assign_workers(program, self.processes)  # the placement the executor will use
             self.process_of_worker = [where[w] for w in top.workers]
         else:  # inline and threads: every role in this process, threads set once before any reaction runs
-            self.process_of_worker = [0] * self.scenario.num_workers
+            self.process_of_worker = self._lanes_of_workers(program, top)
             apply_threads(self.threads_per_worker)
             if self.executor == "threads":  # torch's count is per thread: each of its threads sets its own
                 options["initializer"] = apply_threads_here
