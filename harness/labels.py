@@ -137,23 +137,31 @@ def preset_table(folder: Optional[Path] = None) -> dict[tuple[str, str], str]:
         return _PRESETS[folder]
     table: dict[tuple[str, str], str] = {}
     try:
-        import yaml
-        from omegaconf import OmegaConf
-
-        from backends import backend_schema, backend_variant
-
         for path in sorted(folder.glob("*.yaml"), key=lambda p: (len(p.stem), p.stem)):
-            values = yaml.safe_load(path.read_text()) or {}
-            schemas = [d for d in values.pop("defaults", []) or [] if isinstance(d, str) and d.endswith("_schema")]
-            if not schemas:
-                continue
-            composed = OmegaConf.merge(OmegaConf.structured(backend_schema(schemas[0][: -len("_schema")])), values)
-            config = OmegaConf.to_container(composed, enum_to_str=True)
-            table.setdefault((str(config["name"]), backend_variant(config)), path.stem)
+            row = preset_row(path)
+            if row is not None:
+                table.setdefault(row, path.stem)
     except Exception:  # noqa: BLE001 - a report must render without the presets (another checkout's rows)
         table = {}
     _PRESETS[folder] = table
     return table
+
+
+def preset_row(path: Path) -> Optional[tuple[str, str]]:
+    """(backend, variant) that the preset file ``path`` produces: its schema's defaults, the file's values, the
+    backend's own ``variant`` (`backends.backend_variant`); None for a file that names no backend schema."""
+    import yaml
+    from omegaconf import OmegaConf
+
+    from backends import backend_schema, backend_variant
+
+    values = yaml.safe_load(Path(path).read_text()) or {}
+    schemas = [d for d in values.pop("defaults", []) or [] if isinstance(d, str) and d.endswith("_schema")]
+    if not schemas:
+        return None
+    composed = OmegaConf.merge(OmegaConf.structured(backend_schema(schemas[0][: -len("_schema")])), values)
+    config = OmegaConf.to_container(composed, enum_to_str=True)
+    return str(config["name"]), backend_variant(config)
 
 
 def preset_names(folder: Optional[Path] = None) -> list[str]:

@@ -1,9 +1,13 @@
 """``python -m harness.report [DIR ...] [--out OUT] [--readme README.md] [--all-runs] [--no-figures] [--link-figures]``
+``python -m harness.report --compare A B [--names A_NAME B_NAME] [--readme FILE] [--out OUT]``
 
-Reads every results.csv (and archived run, results.jsonl.gz) under the folders (default: the latest sweep,
-results/bench/latest) and writes report.html, report.md, summary.csv and figures into ``<first DIR>/report``
-(or ``--out``). ``--readme`` also rewrites the text between ``<!-- results:start -->`` and
-``<!-- results:end -->`` in that file with the headline table.
+Reads every results.csv (and archived run, results.jsonl.gz) under the folders (default: the run just
+finished: the newest of results/bench/latest, the latest job in results/runs/ and the latest sweep in
+results/sweeps/) and writes report.html, report.md, summary.csv and figures into ``<first DIR>/report`` (or
+``--out``). ``--readme`` also rewrites the text between ``<!-- results:start -->`` and ``<!-- results:end -->``
+in that file with the answer and the headline tables. ``--compare A B`` compares two runs instead (B over A per
+configuration and backend, with intervals and what changed: `harness.report.diff`), prints it, writes it to
+``--out``/compare.md when given, and with ``--readme`` rewrites that file's ``<!-- compare:start -->`` block.
 """
 from __future__ import annotations
 
@@ -16,12 +20,45 @@ from harness.report.build import build_report
 
 #: the folder ``make bench`` writes (the Makefile's BENCH_DIR); never the reference runs
 DEFAULT_DIR = "results/bench/latest"
+#: where single jobs (``python -m harness ...``) and sweeps (``-m``) write (conf/config.yaml, hydra.run/sweep)
+JOB_DIRS = ("results/runs", "results/sweeps")
+
+
+def _newest_result(folder: Path) -> float:
+    """The modification time of the newest result file under ``folder`` (0 without one)."""
+    times = [p.stat().st_mtime for pattern in ("results.csv", "results.jsonl.gz") for p in folder.rglob(pattern)
+             if "reference" not in p.relative_to(folder).parts]
+    return max(times, default=0.0)
+
+
+def latest_run(root: Path = Path(".")) -> tuple[Path | None, str]:
+    """The run just finished: the newest (by its newest result file) of `DEFAULT_DIR`, the latest job folder
+    in results/runs/ and the latest sweep in results/sweeps/; and a sentence saying which and why."""
+    candidates = []
+    if (root / DEFAULT_DIR).is_dir():
+        candidates.append((root / DEFAULT_DIR, "the latest `make bench` run"))
+    for parent, what in zip(JOB_DIRS, ("the latest job", "the latest sweep")):
+        folders = sorted(p for p in (root / parent).glob("*") if p.is_dir()) if (root / parent).is_dir() else []
+        if folders:
+            candidates.append((folders[-1], what))
+    dated = [(_newest_result(p), p, what) for p, what in candidates]
+    dated = [d for d in dated if d[0] > 0]
+    if not dated:
+        return None, ""
+    when, path, what = max(dated, key=lambda d: d[0])
+    stamp = time.strftime("%Y-%m-%d %H:%M", time.localtime(when))
+    return path, f"no folder named: reading {path} ({what}; its newest result file is from {stamp})"
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m harness.report", description=__doc__.split("\n\n")[1])
-    parser.add_argument("dirs", nargs="*", default=[DEFAULT_DIR],
-                        help=f"folders or result files to read (default: {DEFAULT_DIR})")
+    parser.add_argument("dirs", nargs="*", default=[],
+                        help="folders or result files to read (default: the run just finished: the newest of "
+                             f"{DEFAULT_DIR}, the latest job in results/runs, the latest sweep in results/sweeps)")
+    parser.add_argument("--compare", nargs=2, metavar=("A", "B"),
+                        help="compare two runs (folders or reference runs): B over A per configuration and backend")
+    parser.add_argument("--names", nargs=2, metavar=("A_NAME", "B_NAME"), default=["A", "B"],
+                        help="what --compare calls the two runs (default: A B)")
     parser.add_argument("--out", help="output folder (default: <first DIR>/report)")
     parser.add_argument("--readme", help="also rewrite the results section of this README")
     parser.add_argument("--all-runs", action="store_true",
@@ -32,10 +69,19 @@ def main(argv: list[str] | None = None) -> int:
                              "archived runs)")
     args = parser.parse_args(argv)
     t0 = time.perf_counter()
+    if args.compare:
+        return _compare(args)
+    if not args.dirs:
+        found, why = latest_run()
+        if found is None:
+            print(f"harness.report: no results under {DEFAULT_DIR}, {', '.join(JOB_DIRS)} (run `make bench` or a "
+                  "job, or name a folder)", file=sys.stderr)
+            return 2
+        print(why)
+        args.dirs = [str(found)]
     missing = [d for d in args.dirs if not Path(d).exists()]
     if missing:
-        print(f"harness.report: no such folder or file: {', '.join(missing)}"
-              + (" (run `make bench`, or name a folder)" if args.dirs == [DEFAULT_DIR] else ""), file=sys.stderr)
+        print(f"harness.report: no such folder or file: {', '.join(missing)}", file=sys.stderr)
         return 2
     try:
         files = build_report(args.dirs, out=args.out, all_runs=args.all_runs, figures=not args.no_figures,
@@ -47,6 +93,31 @@ def main(argv: list[str] | None = None) -> int:
           f"{len(files.figures)} figure files in {files.out / 'figures'}  ({time.perf_counter() - t0:.1f} s)")
     if args.readme:
         print(f"README results section rewritten: {args.readme}")
+    return 0
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from harness.report.diff import compare_runs, to_markdown, update_block
+
+    missing = [d for d in args.compare if not Path(d).exists()]
+    if missing:
+        print(f"harness.report: no such folder or file: {', '.join(missing)}", file=sys.stderr)
+        return 2
+    comparison = compare_runs(*args.compare, all_runs=args.all_runs)
+    text = to_markdown(comparison, *args.names)
+    print(text)
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "compare.md").write_text(text + "\n")
+        print(f"comparison: {out / 'compare.md'}")
+    if args.readme:
+        try:
+            update_block(Path(args.readme), text)
+        except ValueError as exc:
+            print(f"harness.report: {exc}", file=sys.stderr)
+            return 2
+        print(f"comparison block rewritten: {args.readme}")
     return 0
 
 
