@@ -171,10 +171,12 @@ bench-paired: install ## Paired jobs: serial, the reactor executors and both cei
 	$(FINISH)
 
 bench-paired-jobs: install
+	$(START)
 	$(TRY) $(PAIRED) scenario=gym hydra.sweep.dir=$(BENCH_DIR)/paired/gym
 	$(TRY) $(PAIRED) scenario=atari hydra.sweep.dir=$(BENCH_DIR)/paired/atari
 	$(TRY) $(PAIRED) scenario=marl scenario.env=synthetic,simple_spread_v3 hydra.sweep.dir=$(BENCH_DIR)/paired/marl
 	$(TRY) $(PAIRED) scenario=dqn hydra.sweep.dir=$(BENCH_DIR)/paired/dqn
+	$(FINISH)
 
 bench-paper: install ## The paper's twelve configurations at budget=paper (hours to days: prints an estimate first), then the report
 	$(START)

@@ -94,7 +94,11 @@ class ReactorConfig(BackendConfig):
 
 
 def waiting(config: ReactorConfig) -> Any:
-    """The runtime's `reactor_backend.waiting.Waiting` from the config's ``wait_*`` options."""
+    """The runtime's `reactor_backend.waiting.Waiting` from the config's ``wait_*`` options.
+
+    Args:
+        config: the backend's config (its ``wait_*`` fields, in microseconds).
+    """
     from reactor_backend.waiting import Waiting
 
     return Waiting(spins=int(config.wait_spins), yield_ns=round(config.wait_yield_us * 1e3),
@@ -114,7 +118,13 @@ def usable_cores() -> int:
 
 def process_count(executor: str, workers: int, max_processes: int) -> int:
     """The worker processes the processes executor runs for ``workers``: at most ``max_processes``
-    (0: the usable cores); other executors run ``workers`` as given."""
+    (0: the usable cores); other executors run ``workers`` as given.
+
+    Args:
+        executor: the executor's name (``inline``, ``threads``, ``processes``).
+        workers: the job's ``workers``.
+        max_processes: the config's cap, 0 for the usable cores.
+    """
     if executor != "processes":
         return workers
     return max(1, min(workers, max_processes or usable_cores()))
@@ -122,7 +132,11 @@ def process_count(executor: str, workers: int, max_processes: int) -> int:
 
 def variant(config: dict[str, Any]) -> str:
     """The results row's variant: the executor, and for processes a cap other than the cores
-    (``processes-max1024``: one process per worker up to 1024), so both curves stay apart in reports."""
+    (``processes-max1024``: one process per worker up to 1024), so both curves stay apart in reports.
+
+    Args:
+        config: the backend's config as a dict (``executor``, optional ``max_processes``).
+    """
     executor = Executor(config["executor"]).value
     cap = int(config.get("max_processes", 0) or 0)
     return f"{executor}-max{cap}" if executor == "processes" and cap else executor
@@ -139,10 +153,16 @@ class RoleReactor(Reactor):
 
     def __init__(self, make_role: Callable[[int | None], Any], threads: int = 1, seen: Any = None,
                  slot: int | None = None):
-        """``threads``: ``threads_per_worker``, applied in this role's process once the role is built (None:
-        the backend applied it before the program ran, as for the in-process executors, whose roles are
-        built on several threads at once: only read here); ``seen[slot]`` (shared memory, `backends.base.shared_slots`; slot: the bank index unless given)
-        receives torch's thread count read there then (-1: torch not loaded)."""
+        """Args:
+            make_role: builds the role from the bank index (None for the relay), at startup, in the process
+                that runs it.
+            threads: ``threads_per_worker``, applied in this role's process once the role is built (None:
+                the backend applied it before the program ran, as for the in-process executors, whose roles
+                are built on several threads at once: only read here).
+            seen: shared memory (`backends.base.shared_slots`) whose ``seen[slot]`` receives torch's thread
+                count read there then (-1: torch not loaded), or None.
+            slot: the index into ``seen`` (None: the bank index).
+        """
         super().__init__()
         self.make_role = make_role
         self.threads = threads
@@ -179,6 +199,13 @@ class ServerReactor(Reactor):
     next = LogicalAction()
 
     def __init__(self, server: Server, clock: Clock, rounds: int, n_workers: int, chain: bool = False):
+        """Args:
+            server: the scenario's server role (built by the harness, in this process).
+            clock: the job's clock: ``begin`` before the first round, ``tick`` after each.
+            rounds: the rounds to run, then stop.
+            n_workers: the bank's width.
+            chain: the scenario's topology is ``chain`` (one message through the bank and back).
+        """
         super().__init__()
         self.server = server
         self.clock = clock
@@ -234,6 +261,10 @@ class SplitGatherServerReactor(ServerReactor):
     local = Input(width="n_local")
 
     def __init__(self, server: Server, clock: Clock, rounds: int, n_workers: int, n_local: int):
+        """Args:
+            server, clock, rounds, n_workers: as for `ServerReactor`.
+            n_local: the bank members in the server's process, the first of the bank.
+        """
         super().__init__(server, clock, rounds, n_workers)
         self.n_local = n_local
         self.n_in = n_workers - n_local
@@ -271,11 +302,15 @@ class RoundProgram(Reactor):
     def __init__(self, scenario: Scenario, server: Server, clock: Clock, rounds: int,
                  bank_split: list[int] | None = None, n_local: int = 0, threads: int | None = 1,
                  seen: Any = None):
-        """``bank_split``: the worker process of each bank member (None: the runtime's placement, contiguous
-        even parts);
-        ``n_local`` > 0: the first ``n_local`` members run in the server's process and the server
-        gathers their results first (`SplitGatherServerReactor`); ``threads``, ``seen``: see `RoleReactor`
-        (the relay's slot follows the bank's)."""
+        """Args:
+            scenario: the scenario (its roles, topology, relay).
+            server, clock, rounds: as for `ServerReactor`.
+            bank_split: the worker process of each bank member (None: the runtime's placement, contiguous
+                even parts).
+            n_local: when > 0, the first ``n_local`` members run in the server's process and the server
+                gathers their results first (`SplitGatherServerReactor`).
+            threads, seen: as for `RoleReactor` (the relay's slot follows the bank's).
+        """
         super().__init__()
         n = scenario.num_workers
         chain = scenario.topology == "chain"

@@ -47,3 +47,21 @@ def test_a_target_whose_lines_pass_exits_zero_and_forgets_an_earlier_failure(tmp
     done = _probe(tmp_path, "$(TRY) true")
     assert done.returncode == 0, done.stdout + done.stderr
     assert not (tmp_path / "failed-sweeps.txt").exists()
+
+
+def test_every_target_that_tries_lines_finishes_with_their_verdict() -> None:
+    """A target whose lines run through $(TRY) records failures and goes on; without $(START) / $(FINISH) it
+    would exit 0 whatever failed (as bench-paired-jobs once did when run by itself)."""
+    recipes: dict[str, list[str]] = {}
+    target = None
+    for line in (ROOT / "Makefile").read_text().splitlines():
+        if line and not line.startswith(("\t", "#", " ")) and ":" in line and "=" not in line.split(":")[0]:
+            target = line.split(":")[0].strip()
+            recipes[target] = []
+        elif line.startswith("\t") and target is not None:
+            recipes[target].append(line.strip())
+    trying = {t: r for t, r in recipes.items() if any(line.startswith("$(TRY)") for line in r)}
+    assert "bench-paired-jobs" in trying
+    first_try = {t: next(i for i, line in enumerate(r) if "$(TRY)" in line) for t, r in trying.items()}
+    unfinished = [t for t, r in trying.items() if "$(START)" not in r[:first_try[t]] or r[-1] != "$(FINISH)"]
+    assert unfinished == []
