@@ -214,10 +214,11 @@ install-ft: python-ft ## .venv-ft on the free-threaded interpreter: cp313t wheel
 
 test-ft: ## The thread stress tests, then the runtime's suite on .venv-ft under threads at 2, 4 and 8 workers, each FT_TEST_REPEAT times
 	@test -x $(FT_PY) || { echo "test-ft: no $(FT_PY): run make install-ft first"; exit 1; }
-	for i in $$(seq $(FT_TEST_REPEAT)); do $(FT_PY) -m pytest -q tests/reactor/test_threads.py tests/reactor/test_threads_ft.py tests/reactor/test_threads_safety.py || exit 1; done
-	# (ale-py has no cp313t wheel, and torch is there only with FT_TORCH=pypi: the tests that need them are left out)
+	for i in $$(seq $(FT_TEST_REPEAT)); do $(FT_PY) -m pytest -q tests/reactor/test_threads.py tests/reactor/test_threads_ft.py tests/reactor/test_threads_safety.py tests/reactor/test_threads_atari.py || exit 1; done
+	# (torch is there only with FT_TORCH=pypi: the test that needs it is left out; ale-py is built by install-ft)
 	for i in $$(seq $(FT_TEST_REPEAT)); do for w in 2 4 8; do \
-	  REACTOR_EXECUTORS=threads:$$w $(FT_PY) -m pytest -q -x tests/reactor --ignore=tests/reactor/test_processes_atari.py \
+	  REACTOR_EXECUTORS=threads:$$w $(FT_PY) -m pytest -q -x tests/reactor \
+	    --ignore=tests/reactor/test_threads_safety.py --ignore=tests/reactor/test_threads_atari.py \
 	    --deselect tests/reactor/test_processes.py::test_workers_use_torch_after_the_caller_started_its_thread_pool || exit 1; \
 	done; done
 
@@ -231,13 +232,19 @@ FT_DIR ?= $(BENCH_DIR)/ft
 FT_PAIRED_BACKENDS ?= serial@ft,reactor_threads@ft,reactor@ft,capacity_lockstep@ft,serial,reactor_threads,reactor
 FT_W1_BACKENDS ?= serial@ft,reactor_threads@ft,serial,reactor_threads
 FT_ACTORS_BACKENDS ?= serial@ft,reactor_threads@ft,reactor@ft,serial,reactor
+# Atari (Pong, 15 envs): the processes executor on the default interpreter first, the threads executor on the
+# free-threaded one second (the job's main ratio: threads ft / processes default), then serial on both and the
+# processes executor on the free-threaded one (where .venv-ft has ale-py: make install-ft builds it)
+FT_ATARI_BACKENDS ?= reactor,reactor_threads@ft,serial,serial@ft,reactor@ft
+FT_ALE_OK = $(shell $(FT_PY) -c 'import ale_py' 2>/dev/null && echo yes)
 FT_TORCH_OK = $(shell $(FT_PY) -c 'import torch' 2>/dev/null && echo yes)
 PAIRED_FT = $(PY) -m harness compare -m budget=$(BUDGET) compare.precision=$(PAIRED_PRECISION) compare.max_seconds=$(PAIRED_SECONDS)
-bench-ft: install ## Paired jobs on the default and the free-threaded interpreter (gym; marl synthetic and dqn with torch there), threads at 1 worker, the actors round trip, then the report (make install-ft first)
+bench-ft: install ## Paired jobs on the default and the free-threaded interpreter (gym; atari with ale-py there; marl synthetic and dqn with torch there), threads at 1 worker, the actors round trip, then the report (make install-ft first)
 	@test -x $(FT_PY) || { echo "bench-ft: no $(FT_PY): run make install-ft first"; exit 1; }
 	$(START)
 	$(TRY) $(PAIRED_FT) scenario=gym workers=$(WORKERS) backends=[$(FT_PAIRED_BACKENDS)] hydra.sweep.dir=$(FT_DIR)/gym
 	$(TRY) $(PAIRED_FT) scenario=gym workers=1 backends=[$(FT_W1_BACKENDS)] hydra.sweep.dir=$(FT_DIR)/threads_w1/gym
+	$(if $(FT_ALE_OK),$(TRY) $(PAIRED_FT) scenario=atari workers=$(WORKERS) backends=[$(FT_ATARI_BACKENDS)] hydra.sweep.dir=$(FT_DIR)/atari,@echo "bench-ft: no ale-py in $(FT_VENV): atari left out (make install-ft builds it)")
 	$(if $(FT_TORCH_OK),$(TRY) $(PAIRED_FT) scenario=marl scenario.env=synthetic workers=$(WORKERS) backends=[$(FT_PAIRED_BACKENDS)] hydra.sweep.dir=$(FT_DIR)/marl,@echo "bench-ft: no torch in $(FT_VENV): marl and dqn left out (make install-ft FT_TORCH=pypi)")
 	$(if $(FT_TORCH_OK),$(TRY) $(PAIRED_FT) scenario=marl scenario.env=synthetic workers=1 backends=[$(FT_W1_BACKENDS)] hydra.sweep.dir=$(FT_DIR)/threads_w1/marl)
 	$(if $(FT_TORCH_OK),$(TRY) $(PAIRED_FT) scenario=dqn workers=$(WORKERS) backends=[$(FT_PAIRED_BACKENDS)] hydra.sweep.dir=$(FT_DIR)/dqn)

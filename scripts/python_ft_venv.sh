@@ -8,7 +8,14 @@
 # long source build), psutil, Cython, gymnasium, hydra-core, pettingzoo, pytest, tqdm (antlr4-python3-runtime
 # and PyYAML build from source in seconds). Not installed: matplotlib (only the report draws, on .venv; its
 # contourpy dependency builds from C++ source for cp313t here, many minutes on 2 cores),
-# ale-py and ray (no cp313t wheels; the harness skips them under ft with the reason in the row). torch: a
+# ray (no cp313t wheel; the harness skips it under ft with the reason in the row). ale-py (FT_ALE=0 skips it):
+# no cp313t wheel either, so it is built here from its sdist (ale_py-FT_ALE_VERSION.tar.gz, 11.5 MB, with the
+# ROMs; ~10 min on 2 cores): only ale-py from source, its build requirements as binary wheels
+# (scikit-build-core, nanobind, cmake, ninja), without build isolation (its pyproject also asks for jax, for
+# the XLA vector interface, which is turned off here with the SDL display and the OpenCV vector interface:
+# CMAKE_ARGS), zlib's headers from the distribution (Debian: zlib1g-dev). Its module is declared free-threading
+# safe upstream (nanobind_add_module(... FREE_THREADED ...): Py_MOD_GIL_NOT_USED; each ALEInterface owns its
+# emulator state), which the check at the end verifies (the GIL stays off after importing it). torch: a
 # CPU-only cp313t wheel from FT_TORCH_INDEX (default the PyTorch CPU index) where that index is reachable;
 # FT_TORCH=pypi takes PyPI's Linux cp313t wheel instead, which is the CUDA build (torch 2.12: ~510 MB plus
 # ~3 GB of nvidia-* and triton packages; it runs on the CPU like any other) and the only one this machine can
@@ -63,6 +70,28 @@ if "$PY" -m pip show -q triton >/dev/null 2>&1; then
     "$PY" -m pip uninstall -y -q triton
 fi
 
+ALE_VERSION=${FT_ALE_VERSION:-0.12.1}
+if "$PY" -c 'import ale_py' 2>/dev/null; then
+    say "ale-py already installed: $("$PY" -c 'import ale_py; print(ale_py.__version__)')"
+elif [[ "${FT_ALE:-1}" == 0 ]]; then
+    say "skipping ale-py (FT_ALE=0): atari is skipped under ft"
+else
+    CXX_BIN=${CXX:-c++}
+    command -v "$CXX_BIN" >/dev/null || die "ale-py: no C++ compiler ($CXX_BIN) to build it with (Debian: apt-get install g++), or FT_ALE=0"
+    echo '#include <zlib.h>' | "$CXX_BIN" -E -x c++ - >/dev/null 2>&1 \
+        || die "ale-py: zlib's headers are missing (Debian: apt-get install zlib1g-dev), or FT_ALE=0 to skip ale-py"
+    say "building ale-py $ALE_VERSION for $("$PY" -c 'import sys; print(sys.implementation.cache_tag)') from its sdist (~10 min on 2 cores;"
+    say "  build requirements as binary wheels: scikit-build-core nanobind cmake ninja; SDL, vector and XLA off)"
+    "$PY" -m pip install -q --only-binary :all: "scikit-build-core>=0.10" "nanobind>=2.5" cmake ninja \
+        || die "ale-py: installing its build requirements (binary wheels) failed"
+    CMAKE_ARGS="-DSDL_SUPPORT=OFF -DBUILD_VECTOR_LIB=OFF -DBUILD_VECTOR_XLA_LIB=OFF" \
+    CMAKE_BUILD_PARALLEL_LEVEL=${FT_JOBS:-$(nproc 2>/dev/null || echo 2)} \
+        "$PY" -m pip install -q --no-build-isolation --no-deps --no-binary ale-py "ale-py==$ALE_VERSION" \
+        || die "ale-py: building ale-py $ALE_VERSION from its sdist failed (see above), or FT_ALE=0 to skip it"
+    "$PY" -c 'import sys, ale_py, ale_py.roms as r; assert r.get_rom_path("pong"), "no Pong ROM"; sys.exit(1 if sys._is_gil_enabled() else 0)' \
+        || die "ale-py: built, but importing it re-enables the GIL or it has no ROMs"
+fi
+
 say "compiling the project's Cython extensions for $("$PY" -c 'import sys; print(sys.implementation.cache_tag)')"
 "$PY" -m pip install -q --no-build-isolation --no-deps -e . \
     || die "building the project's extensions for the free-threaded interpreter failed"
@@ -71,6 +100,11 @@ import sys
 import reactor_backend, reactor_backend._core, reactor_backend._sync, reactor_backend._codec  # noqa: F401
 import harness.runner, scenarios._checksum, scenarios.gym  # noqa: F401
 what = "the runtime and harness"
+try:
+    import ale_py, scenarios.atari  # noqa: F401
+    what += ", ale-py"
+except ImportError:
+    pass
 try:
     import torch._dynamo  # noqa: F401  (what an optimizer's construction loads: it probes triton)
     what += " and torch"

@@ -37,7 +37,7 @@ class FakeReaction:
         self.index = index
 
 
-@pytest.mark.parametrize("workers", [4, 8])
+@pytest.mark.parametrize("workers", [4, 8, 16])
 def test_crew_counts_every_futex_sleep_under_many_threads(workers):
     """Sleeps of 2 us (slices that run out constantly) on every thread, many levels: the crew's total,
     added to by all threads at once, equals the sum of the per-thread counts; every reaction runs exactly
@@ -62,7 +62,7 @@ def test_crew_counts_every_futex_sleep_under_many_threads(workers):
     threads = [threading.Thread(target=crew.serve, args=(k,), daemon=True) for k in range(1, workers)]
     for t in threads:
         t.start()
-    levels = 1500
+    levels = 3000
     reactions = [FakeReaction(i) for i in range(n_reactions)]
     try:
         for level in range(levels):
@@ -201,20 +201,20 @@ def test_in_process_executors_apply_the_threads_once_before_any_reaction(monkeyp
 
 
 def test_apply_threads_from_many_threads_at_once_leaves_the_settings_in_one_piece(restore_thread_settings):
-    """32 threads call `apply_threads` with different counts at once, 100 rounds: every call sees the count
+    """8 threads call `apply_threads` with different counts at once, 500 rounds: every call sees the count
     it set (torch's count is per thread; read under the lock), and after each round the three variables
     agree (one call's writes, not a mix)."""
     if HAVE_TORCH:
         thread_settings.import_torch()
     torch = sys.modules.get("torch")
-    n, rounds = 32, 100
+    n, rounds = 8, 500
     barrier = threading.Barrier(n + 1)
     wrong: list[tuple[int, int, object]] = []
 
     def caller(i: int) -> None:
         for rnd in range(rounds):
             barrier.wait()
-            want = 1 + (i + rnd) % 4
+            want = 1 + (i + rnd) % n
             got = thread_settings.apply_threads(want)
             if torch is not None and got != want:
                 wrong.append((rnd, want, got))
