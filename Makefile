@@ -62,7 +62,7 @@ PAPER_DIR ?= results/bench/paper
 # seconds (empty: the paper's rounds); the report lists the shortened rounds as a difference
 PAPER_JOB_SECONDS ?=
 
-.PHONY: device-kit device-local help python-ft install-ft test-ft bench-ft install test test-slow load soak bench bench-scaling bench-paired bench-paper bench-paper-local report results-readme archive clean $(addprefix bench-,$(SCENARIOS))
+.PHONY: selftest device-kit device-local help python-ft install-ft test-ft bench-ft install test test-slow load soak bench bench-scaling bench-paired bench-paper bench-paper-local report results-readme archive clean $(addprefix bench-,$(SCENARIOS))
 
 help: ## List every target
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 22
@@ -108,7 +108,15 @@ bench: install ## The local sweep of every scenario, the paired jobs (bench-pair
 	$(SUBMAKE) bench-paired-jobs BENCH_DIR=$(BENCH_DIR)
 	$(SUBMAKE) bench-paper-local BENCH_DIR=$(BENCH_DIR)
 	$(SUBMAKE) report BENCH_DIR=$(BENCH_DIR)
+	@$(PY) -m harness selftest --latest-line
 	$(FINISH)
+
+# what this machine can resolve (docs/harness.md, "Known answers"): A/A paired jobs and injected effects
+SELFTEST_JOBS ?= 10
+SELFTEST_SECONDS ?= 30
+SELFTEST_EFFECTS ?= 0.02,0.05
+selftest: install ## A/A jobs and injected effects (SELFTEST_JOBS jobs of SELFTEST_SECONDS: about 10 min at the defaults here): the false-verdict rate, the floor, what is detected
+	$(PY) -m harness selftest selftest.jobs=$(SELFTEST_JOBS) selftest.seconds=$(SELFTEST_SECONDS) "selftest.effects=[$(SELFTEST_EFFECTS)]" workers=$(WORKERS)
 
 bench-gym: install ## Gym (CartPole) standalone: serial, the reactor, every Ray layout, the vector env, the ceilings and RLlib's sampler (a reference); the reactor executors: bench-paired
 	$(START)
