@@ -32,7 +32,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from harness.cleanup import ShmLedger, end_job
-from harness.hostwatch import CoreProbe, cpu_ns, steal_seconds, tree_pids
+from harness.hostwatch import CoreProbe, cpu_ns, cpus_of, steal_seconds, tree_pids
 from harness.jobtree import JobTree
 from harness.metadata import job_metadata, load_average
 from harness.results import ResultsWriter, make_row, timing_fields
@@ -338,9 +338,10 @@ def run_compare(jobs: list[dict[str, Any]], job_dir: Path, settings: CompareSett
                 res.send(f"go {n_rounds}")
                 msg = res.expect("block")
                 others_ns = cpu_ns(others) - before
+                cpus = cpus_of(res.pids)  # where its processes ran the block, before they go to sleep
                 settle_s = settle(res.pids)
                 blocks[key] = {"msg": msg, "position": position, "others_ms": others_ns / 1e6,
-                               "settle_ms": settle_s * 1e3}
+                               "settle_ms": settle_s * 1e3, "cpus": cpus}
                 position += 1
             wall = time.perf_counter() - t_cycle
             steal = (steal_seconds() - steal0) / (wall * max(1, len(probe.cores))) if wall > 0 else math.nan
@@ -365,6 +366,7 @@ def run_compare(jobs: list[dict[str, Any]], job_dir: Path, settings: CompareSett
                 extra = dict(msg.get("extra") or {})
                 extra.update(host)
                 extra.update({"paired": True, "block_rounds": n_rounds, "others_cpu_ms": b["others_ms"],
+                              "cpus": b["cpus"],
                               "settle_ms": b["settle_ms"], "stopped_by": reason,
                               "precision_target": settings.precision, "margin": settings.margin,
                               "confidence": settings.confidence})

@@ -156,3 +156,15 @@ def _serve(core: int) -> None:
 
 if __name__ == "__main__":
     _serve(int(sys.argv[1]))
+
+
+def cpus_of(pids: Iterable[int]) -> list[int]:
+    """The CPU each of ``pids`` last ran on (-1 for a process that is gone): where a resident sat during its
+    block, recorded so that an offset between identical residents can be traced to their placement."""
+    out = []
+    for pid in pids:
+        try:
+            out.append(int(psutil.Process(pid).cpu_num()))
+        except (psutil.Error, OSError):
+            out.append(-1)
+    return out

@@ -138,6 +138,8 @@ def test_an_aa_job_runs_the_same_work_on_both_copies_and_injects_only_where_aske
         assert share == pytest.approx(0.05, abs=0.01 + 1.0 / e["extra_work_iters_per_round"])
     summary = json.loads((out / COMPARE_FILE).read_text())
     assert summary["main_pair"] == ["serial:-#2", "serial:-"]
+    cores = set(range(psutil.cpu_count()))
+    assert all(e["cpus"] and set(e["cpus"]) <= cores for c in extra for e in extra[c])  # where each block ran
 
 
 def test_unknown_keys_and_backends_are_refused_by_composition():
