@@ -39,6 +39,17 @@ def trial_first(args: list[str]) -> list[str]:
     return rest[:first] + trials + rest[first:]
 
 
+def job_summary(job_dir: Path) -> list[str]:
+    """What a finished job measured, in a line or two: its median throughput with a 95% interval over the
+    repetitions, and each repetition far off the others (`harness.report.jobline`)."""
+    from harness.report.jobline import job_lines
+
+    try:
+        return job_lines(job_dir / "results.csv")
+    except Exception as exc:  # noqa: BLE001 - the rows are written; a summary that fails must not fail the job
+        return [f"(no summary: {type(exc).__name__}: {exc})"]
+
+
 def _job_label(cfg: DictConfig) -> str:
     hc = HydraConfig.get()
     index = f"job {hc.job.num} " if hc.mode.name == "MULTIRUN" else ""
@@ -47,9 +58,85 @@ def _job_label(cfg: DictConfig) -> str:
     return f"{index}{cfg.scenario.name}/{cfg.backend.name}:{variant} w={cfg.workers}{on}"
 
 
+#: the config groups a user picks an option of (``conf/<group>/<option>.yaml``; ``sizes`` follows the budget)
+GROUPS = ("scenario", "backend", "budget")
+#: what each top-level key does (`harness.config.RunConfig`; a test checks every field has one)
+KEY_HELP = {
+    "workers": "parallelism: worker processes, threads or Ray CPUs (default 2)",
+    "seed": "the seed of every env and policy (default 0)",
+    "threads_per_worker": "BLAS / torch threads per worker process (default 1)",
+    "quiet": "no progress bars (default false)",
+    "resume": "skip a job whose folder holds all its ok rows of this config and commit (true, false, dirty-ok)",
+    "trial": "a deliberate repeat within one sweep: trial=0,1,2 interleaves the backends (default 0)",
+    "interpreter": "the measuring child's Python: default, ft (.venv-ft) or a path",
+}
+#: the subcommands (`harness.__main__`)
+SUBCOMMANDS = {
+    "graph": "python -m harness graph scenario=gym: the reactor program's dataflow graph",
+    "compare": "python -m harness compare scenario=gym backends=serial,reactor,capacity_lockstep: paired blocks "
+               "in one job (docs/harness.md, \"Paired blocks\")",
+    "selftest": "python -m harness selftest: what this machine can resolve (A/A jobs; docs/report.md)",
+}
+
+
+def options(group: str) -> list[str]:
+    """The options of a config group a user can type: ``conf/<group>/*.yaml`` (never the ``*_schema`` entries
+    the harness registers behind them)."""
+    return sorted(p.stem for p in (Path(CONF_DIR) / group).glob("*.yaml"))
+
+
+def help_text() -> str:
+    """``python -m harness --help``: the groups' real options, the run's keys, the subcommands."""
+    from harness.config import RunConfig
+    import dataclasses
+
+    lines = ["reactorbench: one job = one scenario on one backend under one budget, measured in a child process.",
+             "", "usage:", "  python -m harness [group=option ...] [key=value ...]        one job",
+             "  python -m harness -m backend=a,b workers=1,2 [...]            a sweep (every combination)",
+             *[f"  {text}" for text in SUBCOMMANDS.values()], "", "groups (group=option):"]
+    for group in GROUPS:
+        lines.append(f"  {group}: {', '.join(options(group))}")
+    lines += ["", "  each group's knobs: <group>.<key>=value (scenarios/configs.py, backends/<name>.py, "
+              "harness/config.py)", "", "keys:"]
+    fields = [f.name for f in dataclasses.fields(RunConfig) if f.name not in GROUPS]
+    lines += [f"  {name}: {KEY_HELP.get(name, '')}" for name in fields]
+    lines += ["", "docs/harness.md has the details; `--cfg job` prints a job's composed config; `--hydra-help`: "
+              "Hydra's own options."]
+    return "\n".join(lines)
+
+
+def unknown_options(args: list[str]) -> list[str]:
+    """A message per ``group=option`` among ``args`` whose option does not exist, with the nearest names
+    (`difflib`); empty when every option exists."""
+    import difflib
+
+    out = []
+    for arg in args:
+        key, eq, value = arg.lstrip("+~").partition("=")
+        if not eq or key not in GROUPS:
+            continue
+        known = options(key)
+        for v in value.split(","):
+            v = v.strip()
+            if v and v not in known:
+                near = difflib.get_close_matches(v, known, n=3, cutoff=0.5)
+                out.append(f"unknown {key} {v!r}" + (f"; did you mean {', '.join(near)}?" if near else "")
+                           + f" ({key}s: {', '.join(known)})")
+    return out
+
+
 def main() -> None:
-    """The command line's entry point: `trial_first`, then the Hydra app."""
-    sys.argv[1:] = trial_first(sys.argv[1:])
+    """The command line's entry point: our own ``--help`` and misspelled-option check, `trial_first`, then the
+    Hydra app."""
+    args = sys.argv[1:]
+    if any(a in ("--help", "-h") for a in args):
+        print(help_text())
+        return
+    problems = unknown_options(args)
+    if problems:
+        print("\n".join(f"harness: {p}" for p in problems), file=sys.stderr)
+        raise SystemExit(2)
+    sys.argv[1:] = trial_first(args)
     run_job()
 
 
@@ -71,5 +158,7 @@ def run_job(cfg: DictConfig) -> None:
         outcome = run_measurement(plain, job_dir, on_progress=progress.update)
     summary = f"{_job_label(cfg)}: {outcome.status}, {outcome.rows} rows -> {job_dir / 'results.csv'}"
     print(summary, file=sys.stderr)
+    for line in job_summary(job_dir):
+        print(f"  {line}", file=sys.stderr)
     if outcome.status not in ("ok", "skipped"):  # skipped: the row says why (harness.interpreter)
         raise MeasurementFailed(f"{outcome.status}: {outcome.message}")

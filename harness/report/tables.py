@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from harness.report.jobline import outlying_rows
 from harness.report.fmt import Table, interval, num, percent, ratio, ratio_text
 from harness.report.model import (NO_STANDALONE, Report, backend_name, is_rl, machine_line, name_of,
                                   scenario_order)
@@ -56,6 +57,12 @@ def warnings(rep: Report) -> list[str]:
     if len(unstable):
         out.append(f"{len(unstable)} of {int((a.summary['n_ok'] > 0).sum())} results are unstable "
                    "(CV over 10%, fewer than 3 repetitions, or a repetition under 1 ms)")
+    far = outlying_rows(ok)
+    if far:
+        out.append(f"{len(far)} repetition(s) far off the others of their job (over 25% and 3 MADs from the others' "
+                   "median: a cold start or other load?): " + "; ".join(
+                       f"{_name(rep, c)} {lab} repetition {r} at {rel:.2f}x" for c, lab, r, rel in far[:8])
+                   + (" ..." if len(far) > 8 else ""))
     if len(ok) and not len(a.speedups):
         scen = ", ".join(sorted(set(ok["scenario"])))
         out.append(f"the standalone jobs ({scen}) have one backend per configuration: no standalone comparison"
