@@ -33,7 +33,8 @@ def assign_workers(program: Program, n_workers: int) -> dict[Reactor, int]:
     reactor goes (a transition changes the whole mode at once, in one process); an explicit hint
     (``Reactor.place(w)`` / ``Bank.place(...)``; taken modulo ``n_workers``) wins; a member of a bank whose
     container was not itself split goes to ``even_part(index, len(bank), n_workers)`` (contiguous, even
-    parts); any other reactor inherits its container's worker (main: worker 0). Deterministic: same program, same placement.
+    parts); any other reactor inherits its container's worker (main: worker 0). Deterministic: same
+    program, same placement.
 
     Args:
         program: an assembled program (`reactor_backend.assembly.assemble`).

@@ -20,8 +20,8 @@ is written once): a fixed 128-byte header in a shared header table plus a data s
   builds the record from the bytes (arrays as views or copies, as for a bare array), both in the
   compiled ``_codec.RecordCodec``: no pickling per value. An int beyond 64 bits pickles the value.
 * A bare float, int or bool (exactly those types: an agent's action) is a record of one field
-  that is the value itself: 8 bytes, no pickle (a pickled int cost ~5 us to write and to read,
-  per value, in the marl rounds).
+  that is the value itself: 8 bytes, no pickle (pickling and unpickling a number costs far more
+  than copying its 8 bytes, per value, and marl rounds send one per agent).
 * ``None`` costs only the header.
 * A slot grows when a larger value arrives: the writer creates a new segment (generation g+1),
   publishes the generation and capacity in the header and unlinks the old name; a reader maps the

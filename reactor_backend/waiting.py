@@ -17,14 +17,13 @@ class Waiting:
     """The waiting phases of a process that waits for another's progress or at a barrier.
 
     ``spins``: ``pause`` instructions before yielding, only when every process owns a core (with fewer cores
-    than processes a spinner burns the quantum its partner needs: 2000 pauses made rounds 8x slower under
-    load than yielding at once; with cores to spare a short spin catches a partner that is nearly there).
+    than processes a spinner burns the quantum its partner needs; with cores to spare a short spin catches
+    a partner that is nearly there).
 
     ``yield_ns``: how long a waiter yields before it sleeps when every process owns a core. Long: a waiter
     that sleeps lets its (virtual) CPU go idle, and on a VM the host then runs something else there, so the
-    waiter comes back to cold caches (CartPole x 15 on 2 workers: every env step 1.7x slower with 1 ms of
-    yielding than with 20 ms), and it covers a server's serial part of several milliseconds (marl
-    simple_spread: 20 ms instead of 1 ms made rounds 1.10x faster, the wake-up 74 -> 9 us per round).
+    waiter comes back to cold caches, and it covers a server's serial part of several milliseconds (marl
+    simple_spread). docs/processes.md, "Cost per round", gives the readings behind each default.
 
     ``yield_shared_ns``: the same when processes outnumber cores: short, and adapted between waits (a wait
     that ends while yielding lengthens the next phase, one that had to sleep halves it), since every yield

@@ -4,9 +4,10 @@ Worker ``i`` owns one ALE environment (default ``ALE/Pong-v5``) seeded with ``se
 seeded from ``(seed, i)`` that draws uniformly from {0, 1} (``actions=binary``, the authors' Ray Pong and
 SpaceInvaders) or from the env's whole action space (``actions=full``, every LF program of the authors).
 Each round it steps once and returns the full RGB observation (210x160x3 uint8, about 100 KB), the reward
-and the done flag; the server folds every byte of every frame into the checksum (CRC-32, about 30 us per
-frame). With ``reset_every_step`` the env is reset after every step, reproducing the paper's code (old gym
-API, ``if done or info:`` with a non-empty info dict), which makes each round about 15x slower.
+and the done flag; the server folds every byte of every frame into the checksum (CRC-32). With
+``reset_every_step`` the env is reset after every step, reproducing the paper's code (old gym API,
+``if done or info:`` with a non-empty info dict), which makes each round much slower (a reset costs far more
+than a step).
 """
 from __future__ import annotations
 

@@ -103,7 +103,11 @@ class Worker(_Role, abc.ABC):
 
     @abc.abstractmethod
     def step(self, msg: Any) -> Any:
-        """Do this round's work for ``msg`` and return the result the server gathers."""
+        """Do this round's work for ``msg`` and return the result the server gathers.
+
+        Args:
+            msg: this worker's message of the round (the `Broadcast`'s value, or its own message).
+        """
 
     def close(self) -> None:
         """Release resources (environments, files). Called once by the backend at teardown."""
@@ -118,7 +122,12 @@ class Server(_Role, abc.ABC):
 
     @abc.abstractmethod
     def gather(self, results: Sequence[Any]) -> None:
-        """Consume this round's results, one per worker, in worker-index order."""
+        """Consume this round's results, one per worker, in worker-index order.
+
+        Args:
+            results: the workers' results (with ``facts.incremental_gather``, possibly a consecutive part
+                of them, the rest following in later calls of the same round).
+        """
 
     @abc.abstractmethod
     def checksum(self) -> str:
@@ -170,6 +179,10 @@ class Scenario(abc.ABC):
     facts: WorkFacts = WorkFacts()
 
     def __init__(self, config: Any, seed: int):
+        """Args:
+            config: the scenario's config dataclass (`scenarios.configs`).
+            seed: the seed every role derives its randomness from.
+        """
         self.config = config
         self.seed = int(seed)
 
@@ -184,7 +197,11 @@ class Scenario(abc.ABC):
 
     @abc.abstractmethod
     def make_worker(self, index: int) -> Worker:
-        """Build worker ``index`` (in the process, thread or actor that will run it)."""
+        """Build worker ``index`` (in the process, thread or actor that will run it).
+
+        Args:
+            index: the worker's position in the bank, ``0 <= index < num_workers``.
+        """
 
     @abc.abstractmethod
     def units_per_round(self) -> int:
@@ -208,13 +225,27 @@ class Scenario(abc.ABC):
 
 
 def finish_round(server: Server, relay: Worker | None) -> None:
-    """The relay part of a round where the relay runs in the calling process (serial, inline backends)."""
+    """The relay part of a round where the relay runs in the calling process (serial, inline backends).
+
+    Args:
+        server: the round's server, after its ``gather``.
+        relay: the relay role, or None for a scenario without one (nothing to do).
+    """
     if relay is not None:
         server.relay_result(relay.step(server.relay_message()))
 
 
 def load_target(registry: dict[str, str], name: str, kind: str) -> Any:
-    """The class that ``registry[name]`` ("module:Class") names, imported on first use."""
+    """The class that ``registry[name]`` ("module:Class") names, imported on first use.
+
+    Args:
+        registry: name -> ``"module:Class"``.
+        name: the entry to load.
+        kind: what the entries are (``"scenario"``), for the error message.
+
+    Raises:
+        ValueError: ``name`` is not in ``registry`` (the message lists the known names).
+    """
     import importlib
 
     try:

@@ -34,7 +34,11 @@ class PayloadCorrupted(RuntimeError):
 
 
 def spin(seconds: float) -> None:
-    """Busy-wait for ``seconds`` (keeps a core busy, like compute, unlike sleep)."""
+    """Busy-wait for ``seconds`` (keeps a core busy, like compute, unlike sleep).
+
+    Args:
+        seconds: how long to spin.
+    """
     end = time.perf_counter() + seconds
     while time.perf_counter() < end:
         pass
