@@ -94,11 +94,17 @@ def _ft_labels(labels: list[str]) -> list[str]:
     return [lab for lab in labels if BackendLabel.parse(lab).free_threaded]
 
 
+#: the processes executor on the default interpreter: the configuration a free-threaded one has to beat
+PROCESSES_DEFAULT = "reactor:processes"
+
+
 def ft_paired_table(jobs: list[PairedJob]) -> Table:
     """Paired jobs holding both interpreters: per backend, the median of per-cycle ratios (95% interval over
-    cycles) to serial on the same interpreter and to itself on the default one (`harness.report.paired`)."""
+    cycles) to serial on the same interpreter, to itself on the default one and, where the job holds it, to
+    the processes executor on the default interpreter (Atari's job: threads ft against processes default,
+    with no serial of the threads executor on the default interpreter) (`harness.report.paired`)."""
     header = ["scenario", "workers", "job", "backend", "default / serial", "ft / serial ft", "ft / default",
-              "cycles", "GIL on at end (ft)"]
+              "cycles", "GIL on at end (ft)", "ft / reactor:processes default"]
     out: list[list[str]] = []
     for job in jobs:
         ft = _ft_labels(job.labels)
@@ -112,7 +118,8 @@ def ft_paired_table(jobs: list[PairedJob]) -> Table:
                         _ci(t[base] / t[SERIAL]) if base in t and SERIAL in t and base != SERIAL else "",
                         _ci(t[lab] / t[serial_ft]) if serial_ft and lab != serial_ft else "",
                         _ci(t[lab] / t[base]) if base in t else "",
-                        str(len(t)), ", ".join(job.gil_enabled.get(lab, []))])
+                        str(len(t)), ", ".join(job.gil_enabled.get(lab, [])),
+                        _ci(t[lab] / t[PROCESSES_DEFAULT]) if PROCESSES_DEFAULT in t else ""])
     return Table(header, out)
 
 
