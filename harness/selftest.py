@@ -22,6 +22,8 @@ whose summary the report shows as "What this machine can resolve" (`harness.repo
 
     python -m harness selftest [selftest.jobs=10] [selftest.seconds=30] [selftest.effects=[0.02,0.05]]
         [selftest.standalone=true] [selftest.out=results/selftest/<time>] [scenario=gym workers=2 ...]
+    python -m harness selftest --reanalyze <out>     (read the jobs again with this version's statistics)
+    python -m harness selftest --latest-line         (the newest self-test's line, as `make bench` prints it)
 """
 from __future__ import annotations
 
@@ -263,7 +265,24 @@ def latest_summary(root: Path = ROOT / "results" / "selftest") -> Optional[Path]
     return found[-1] if found else None
 
 
+def reanalyze(out: Path) -> dict[str, Any]:
+    """Read a finished self-test's job folders again (with this version's statistics) and rewrite its
+    ``selftest.json``: the measurement stays, the reading is redone."""
+    old = json.loads((out / SELFTEST_FILE).read_text())
+    settings = SelftestSettings(**old["settings"])
+    jobs = [read_job(d, settings) for d in sorted(out.glob("job_*")) if d.is_dir() and (d / "results.csv").exists()]
+    standalone = [read_standalone(d / "a", d / "b", settings.confidence) for d in sorted(out.glob("standalone_*"))
+                  if (d / "b" / "results.csv").exists()]
+    summary = summarize(jobs, standalone, settings, old["machine"])
+    summary["per_job"], summary["standalone"] = jobs, standalone
+    (out / SELFTEST_FILE).write_text(json.dumps(summary, indent=1, default=str) + "\n")
+    return summary
+
+
 def main(argv: list[str]) -> int:
+    if argv and argv[0] == "--reanalyze" and len(argv) == 2:
+        print(reanalyze(Path(argv[1]))["line"])
+        return 0
     if argv and argv[0] == "--latest-line":
         path = latest_summary()
         print(json.loads(path.read_text())["line"] + f" [{path.parent}]" if path else

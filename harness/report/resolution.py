@@ -75,7 +75,8 @@ def summary_lines(paths: Iterable[Path | str]) -> list[str]:
 
 def resolution_section(rep: Any) -> Optional[Any]:
     """The report section (None when no self-test is among the report's folders)."""
-    from harness.report.render import Section, Table
+    from harness.report.fmt import Table
+    from harness.report.model import Section
 
     found = find_summaries(getattr(rep, "sources", []) or [])
     if not found:

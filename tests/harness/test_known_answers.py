@@ -248,3 +248,22 @@ def test_the_summary_counts_false_verdicts_and_detections_with_binomial_interval
     assert s["effects"]["0.03"]["detected"]["k"] == 3 and s["smallest_detected"] is None  # 3/4 < 80%
     assert s["floor"] == pytest.approx(np.quantile([0, 0, 0, 0.02], 0.95))
     assert "1/4" in s["line"] and any("3/4" in r[1] for r in table_rows(s))
+
+
+def test_the_selftest_runs_its_jobs_and_reads_them_again_the_same_way(tmp_path):
+    out = tmp_path / "st"
+    done = subprocess.run([sys.executable, "-m", "harness", "selftest", "selftest.jobs=1", "selftest.seconds=0.5",
+                           "selftest.effects=[0.5]", "selftest.standalone=false", f"selftest.out={out}",
+                           "scenario=gym", "budget=smoke", "budget.warmup_rounds=3", "workers=1",
+                           "compare.block_rounds=10"],
+                          cwd=selftest.ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    first = json.loads((out / selftest.SELFTEST_FILE).read_text())
+    (job,) = first["per_job"]
+    assert job["aa"]["cycles"] >= 10 and job["effect_0.5"]["calibrated_ms_per_round"] > 0
+    assert first["aa_false"]["verdict"]["n"] == 1 and "What this machine resolves" in done.stdout
+    again = selftest.reanalyze(out)
+    assert again["aa_false"] == first["aa_false"] and again["per_job"][0]["aa"] == job["aa"]
+    bad = subprocess.run([sys.executable, "-m", "harness", "selftest", "selftest.jobs=1", "nosuch=1"],
+                         cwd=selftest.ROOT, capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "nosuch" in bad.stderr  # refused by composition before any job ran
