@@ -76,6 +76,8 @@ class Plot:
     def png(self) -> bytes:
         """The PNG rendering, drawn once (the HTML embeds the same bytes as figures/<name>.png)."""
         if not self._png:
+            if self.figure._suptitle is None:  # every picture says what it shows, also apart from the page
+                self.figure.suptitle(self.title, fontsize=10)
             buf = io.BytesIO()
             self.figure.savefig(buf, format="png", dpi=90)
             self._png = buf.getvalue()
@@ -183,7 +185,9 @@ def throughput_vs_workers(summary: pd.DataFrame, rows: pd.DataFrame) -> list[Plo
     cap = "Median throughput with 95% bootstrap interval; dashed: ceiling (serial x min(workers, cores))."
     if len(series) > MAX_PANELS:
         cap += f" {len(series) - MAX_PANELS} more series not drawn (see summary.csv)."
-    return [Plot("throughput_vs_workers", "Throughput against workers", fig, cap)]
+    scen = ", ".join(sorted({k[0] for k, _ in series}))
+    units = ", ".join(sorted({f"{u or 'units'}/s" for u in s["unit"]}))
+    return [Plot("throughput_vs_workers", f"{scen}: throughput ({units}) against workers", fig, cap)]
 
 
 def _pairs_to_plot(speedups: pd.DataFrame) -> list[tuple[str, str]]:
@@ -318,8 +322,20 @@ def relative_to_serial(speedups: pd.DataFrame, rows: pd.DataFrame, unequal: set 
                                "Every backend against serial: throughput ratio (unit/s over serial's unit/s)")
 
 
+#: the RL workloads: their figures never share an axis with the microbenchmarks' (ratios of 100x and more)
+RL = ("gym", "atari", "dqn", "marl")
+
+
 def speedup_bars(speedups: pd.DataFrame, rows: pd.DataFrame) -> list[Plot]:
-    """Speedup bars per configuration (grouped by scenario) with interval whiskers; hatched = not significant."""
+    """Speedup bars per configuration (grouped by scenario) with interval whiskers, RL workloads and
+    microbenchmarks in two figures; hatched = not significant."""
+    if not len(speedups):
+        return []
+    rl = speedups["scenario"].isin(RL)
+    return _speedup_bars(speedups[rl], rows, "speedups") + _speedup_bars(speedups[~rl], rows, "speedups_micro")
+
+
+def _speedup_bars(speedups: pd.DataFrame, rows: pd.DataFrame, name: str) -> list[Plot]:
     if not len(speedups):
         return []
     pairs = _pairs_to_plot(speedups)
@@ -345,22 +361,25 @@ def speedup_bars(speedups: pd.DataFrame, rows: pd.DataFrame) -> list[Plot]:
             continue
         ys_a = np.array(ys, float)
         err = np.vstack([ys_a - np.array(lo, float), np.array(hi, float) - ys_a]).clip(min=0)
-        bars = ax.bar(xs, ys_a, width=width, color=pair_color[(a, b)], edgecolor="black", label=f"{a} / {b}",
-                      yerr=err, capsize=3)
+        # bars start at 1 (no difference): a bar's length is the speedup, up or down, on every axis
+        bars = ax.bar(xs, ys_a - 1.0, bottom=1.0, width=width, color=pair_color[(a, b)], edgecolor="black",
+                      label=f"{shown(a)} / {shown(b)}", yerr=err, capsize=3)
         for bar, s in zip(bars, sig):
             if not s:
                 bar.set_hatch("//")
                 bar.set_alpha(0.6)
     ax.axhline(1.0, color="black", lw=1)
     log_axis(ax, "y")
-    handles = [Patch(facecolor=pair_color[(a, b)], edgecolor="black", label=f"{a} / {b}") for a, b in pairs]
+    handles = [Patch(facecolor=pair_color[(a, b)], edgecolor="black", label=f"{shown(a)} / {shown(b)}")
+               for a, b in pairs]
     handles.append(Patch(facecolor="white", edgecolor="black", hatch="//", label="not significant"))
     ax.set_xticks(range(len(configs)))
     ax.set_xticklabels([config_title(meta.loc[c], vary, 24) for c in configs], fontsize=7, rotation=30, ha="right")
     ax.set_ylabel("speedup (ratio of median throughputs)")
     ax.legend(handles=handles, fontsize=8)
     ax.grid(True, axis="y", which="both", alpha=0.3)
-    return [Plot("speedups", "Speedups", fig,
+    scen = ", ".join(sorted({str(meta.loc[c, "scenario"]) for c in configs}))
+    return [Plot(name, f"{scen}: speedups (ratio of median throughputs, unit/s over unit/s)", fig,
                  "Ratio of medians with 95% bootstrap interval; hatched bars: not significant (Mann-Whitney U, "
                  "p >= 0.05); invalid configurations (checksum mismatch) are left out.")]
 
@@ -399,7 +418,7 @@ def latency_cdfs(rows: pd.DataFrame, latencies: pd.DataFrame) -> list[Plot]:
         ax.set_title(config_title(meta.loc[cfg], vary), fontsize=9)
         ax.legend(fontsize=7)
         ax.grid(True, which="both", alpha=0.3)
-    return [Plot("latency_cdf", "Per-round latency distributions", fig,
+    return [Plot("latency_cdf", f"{', '.join(s for s, _, _ in chosen)}: per-round latency distributions (ms)", fig,
                  "Empirical CDF of every timed round (all repetitions; drawn from 201 quantiles per job), one "
                  "configuration per scenario: the one with the most backends, then the most workers.")]
 
@@ -445,7 +464,8 @@ def _overhead_plot(summary: pd.DataFrame, rows: pd.DataFrame, xkey: str, name: s
     ax.set_ylabel("overhead per round (ms)")
     ax.legend(fontsize=7)
     ax.grid(True, which="both", alpha=0.3)
-    return [Plot(name, title, fig, "Overhead per round = median mean round latency - the fixed work per round "
+    return [Plot(name, f"{', '.join(scenarios)}: {title[0].lower() + title[1:]} (ms per round)", fig,
+                 "Overhead per round = median mean round latency - the fixed work per round "
                                    "(round_work_ms).")]
 
 
@@ -498,7 +518,7 @@ def dqn_plots(rows: pd.DataFrame, latencies: pd.DataFrame) -> list[Plot]:
             ax.set_title(title(c), fontsize=9)
             ax.tick_params(axis="x", labelsize=7, rotation=20)
             ax.legend(fontsize=7)
-        plots.append(Plot("dqn_phases", "DQN: sampling, communication and training time", fig,
+        plots.append(Plot("dqn_phases", "dqn: sampling, communication and training time (s per repetition)", fig,
                           "Median over repetitions of each phase's seconds (from the rows' extra column)."))
     lat = _latency_frame(ok, latencies, "wall")
     fig, axes = _figure(len(configs))
@@ -518,7 +538,7 @@ def dqn_plots(rows: pd.DataFrame, latencies: pd.DataFrame) -> list[Plot]:
         ax.set_title(title(c), fontsize=9)
         ax.legend(fontsize=7)
         ax.grid(True, alpha=0.3)
-    plots.append(Plot("dqn_wall_time", "DQN: wall time against rounds", fig,
+    plots.append(Plot("dqn_wall_time", "dqn: wall time (s) against rounds", fig,
                       "Cumulative wall time after each round (median over repetitions of the summed round latencies)."))
     return plots
 
@@ -557,7 +577,8 @@ def round_breakdown_plots(rows: pd.DataFrame) -> list[Plot]:
         ax.set_ylabel("us per round (median)")
         ax.set_title(config_title(meta.loc[c], vary), fontsize=9)
         ax.legend(fontsize=7)
-    return [Plot("round_breakdown", "Reactor (processes): where a round's time goes, per worker process", fig,
+    scen = ", ".join(sorted({str(meta.loc[c, "scenario"]) for c in configs}))
+    return [Plot("round_breakdown", f"{scen}: where a round's time goes in the reactor's processes (us per round)", fig,
                  "Median over repetitions of each process's microseconds per round in role work (reaction "
                  "bodies: step, gather with its checksum), transport (slot writes and reads), waiting (meetings "
                  "and tag advances: for the partner to get there), hand-off (from the partner's publish to this "
