@@ -1,7 +1,7 @@
 """The reactor backend's bank split: which worker process runs each member of the scenario's worker bank.
 
 Under the processes executor process 0 runs the server as well as its share of the bank. Where the server's
-gather is split (`backends.reactor.SplitGatherServerReactor`) its cost decides how many members process 0
+gather is split (`backends._reactor_program.SplitGatherServerReactor`) its cost decides how many members process 0
 should keep: `measure_role_costs` times one member's step and the server's gather on throwaway roles,
 `predicted_round` models a round from those costs for a contiguous split, and `split_by_cost` picks the split
 whose predicted round is shortest. The result is one process index per bank member, handed to the program

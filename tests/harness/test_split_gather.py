@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from backends.reactor import BankSplit, Executor, ReactorBackend, ReactorConfig, ServerReactor, SplitGatherServerReactor
+from backends._reactor_program import ServerReactor, SplitGatherServerReactor
+from backends.reactor import BankSplit, Executor, ReactorBackend, ReactorConfig
 from reactor_backend.model import class_declarations
 from scenarios import make_scenario
 from scenarios.configs import GymConfig, MarlConfig, MarlEnv
