@@ -210,12 +210,18 @@ archive: install ## Keep BENCH_DIR as results/reference/NAME in its compact form
 # free-threaded CPython (docs/reactor.md, "Threads and free-threaded Python"): none of these is part of
 # `make install` / `make test`. python-ft: PYTHON_FT=/path/to/python3.13t uses one you have; otherwise it builds
 # upstream CPython with --disable-gil from the source archive apt can fetch (scripts/python_ft.sh)
-FT_PREFIX := .python-ft
-FT_VENV := .venv-ft
+# FT_OPTIMIZE=1: the PGO+LTO build (--enable-optimizations --with-lto), in a prefix and venv of its own
+# (.python-ft-pgo, .venv-ft-pgo) so that both builds can be measured side by side; every *-ft target then uses
+# it (bench-ft through REACTORBENCH_FT_PYTHON). PYTHON_FT_VERSION=3.14: another CPython version (where its
+# source can be fetched; scripts/python_ft.sh says plainly when it cannot, before building anything)
+FT_OPTIMIZE ?= 0
+FT_SUFFIX := $(if $(filter 1,$(FT_OPTIMIZE)),-pgo)
+FT_PREFIX ?= .python-ft$(FT_SUFFIX)
+FT_VENV ?= .venv-ft$(FT_SUFFIX)
 FT_PY := $(FT_VENV)/bin/python
 FT_TEST_REPEAT ?= 3
-python-ft: ## A free-threaded CPython in .python-ft (PYTHON_FT=path: yours; else built from source, ~10 min)
-	PREFIX=$(CURDIR)/$(FT_PREFIX) scripts/python_ft.sh
+python-ft: ## A free-threaded CPython in .python-ft (PYTHON_FT=path: yours; else built from source, ~10 min; FT_OPTIMIZE=1: PGO+LTO in .python-ft-pgo)
+	PREFIX=$(CURDIR)/$(FT_PREFIX) FT_OPTIMIZE=$(FT_OPTIMIZE) scripts/python_ft.sh
 
 install-ft: python-ft ## .venv-ft on the free-threaded interpreter: cp313t wheels and the project compiled for it
 	FT_PY=$(CURDIR)/$(FT_PREFIX)/bin/python3 VENV_FT=$(CURDIR)/$(FT_VENV) scripts/python_ft_venv.sh
@@ -246,9 +252,10 @@ FT_ACTORS_BACKENDS ?= serial@ft,reactor_threads@ft,reactor@ft,serial,reactor
 FT_ATARI_BACKENDS ?= reactor,reactor_threads@ft,serial,serial@ft,reactor@ft
 FT_ALE_OK = $(shell $(FT_PY) -c 'import ale_py' 2>/dev/null && echo yes)
 FT_TORCH_OK = $(shell $(FT_PY) -c 'import torch' 2>/dev/null && echo yes)
-PAIRED_FT = $(PY) -m harness compare -m budget=$(BUDGET) compare.precision=$(PAIRED_PRECISION) compare.max_seconds=$(PAIRED_SECONDS)
+PAIRED_FT = env REACTORBENCH_FT_PYTHON=$(CURDIR)/$(FT_PY) $(PY) -m harness compare -m budget=$(BUDGET) compare.precision=$(PAIRED_PRECISION) compare.max_seconds=$(PAIRED_SECONDS)
 bench-ft: install ## Paired jobs on the default and the free-threaded interpreter (gym; atari with ale-py there; marl synthetic and dqn with torch there), threads at 1 worker, the actors round trip, then the report (make install-ft first)
 	@test -x $(FT_PY) || { echo "bench-ft: no $(FT_PY): run make install-ft first"; exit 1; }
+	@echo "bench-ft: interpreter=ft is $(FT_PY): $$($(FT_PY) -c 'import sys, sysconfig; print(sys.version.split()[0] + "t, configure:", sysconfig.get_config_var("CONFIG_ARGS"))')"
 	$(START)
 	$(TRY) $(PAIRED_FT) scenario=gym workers=$(WORKERS) backends=[$(FT_PAIRED_BACKENDS)] hydra.sweep.dir=$(FT_DIR)/gym
 	$(TRY) $(PAIRED_FT) scenario=gym workers=1 backends=[$(FT_W1_BACKENDS)] hydra.sweep.dir=$(FT_DIR)/threads_w1/gym
