@@ -1,4 +1,4 @@
-"""The reactor runtime's own overhead: reactions per second with trivial work (issue 3's benchmark).
+"""The reactor runtime's own overhead: reactions per second with trivial work (a runtime microbenchmark).
 
 ``shape=chain``: a pass-through pipeline of ``size`` workers (server -> w0 -> ... -> w[n-1] -> server);
 ``shape=fan``: the server broadcasts to ``size`` workers and gathers (1-to-N-to-1). Each worker adds one to
