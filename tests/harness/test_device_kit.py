@@ -90,7 +90,7 @@ def test_device_sweep_dry_run_plans_every_job_with_existing_presets():
     out = _dry_run()
     steps = [line[2:] for line in out.splitlines() if line.startswith("+ ")]
     assert "--no-index" in steps[0] and "--no-deps" in steps[1] and "pufferlib-core" in steps[1]
-    assert "build_ext --inplace" in steps[2] and "-e ." in steps[3]
+    assert "build_ext --inplace" in steps[2] and "reactorbench-device.pth" in steps[3]
     paired = [s for s in steps if " compare " in s]
     standalone = [s for s in steps if " -m harness -m " in s]
     workers = [int(re.search(r"workers=(\d+)", s).group(1)) for s in paired]
