@@ -46,7 +46,13 @@ def _conn_label(delay: int | None, physical: bool) -> str:
 
 
 def diagram(main: Any, *, collapse: bool = True) -> Diagram:
-    """Build the diagram of ``main`` (a Reactor, assembled here, or an assembled ``Program``)."""
+    """Build the diagram of ``main``.
+
+    Args:
+        main: a Reactor (assembled here) or an assembled ``Program``.
+        collapse: draw a bank once, a multiport as one node and parallel channels as one edge, as an LF
+            diagram does (False: every bank member and every channel).
+    """
     prog = main if isinstance(main, Program) else assemble(main)
 
     # ---- group reactors: one group per reactor, or per bank position when collapsing

@@ -322,8 +322,15 @@ class ReactionDecl:
 def reaction(*triggers: Any, sources: Iterable = (), effects: Iterable = (),
              deadline: Param | None = None, mode: Mode | None = None) -> Callable[[Callable], ReactionDecl]:
     """Declare a reaction: runs at most once per tag at which any trigger is present.
-    ``deadline`` (ns) may be a ``Param`` (an instance attribute's name or ``f(self)``); ``mode``: a
-    mode-local reaction (see ``Mode``)."""
+
+    Args:
+        *triggers: ports, actions, timers, ``startup`` or ``shutdown`` whose presence runs it.
+        sources: ports it reads without being triggered by them.
+        effects: ports and actions it may set or schedule (any other raises at run time).
+        deadline: ns after the tag's logical time; may be a ``Param`` (an instance attribute's name or
+            ``f(self)``).
+        mode: a mode-local reaction (see ``Mode``).
+    """
     def wrap(fn: Callable) -> ReactionDecl:
         return ReactionDecl(fn, tuple(triggers), tuple(sources), tuple(effects), deadline, mode)
     return wrap

@@ -26,7 +26,13 @@ EXECUTORS: dict[str, type[Executor]] = {
 
 
 def make_executor(name: str, workers: int = 1, **options: Any) -> Executor:
-    """Build an executor by name (a key of ``EXECUTORS``) with its options."""
+    """Build an executor by name with its options.
+
+    Args:
+        name: a key of ``EXECUTORS``.
+        workers: its threads or processes.
+        **options: the executor's own options.
+    """
     try:
         cls = EXECUTORS[name]
     except KeyError:
@@ -61,11 +67,22 @@ def run(main: Reactor | Program, *, timeout: int | None = None, fast: bool = Tru
         **executor_options: Any) -> RunStats:
     """Run a reactor program to its final tag.
 
-    ``timeout``: logical ns after start at which the program shuts down (``None``: no timeout).
-    ``fast``: run logical time as fast as possible (``False``: wait for physical time).
-    ``keepalive``: keep running when the event queue is empty (default: the program has physical
-    actions). ``executor``: ``"inline"`` | ``"threads"`` | ``"processes"``; ``workers``: threads or
-    processes. Raises ``AssemblyError`` before anything runs, ``ReactionError`` from reactions.
+    Args:
+        main: the top-level reactor (assembled here) or an assembled ``Program``.
+        timeout: logical ns after start at which the program shuts down (``None``: no timeout).
+        fast: run logical time as fast as possible (``False``: wait for physical time).
+        keepalive: keep running when the event queue is empty (default: the program has physical
+            actions).
+        executor: ``"inline"`` | ``"threads"`` | ``"processes"`` (a key of ``EXECUTORS``).
+        workers: the executor's threads or processes.
+        **executor_options: passed to the executor (e.g. ``waiting=Waiting(...)``, ``copy_arrays``).
+
+    Returns:
+        The run's statistics (`RunStats`).
+
+    Raises:
+        AssemblyError: before anything runs, for a program that breaks the rules.
+        ReactionError: from a reaction that raised.
     """
     program = main if isinstance(main, Program) else assemble(main)
     if timeout is not None:
