@@ -56,6 +56,7 @@ class CompareRanges(CompareSettings):
     block_rounds: int = field(default=0, metadata={"range": {"ge": 0}})
     confidence: float = field(default=0.95, metadata={"range": {"gt": 0, "le": 0.999}})
     margin: float = field(default=0.01, metadata={"range": {"ge": 0, "le": 0.5}})
+    respawn_s: float = field(default=0.0, metadata={"range": {"ge": 0}})
     #: per position in ``backends``: the injected extra work of that resident (`harness.child.ExtraWork`),
     #: e.g. ``backends=[serial,serial] compare.extra_work=[0,0.03]``; empty: none
     extra_work: List[float] = field(default_factory=list)

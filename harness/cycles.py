@@ -64,6 +64,9 @@ class CompareSettings:
     #: rounds per block; 0: from ``block_s``
     block_rounds: int = 0
     confidence: float = 0.95
+    #: restart every resident after this many seconds of cycles (0: never), in the reverse start order each
+    #: time, so an offset a resident owes to its process does not last the whole job (rows: ``extra.epoch``)
+    respawn_s: float = 0.0
     #: the machine's resolution floor: a ratio is called faster or slower only where its interval clears
     #: 1 +- margin (`harness.report.stats.verdict`; measure it with ``python -m harness selftest``)
     margin: float = 0.01
@@ -296,22 +299,41 @@ def run_compare(jobs: list[dict[str, Any]], job_dir: Path, settings: CompareSett
     try:
         probe = CoreProbe()
         warm: dict[str, float] = {}
-        for key, cfg in zip(keys, jobs):  # one at a time: each starts and warms up while the others wait
-            current = key
-            res = residents[key] = Resident(key, cfg, job_dir)
-            hello = res.expect("hello")
-            bases[key]["unit"] = hello["unit"]
-            bases[key]["interpreter"] = hello.get("interpreter")
-            bases[key]["num_envs"] = hello.get("num_envs", bases[key]["num_envs"])
-            bases[key]["env_id"] = hello.get("env_id", bases[key]["env_id"])
-            bases[key]["round_work_ms"] = hello.get("round_work_ms")
-            bases[key]["startup_seconds"] = res.expect("started")["startup_seconds"]
-            msg = res.expect("warm")
-            warm[key] = msg["seconds"] / msg["rounds"] if msg["rounds"] > 0 else math.nan
-            res.refresh_pids()
-            settle(res.pids)
-            log(f"{key}: started in {bases[key]['startup_seconds']:.1f} s, warm-up "
-                f"{warm[key] * 1e3:.3g} ms per round")
+
+        def start(order: list[str]) -> None:
+            """Start and warm up the residents of ``order`` one at a time, while the others wait."""
+            nonlocal current
+            for key in order:
+                current = key
+                res = residents[key] = Resident(key, jobs[keys.index(key)], job_dir)
+                hello = res.expect("hello")
+                started_s = res.expect("started")["startup_seconds"]
+                if "startup_seconds" not in bases[key]:  # the first start is the one the rows report
+                    bases[key]["unit"] = hello["unit"]
+                    bases[key]["interpreter"] = hello.get("interpreter")
+                    bases[key]["num_envs"] = hello.get("num_envs", bases[key]["num_envs"])
+                    bases[key]["env_id"] = hello.get("env_id", bases[key]["env_id"])
+                    bases[key]["round_work_ms"] = hello.get("round_work_ms")
+                    bases[key]["startup_seconds"] = started_s
+                msg = res.expect("warm")
+                warm[key] = msg["seconds"] / msg["rounds"] if msg["rounds"] > 0 else math.nan
+                res.refresh_pids()
+                settle(res.pids)
+                log(f"{key}: started in {started_s:.1f} s, warm-up {warm[key] * 1e3:.3g} ms per round")
+
+        def retire() -> None:
+            """Stop every resident (as at the job's end), counting what each left behind."""
+            for res in residents.values():
+                res.finish()
+            outcome.leftover_processes += sum(len([p for p in r.tree.survivors() if p.pid != r.child.pid])
+                                              for r in residents.values())
+            outcome.leftover_shm += [n for r in residents.values() for n in ledger.owned(r.tree.pids)]
+            for res in residents.values():
+                res.close()
+                end_job(res.tree, ledger)
+            residents.clear()
+
+        start(keys)
         if settings.block_rounds > 0:
             n_rounds, calibration = settings.block_rounds, 0
         else:
@@ -324,8 +346,21 @@ def run_compare(jobs: list[dict[str, Any]], job_dir: Path, settings: CompareSett
         position = 0
         ratios: list[float] = []
         cycle = 0
+        epoch = 0
         cycles_from = time.monotonic()  # the time budget counts cycles only (not start-up, warm-up, sizing)
+        respawn_at = settings.respawn_s if settings.respawn_s > 0 else math.inf
         while True:
+            if time.monotonic() - cycles_from >= respawn_at:
+                # fresh processes in the reverse start order: an offset that a resident owes to its process
+                # (placement, memory layout, being started first) changes sides instead of lasting the job
+                t_respawn = time.monotonic()
+                retire()
+                epoch += 1
+                start(keys[::-1] if epoch % 2 else list(keys))
+                watched = [p for r in residents.values() for p in r.pids] + probe.pids
+                cycles_from += time.monotonic() - t_respawn  # respawning is not cycle time
+                respawn_at += settings.respawn_s
+                log(f"respawned every resident (epoch {epoch})")
             steal0, t_cycle = steal_seconds(), time.perf_counter()
             core_ms = probe.probe()  # the probes read their pipes again at once: nothing to settle
             order = [keys[i] for i in rng.permutation(len(keys))]
@@ -366,7 +401,7 @@ def run_compare(jobs: list[dict[str, Any]], job_dir: Path, settings: CompareSett
                 extra = dict(msg.get("extra") or {})
                 extra.update(host)
                 extra.update({"paired": True, "block_rounds": n_rounds, "others_cpu_ms": b["others_ms"],
-                              "cpus": b["cpus"],
+                              "cpus": b["cpus"], "epoch": epoch,
                               "settle_ms": b["settle_ms"], "stopped_by": reason,
                               "precision_target": settings.precision, "margin": settings.margin,
                               "confidence": settings.confidence})
@@ -380,11 +415,7 @@ def run_compare(jobs: list[dict[str, Any]], job_dir: Path, settings: CompareSett
                 outcome.stopped_by = reason
                 break
         current = ""
-        for res in residents.values():
-            res.finish()
-        outcome.leftover_processes = sum(len([p for p in r.tree.survivors() if p.pid != r.child.pid])
-                                         for r in residents.values())
-        outcome.leftover_shm = [n for r in residents.values() for n in ledger.owned(r.tree.pids)]
+        retire()
     except ChildFailed as exc:
         outcome.status, outcome.message = exc.status, exc.message
         current = exc.backend

@@ -62,6 +62,8 @@ class SelftestSettings:
     out: str = ""
     #: the margin (resolution floor) verdicts are read with besides margin 0
     margin: float = 0.01
+    #: residents restarted every this many seconds, in reverse start order (``compare.respawn_s``; 0: never)
+    respawn_s: float = 0.0
     confidence: float = 0.95
 
 
@@ -92,10 +94,11 @@ def parse_args(argv: list[str]) -> tuple[SelftestSettings, list[str]]:
                 parsed = int(value)
                 if parsed < 1:
                     raise ValueError("must be >= 1")
-            elif name in ("seconds", "margin", "confidence"):
+            elif name in ("seconds", "margin", "confidence", "respawn_s"):
                 parsed = float(value)
-                if parsed <= 0 and name != "margin" or parsed < 0:
-                    raise ValueError("must be > 0" if name != "margin" else "must be >= 0")
+                can_be_0 = name in ("margin", "respawn_s")
+                if parsed < 0 or (parsed == 0 and not can_be_0):
+                    raise ValueError("must be >= 0" if can_be_0 else "must be > 0")
             elif name == "standalone":
                 if value.lower() not in ("true", "false"):
                     raise ValueError("must be true or false")
@@ -118,7 +121,7 @@ def compare_command(settings: SelftestSettings, passed: list[str], job_dir: Path
     shares = ",".join(["0", "0", *(f"{e:g}" for e in settings.effects)])
     return [_python(), "-m", "harness", "compare", *passed, f"backends=[{backends}]",
             f"compare.extra_work=[{shares}]", f"compare.max_seconds={settings.seconds:g}",
-            "compare.precision=1e-9", f"compare.margin={settings.margin:g}",
+            "compare.precision=1e-9", f"compare.margin={settings.margin:g}", f"compare.respawn_s={settings.respawn_s:g}",
             f"compare.confidence={settings.confidence:g}", "quiet=true", f"hydra.run.dir={job_dir}"]
 
 

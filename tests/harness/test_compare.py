@@ -217,3 +217,18 @@ def test_a_waiting_reactor_takes_no_cpu_during_serial_blocks(tmp_path):
         for r in residents:
             r.finish()
             r.close()
+
+
+def test_residents_respawned_mid_job_keep_equal_work_and_leave_nothing(tmp_path):
+    out = tmp_path / "respawn"
+    proc = run_cli("compare", *SMOKE, "backends=[serial,reactor]", "compare.block_rounds=10",
+                   "compare.precision=0.000001", "compare.max_seconds=1.2", "compare.respawn_s=0.4",
+                   "compare.min_cycles=6", run_dir=out)
+    assert proc.returncode == 0, proc.stderr
+    rows = read_rows(out)
+    epochs = [json.loads(e)["epoch"] for e in rows["extra"]]
+    assert len(set(epochs)) >= 2 and epochs == sorted(epochs)  # fresh residents, epoch by epoch
+    assert rows.groupby("cycle")["checksum"].nunique().eq(1).all()  # each cycle: the same work on both
+    summary = json.loads((out / COMPARE_FILE).read_text())
+    assert summary["status"] == "ok" and summary["leftover_processes"] == 0 and summary["leftover_shm"] == []
+    assert not [p for p in psutil.process_iter(["cmdline"]) if str(out) in " ".join(p.info["cmdline"] or [])]
