@@ -20,7 +20,12 @@ SCENARIOS: dict[str, str] = {
 
 
 def make_scenario(config: Any, seed: int) -> Scenario:
-    """Build the scenario named by ``config.name`` (a picklable description; no env is created here)."""
+    """Build the scenario named by ``config.name`` (a picklable description; no env is created here).
+
+    Args:
+        config: a scenario config dataclass (`scenarios.configs`); its ``name`` is a key of ``SCENARIOS``.
+        seed: the seed every role derives its randomness from.
+    """
     return load_target(SCENARIOS, config.name, "scenario")(config, seed)
 
 

@@ -305,7 +305,14 @@ class LearnerServer(Server):
 
 
 def evaluate(net: Any, env_id: str, episodes: int, seed: int) -> float:
-    """Mean undiscounted return of the greedy policy; env seeded once so the episodes are fixed."""
+    """Mean undiscounted return of the greedy policy; env seeded once so the episodes are fixed.
+
+    Args:
+        net: the Q-network.
+        env_id: the gymnasium env to play.
+        episodes: how many episodes to average.
+        seed: the env's seed.
+    """
     import gymnasium as gym
 
     import torch

@@ -35,12 +35,14 @@ TRAINED_DIR = Path(__file__).resolve().parent / "data"
 
 
 def trained_weights_path(num_agents: int) -> Path:
+    """Where the committed trained TrafficJunction policies for ``num_agents`` agents are (4 or 10)."""
     return TRAINED_DIR / f"traffic_junction_{num_agents}_agents.npz"
 
 
 
 
 def env_name(config: Any) -> str:
+    """The config's ``env`` as a plain string (``synthetic``, ``simple_spread_v3``, ``traffic_junction``)."""
     return str(getattr(config.env, "value", config.env))
 
 
@@ -59,13 +61,30 @@ def dims(config: Any) -> tuple[int, int]:
 
 
 def make_policy(obs_dim: int, hidden: int, num_actions: int, seed: int, index: int) -> Any:
-    """Agent ``index``'s policy with initial weights that depend only on ``(seed, index)``."""
+    """Agent ``index``'s policy with initial weights that depend only on ``(seed, index)``.
+
+    Args:
+        obs_dim: one agent's observation size.
+        hidden: the hidden layer's width.
+        num_actions: one agent's actions.
+        seed: the scenario's seed.
+        index: the agent.
+    """
     import_torch()
     return seeded_mlp([obs_dim, hidden, num_actions], [seed, index])
 
 
 def load_trained(policy: Any, num_agents: int, index: int) -> None:
-    """Overwrite ``policy`` with agent ``index``'s committed trained weights (float16 on disk)."""
+    """Overwrite ``policy`` with agent ``index``'s committed trained weights (float16 on disk).
+
+    Args:
+        policy: the agent's policy, as `make_policy` built it.
+        num_agents: the trained set to read (4 or 10 agents).
+        index: the agent.
+
+    Raises:
+        FileNotFoundError: no trained set for ``num_agents``.
+    """
     torch = import_torch()
     path = trained_weights_path(num_agents)
     if not path.exists():
@@ -78,7 +97,13 @@ def load_trained(policy: Any, num_agents: int, index: int) -> None:
 
 
 def agent_policy(config: Any, seed: int, index: int) -> Any:
-    """The policy agent ``index`` runs: the authors' Linear-ReLU-Linear(-softmax on TrafficJunction)."""
+    """The policy agent ``index`` runs: the authors' Linear-ReLU-Linear(-softmax on TrafficJunction).
+
+    Args:
+        config: the scenario's `MarlConfig`.
+        seed: the scenario's seed.
+        index: the agent.
+    """
     torch = import_torch()
     obs_dim, num_actions = dims(config)
     policy = make_policy(obs_dim, int(config.hidden), num_actions, seed, index)
@@ -184,6 +209,7 @@ class TrafficEnv(SpreadEnv):
 
 
 def make_joint_env(config: Any, seed: int) -> SpreadEnv | SyntheticEnv:
+    """The joint env the server steps for all agents, as the config's ``env`` names it, seeded from ``seed``."""
     name = env_name(config)
     if name == "synthetic":
         return SyntheticEnv(config, seed)
@@ -225,7 +251,14 @@ class JointEnvServer(Server):
 
 
 def measure_step_costs(config: Any, seed: int, steps: int = 300, inferences: int = 500) -> dict[str, float]:
-    """Mean ms of one joint env step (resets amortized) and of one agent inference, on a fresh env/policy."""
+    """Mean ms of one joint env step (resets amortized) and of one agent inference, on a fresh env/policy.
+
+    Args:
+        config: the scenario's `MarlConfig`.
+        seed: the scenario's seed (the env and the policy derive theirs from it).
+        steps: joint env steps to time.
+        inferences: agent inferences to time.
+    """
     env = make_joint_env(config, seed + 1)
     n, (obs_dim, num_actions) = int(config.num_agents), dims(config)
     rng = np.random.default_rng([seed, 11])
