@@ -93,6 +93,12 @@ def job_errors(job: dict[str, Any]) -> list[str]:
             f"scenario.num_envs={num_envs} is not divisible by workers={workers}: PufferLib's Multiprocessing "
             f"gives every worker process the same number of envs (num_envs / num_workers); choose num_envs as a "
             f"multiple of workers (e.g. scenario.num_envs={num_envs + workers - num_envs % workers})")
+    import psutil
+
+    if psutil.cpu_count(logical=False) is None:  # PufferLib compares num_workers with it: a TypeError inside
+        errors.append("PufferLib counts physical cores with psutil.cpu_count(logical=False), which cannot tell on "
+                      "this machine (None): PufferLib's Multiprocessing cannot start here")
+        return errors
     cores = physical_cores()
     if workers > cores and not backend.get("overwork", False):
         errors.append(
