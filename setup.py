@@ -1,7 +1,9 @@
 """Build the Cython extension modules: every ``reactor_backend/*.pyx`` and ``scenarios/*.pyx`` becomes one
 extension (the runtime's hot paths; the scenarios' checksum encoder).
 
-Adding a ``.pyx`` file to either package is enough to have it compiled by ``pip install -e .``.
+Adding a ``.pyx`` file to either package is enough to have it compiled by ``pip install -e .``. A ``.pxi``
+file is part of the ``.pyx`` that includes it (``include "_ports.pxi"``): cythonize follows includes, so a
+changed ``.pxi`` rebuilds its module, and the Makefile's install stamp depends on every ``.pxi`` too.
 """
 from pathlib import Path
 
