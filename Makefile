@@ -42,8 +42,16 @@ SCENARIOS := gym atari dqn marl actors object_size overhead
 # reference (a ratio of a paired block to a standalone job would mix the two readings: docs/harness.md, "Paired
 # blocks")
 ENV_BACKENDS := serial,reactor,ray,ray_compiled,ray_packed,ray_compiled_packed,vector,capacity,capacity_lockstep,rllib
-# Atari adds ale-py's own C++-threaded vector env
-ATARI_BACKENDS := $(ENV_BACKENDS),ale_vector
+# Atari adds ale-py's own C++-threaded vector env (threads = workers, all envs per step, pinned where they fit) and
+# EnvPool where it is installed (make install-envpool; a labelled reference: not the same frames, backends/envpool.py)
+ENVPOOL_OK = $(shell $(PY) -c 'import envpool' >/dev/null 2>&1 && echo yes)
+ATARI_BACKENDS = $(ENV_BACKENDS),ale_vector$(if $(ENVPOOL_OK),$(comma)envpool)
+comma := ,
+# PufferLib's vectorizer (backend=puffer) needs num_envs divisible by workers: its own sweep per env workload, on
+# PUFFER_ENVS envs, with serial, the reactor, the vector envs and the synchronized ceiling on the same envs as its
+# same-kind reference (standalone jobs: its waiting busy-waits, so paired jobs refuse it)
+PUFFER_ENVS ?= 16
+PUFFER_BACKENDS := serial,reactor,puffer,vector,capacity_lockstep
 ROLE_BACKENDS := serial,reactor,ray,ray_compiled,ray_packed,ray_compiled_packed,capacity,capacity_lockstep
 # paired jobs (`python -m harness compare`): every backend resident, alternating blocks of the same rounds; the
 # first two give the main ratio (reactor / serial), whose precision (PAIRED_PRECISION, 0.05: +-5%) or
@@ -62,7 +70,7 @@ PAPER_DIR ?= results/bench/paper
 # seconds (empty: the paper's rounds); the report lists the shortened rounds as a difference
 PAPER_JOB_SECONDS ?=
 
-.PHONY: selftest device-kit device-local help python-ft install-ft test-ft bench-ft install test test-slow load soak bench bench-scaling bench-paired bench-paper bench-paper-local report results-readme archive clean $(addprefix bench-,$(SCENARIOS))
+.PHONY: selftest device-kit device-local install-envpool help python-ft install-ft test-ft bench-ft install test test-slow load soak bench bench-scaling bench-paired bench-paper bench-paper-local report results-readme archive clean $(addprefix bench-,$(SCENARIOS))
 
 help: ## List every target
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 22
@@ -121,11 +129,13 @@ selftest: install ## A/A jobs and injected effects (SELFTEST_JOBS jobs of SELFTE
 bench-gym: install ## Gym (CartPole) standalone: serial, the reactor, every Ray layout, the vector env, the ceilings and RLlib's sampler (a reference); the reactor executors: bench-paired
 	$(START)
 	$(TRY) $(HARNESS) scenario=gym backend=$(ENV_BACKENDS) hydra.sweep.dir=$(BENCH_DIR)/gym
+	$(TRY) $(HARNESS) scenario=gym scenario.num_envs=$(PUFFER_ENVS) backend=$(PUFFER_BACKENDS) hydra.sweep.dir=$(BENCH_DIR)/gym_puffer
 	$(FINISH)
 
 bench-atari: install ## Atari (Pong) standalone: as bench-gym, plus ale-py's AtariVectorEnv
 	$(START)
 	$(TRY) $(HARNESS) scenario=atari backend=$(ATARI_BACKENDS) hydra.sweep.dir=$(BENCH_DIR)/atari
+	$(TRY) $(HARNESS) scenario=atari scenario.num_envs=$(PUFFER_ENVS) backend=$(PUFFER_BACKENDS),ale_vector hydra.sweep.dir=$(BENCH_DIR)/atari_puffer
 	$(FINISH)
 
 bench-dqn: install ## Synchronized parallel DQN standalone: serial, the reactor, every Ray layout and the ceilings
@@ -275,6 +285,11 @@ DEVICE_PYTHON ?= 3.12
 DEVICE_MAX_MIB ?= 48
 device-kit: install ## The offline kit for a lent many-core machine: .device/wheels for Python DEVICE_PYTHON (at most DEVICE_MAX_MIB MiB with the tree)
 	$(PY) scripts/device_kit.py --dest .device --python-version $(DEVICE_PYTHON) --max-mib $(DEVICE_MAX_MIB)
+
+# EnvPool (backend=envpool, atari): 1.2.5 is its last release with a Python 3.11 wheel; it brings its asset packages
+# (about 600 MB) and changes nothing already installed
+install-envpool: install ## Add EnvPool 1.2.5 to .venv (backend=envpool; make bench then runs it on atari)
+	$(PY) -m pip install -q envpool==1.2.5
 
 device-local: install ## scripts/device_sweep.sh --local: the device sweep shortened (workers 1, 2) on this machine, to test the kit's path
 	bash scripts/device_sweep.sh --local

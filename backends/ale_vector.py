@@ -9,6 +9,15 @@ actions come from the same seeded RNGs as `scenarios.gym.EnvWorker` (``action_co
 the observation returned for a step is the one it produced (``final_obs`` at an episode's end), and with
 ``reset_every_step`` every env not already reset is reset after each step.
 
+At its best, as ale-py's vector-environment guide advises for throughput, chosen per ``workers``: ``num_threads
+= min(workers, num_envs)`` C++ threads (one per core the job is given; the guide: threads up to the number of
+cores), ``batch_size = num_envs`` (every env in every step: the synchronous batch that equal rounds need; a smaller
+batch is the asynchronous mode, not the same work), and thread affinity (``thread_affinity_offset``: thread ``k``
+pinned to core ``offset + k``) where the threads fit on the cores the job may use and those are one contiguous
+range (``backend.thread_affinity=auto``, the default; ``on`` / ``off`` force it; pinned threads stop migrating
+between cores and keep their emulator's state in that core's cache). Rows record ``threads``, ``batch_size``
+and ``thread_affinity_offset`` (-1: not pinned).
+
 Equal work, and when it is not: ALE's sticky actions draw from an RNG inside the emulator, and the C++
 vector env seeds it differently from the Python env (measured with all 6 Pong actions: with
 ``repeat_action_probability=0`` the frames are identical step for step; with ALE/Pong-v5's 0.25 they differ
@@ -20,6 +29,7 @@ left out of the checksum comparison and out of every verdict (docs/report.md).
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +47,8 @@ class AleVectorConfig(BackendConfig):
     """ale-py's AtariVectorEnv: the emulators stepped by C++ threads, the env's own settings."""
 
     name: str = "ale_vector"
+    #: pin the C++ threads to cores: ``auto`` (where they fit on one contiguous range of the job's cores), ``on``, ``off``
+    thread_affinity: str = "auto"
 
 
 
@@ -73,6 +85,33 @@ def vector_settings(env_id: str) -> dict[str, Any]:
         env.close()
 
 
+AFFINITY = ("auto", "on", "off")
+
+
+def variant(config: dict[str, Any]) -> str:
+    """The row's variant: ``-`` (a bad ``thread_affinity`` is refused before the job starts)."""
+    if config.get("thread_affinity", "auto") not in AFFINITY:
+        raise ValueError(f"backend.thread_affinity={config.get('thread_affinity')!r}: one of {AFFINITY}")
+    return "-"
+
+
+def thread_options(workers: int, num_envs: int, affinity: str = "auto",
+                   cpus: set[int] | None = None) -> dict[str, int]:
+    """AtariVectorEnv's ``num_threads``, ``batch_size`` and ``thread_affinity_offset`` for ``workers`` on the
+    CPUs the job may use (``cpus``, default: this process's affinity)."""
+    if affinity not in AFFINITY:
+        raise AleVectorUnsupported(f"backend.thread_affinity={affinity!r}: one of {AFFINITY}")
+    cpus = sorted(os.sched_getaffinity(0) if cpus is None else cpus)
+    threads = max(1, min(workers, num_envs))
+    contiguous = cpus == list(range(cpus[0], cpus[0] + len(cpus)))
+    fits = threads <= len(cpus) and contiguous
+    if affinity == "on" and not contiguous:
+        raise AleVectorUnsupported(f"backend.thread_affinity=on: this job's CPUs {cpus} are not one contiguous "
+                                   f"range, and AtariVectorEnv pins thread k to core offset + k")
+    pin = affinity == "on" or (affinity == "auto" and fits)
+    return {"num_threads": threads, "batch_size": num_envs, "thread_affinity_offset": cpus[0] if pin else -1}
+
+
 class AleVectorBackend(Backend):
     name = "ale_vector"
     variant = "-"
@@ -91,9 +130,11 @@ class AleVectorBackend(Backend):
         # sticky actions draw from the emulator's RNG, seeded differently in the C++ env: only the checksum
         # can tell whether the work was equal
         promised = settings["repeat_action_probability"] == 0.0
-        self.row_extra.update({"equal_work_promised": promised, "threads": self.workers})
-        self.envs = AtariVectorEnv(num_envs=self.n, num_threads=self.workers, autoreset_mode="SameStep",
-                                   **settings)
+        options = thread_options(self.workers, self.n, str(getattr(self.config, "thread_affinity", "auto")))
+        self.row_extra.update({"equal_work_promised": promised, "threads": options["num_threads"],
+                               "batch_size": options["batch_size"],
+                               "thread_affinity_offset": options["thread_affinity_offset"]})
+        self.envs = AtariVectorEnv(num_envs=self.n, autoreset_mode="SameStep", **options, **settings)
         space = self.envs.single_action_space
         num_actions = scenario.action_count()  # type: ignore[attr-defined]
         seed_index = scenario.seed_index  # type: ignore[attr-defined]
