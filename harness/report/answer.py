@@ -85,6 +85,9 @@ class Answer:
     machine: str
     how: str                        # "paired, 209 cycles" / "standalone, 12 repetitions each"
     extra: list[str] = field(default_factory=list)
+    #: the reactor over the best alternative (a standalone run's fastest backend that is neither serial, nor a
+    #: reactor executor, nor a ceiling), and that alternative's name
+    vs_best: Optional[Reading] = None
 
     @property
     def rl(self) -> bool:
@@ -95,17 +98,22 @@ class Answer:
         many = len(self.parts) > 1
         tag = lambda p, text: f"{text} ({p.span})" if many and p.span and text != "-" else text  # noqa: E731
         join = lambda texts: "; ".join(texts)  # noqa: E731
+        best = (f"{self.vs_best.text()} {backend_name(self.vs_best.denominator)}" if self.vs_best is not None
+                else "-")
         return [self.workload,
                 join(tag(p, _who(p)) for p in self.parts),
                 join(tag(p, p.reactor.text() if p.reactor else "-") for p in self.parts),
-                join(tag(p, _shares(p) or "-") for p in self.parts),
+                best,
+                join(tag(p, _shares(p, short=True) or "-") for p in self.parts),
                 "; ".join([self.how, *self.extra]), self.machine]
 
     def text(self) -> str:
         """The line: ``workload: <who wins>; reactor <x> serial [lo, hi]; <share> of the ceiling (<how>; machine)``."""
         clauses = [_part_text(p, len(self.parts) > 1) for p in self.parts]
         body = "; then ".join(clauses) if len(self.parts) > 1 else clauses[0]
-        tail = "; ".join([*self.extra, f"{self.how}; {self.machine}"])
+        best = ([f"reactor {self.vs_best.text()} {backend_name(self.vs_best.denominator)}, the best alternative"]
+                if self.vs_best is not None else [])
+        tail = "; ".join([*best, *self.extra, f"{self.how}; {self.machine}"])
         return f"{self.workload}: {body} ({tail})"
 
 
@@ -132,17 +140,18 @@ def _part_text(p: Part, spans: bool) -> str:
     return ", ".join(out)
 
 
-def _shares(p: Part) -> str:
+def _shares(p: Part, short: bool = False) -> str:
     shares = []
     if p.sync_ceiling is not None:
-        shares.append(f"{percent(p.sync_ceiling.median)} of the synchronized ceiling")
+        shares.append(f"{percent(p.sync_ceiling.median)} " + ("synchronized" if short else "of the synchronized ceiling"))
     if p.ceiling is not None:
-        shares.append(f"{percent(p.ceiling.median)} of the {p.ceiling_source} ceiling")
-    return " and ".join(shares)
+        shares.append(f"{percent(p.ceiling.median)} " + (p.ceiling_source if short else
+                                                         f"of the {p.ceiling_source} ceiling"))
+    return (", " if short else " and ").join(shares)
 
 
 ANSWER_HEADER = ["workload", "who wins (95% interval)", "reactor / serial (95% interval)",
-                 "reactor's share of the ceiling", "measured", "machine"]
+                 "reactor / best alternative", "reactor's share of the ceiling", "measured", "machine"]
 
 
 # ------------------------------------------------------------------------------------------ paired jobs
@@ -232,29 +241,21 @@ def standalone_answer(rep: Report, h: Headline) -> Answer:
                 sync_ceiling=(Reading(REACTOR, SYNC_CEILING, h.sync_efficiency, math.nan, math.nan)
                               if np.isfinite(h.sync_efficiency) else None),
                 ceiling_source=h.ceiling_source or "measured")
-    extra = []
-    if h.best_alternative and h.vs_best is not None and h.best_alternative not in (h.leader, h.runner_up):
-        extra.append(f"reactor {ratio(h.vs_best.ratio, h.vs_best.low, h.vs_best.high)} "
-                     f"{backend_name(h.best_alternative)}, the best alternative")
+    extra: list[str] = []
     rows = rep.results.rows
     sel = rows[(rows["config"] == h.config) & (rows["status"] == "ok")]
     reps = sel.groupby("label").size()
-    how = (f"standalone, {int(reps.min())}-{int(reps.max())} repetitions" if len(reps) and reps.min() != reps.max()
-           else f"standalone, {int(reps.max()) if len(reps) else 0} repetitions each")
+    how = (f"standalone, {int(reps.min())}-{int(reps.max())} reps" if len(reps) and reps.min() != reps.max()
+           else f"standalone, {int(reps.max()) if len(reps) else 0} reps")
     meta = sel["meta"].iloc[0] if len(sel) else {}
     return Answer(config=h.config, scenario=h.scenario, workload=name_of(rep, h.config), source="standalone",
-                  parts=[part], machine=short_machine(meta), how=how, extra=extra)
+                  parts=[part], machine=short_machine(meta), how=how, extra=extra,
+                  vs_best=_speedup_reading(REACTOR, h.best_alternative, h.vs_best))
 
 
-def _standalone_extra(rep: Report, h: Headline) -> list[str]:
-    """What a standalone run adds beside a paired line: the best alternative, against the reactor."""
-    if h.best_alternative is None:
-        return []
-    med = h.medians
-    out = f"standalone: the best alternative {backend_name(h.best_alternative)} {num(med[h.best_alternative])}/s"
-    if h.vs_best is not None:
-        out += f", the reactor {ratio(h.vs_best.ratio, h.vs_best.low, h.vs_best.high)} of it"
-    return [out]
+def _standalone_best(h: Headline) -> Optional[Reading]:
+    """What a standalone run adds beside a paired line: the reactor over the best alternative."""
+    return _speedup_reading(REACTOR, h.best_alternative, h.vs_best)
 
 
 def answers(rep: Report, rl: Optional[bool] = True) -> list[Answer]:
@@ -270,7 +271,8 @@ def answers(rep: Report, rl: Optional[bool] = True) -> list[Answer]:
         if a is None:
             continue
         if job.config in heads:
-            a.extra += _standalone_extra(rep, heads[job.config])
+            a.vs_best = _standalone_best(heads[job.config])
+            a.extra.append("best alternative: standalone")
         seen.add(job.config)
         out.append(a)
     out += [standalone_answer(rep, h) for c, h in heads.items() if c not in seen]

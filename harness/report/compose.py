@@ -45,15 +45,19 @@ def _standalone_empty(rep: Report, what: str) -> str:
 
 
 def answer_intro(rep: Report) -> str:
+    return ("Per RL workload: who wins and by how much (a win only when the 95% interval of the lead excludes 1), "
+            "the reactor over serial and over the best alternative, and its share of the ceiling."
+            + (" Shaded rows: paired jobs." if any(is_rl(j.scenario) for j in rep.paired or []) else ""))
+
+
+def answer_note(rep: Report) -> str:
     paired = any(is_rl(j.scenario) for j in rep.paired or [])
-    return ("Who wins each RL workload (" + ", ".join(RL_SCENARIOS) + "), by how much and how sure: the 95% "
-            "interval; a backend wins only when the interval of its lead over the runner-up excludes 1. "
-            "Reactor / serial is the reactor's processes executor over the plain loop; the reactor's share of "
-            "the ceiling is its throughput over what `workers` copies of the serial loop get on this machine "
-            "(synchronized: copies meeting once per round; measured: never meeting; assumed: serial x workers)."
-            + (" Paired rows (shaded) come from paired jobs: every backend resident, one block each per cycle, "
-               "ratios taken within a cycle, so the host's drift cancels; the interval is over cycles. "
-               if paired else "")
+    return ("Reactor: its processes executor (`backend=reactor`). The ceiling: what `workers` copies of the serial "
+            "loop get on this machine, synchronized (meeting once per round, `capacity_lockstep`), measured (never "
+            "meeting, `capacity`) or assumed (serial x workers)."
+            + (" A paired job holds every backend resident and runs one block of each per cycle; its ratios are "
+               "taken within a cycle, so the host's drift cancels, and the interval is over cycles; a host shift "
+               "splits a job into regimes." if paired else "")
             + " Microbenchmarks are answered apart, further down. Definitions: docs/report.md.")
 
 
@@ -64,7 +68,7 @@ def sections(rep: Report) -> list[Section]:
     micro_lines = verdict_lines(rep, rl=False)
     has_micro = bool(answer_table(rep, rl=False).rows)
     out: list[Optional[Section]] = [
-        Section("The answer", answer_intro(rep), answer_table(rep, rl=True), key="answer"),
+        Section("The answer", answer_intro(rep), answer_table(rep, rl=True), key="answer", note=answer_note(rep)),
         resolution(rep),
         Section("Every backend against serial", "Each backend's throughput over serial's, with its 95% interval: "
                 "from standalone jobs (ratios of medians of repetitions) and from paired jobs (medians of "

@@ -14,13 +14,14 @@ from harness.report.model import Report, counts, report_labels, report_machine, 
 from harness.report.tables import warnings
 
 CSS = """body{font-family:system-ui,sans-serif;margin:1em 2em;max-width:1400px;color:#222}
-h1{font-size:1.5em;margin:.2em 0}h2{font-size:1.2em;margin:1em 0 .3em}p.head{margin:.2em 0;font-size:13px;color:#444}
+h1{font-size:1.35em;margin:.1em 0}h2{font-size:1.2em;margin:.8em 0 .3em}p.head{margin:.1em 0;font-size:12px;color:#444}
 table{border-collapse:collapse;margin:.5em 0 1.5em;font-size:13px}th,td{border:1px solid #ccc;padding:3px 6px;
 text-align:left;vertical-align:top}th{background:#f3f3f3}tr.invalid td{background:#fdd;color:#a00}
 tr.failed td{background:#fff3f0}tr.unstable td:nth-child(8){color:#a60}tr.paired td{background:#f2f7fc}
-#answer table{font-size:14px}#answer td:first-child{font-weight:600}.warn{background:#fff8e1;border:1px solid
+#answer table{font-size:13px;margin-top:.3em}#answer td{padding:2px 5px}#answer td:first-child{font-weight:600}
+#answer p{margin:.2em 0}.warn{background:#fff8e1;border:1px solid
 #e0c060;padding:.5em 1em}figure{margin:1em 0}img{max-width:100%}figcaption{font-size:13px;color:#555}
-summary{cursor:pointer;font-weight:600}"""
+summary{cursor:pointer;font-weight:600}p.note{font-size:13px;color:#555;margin-top:-1em}"""
 
 
 def _anchor(title: str) -> str:
@@ -71,6 +72,8 @@ def to_html(rep: Report, figure_dir: Optional[str] = None) -> str:
             body += [_html_figure(p, figure_dir, say) for p in sec.content]
             if not sec.content and sec.key != "figures":
                 body.append(f"<p><em>{html.escape(empty)}</em></p>")
+        if sec.note:
+            body.append(f"<p class='note'>{html.escape(say(sec.note))}</p>")
         ident = sec.key or _anchor(sec.title)
         if sec.detail:
             n = len(sec.content.rows) if isinstance(sec.content, Table) else len(sec.content)
@@ -121,6 +124,8 @@ def to_markdown(rep: Report, figure_dir: str = "figures") -> str:
                 lines += [f"![{say(p.title)}]({figure_dir}/{p.name}.png)", "", f"*{say(p.title)}.* {say(p.caption)}", ""]
             if not sec.content and sec.key != "figures":
                 lines += [f"_{empty}_", ""]
+        if sec.note:
+            lines += [say(sec.note), ""]
     if detail:
         lines += ["## Per-configuration detail", "",
                   "One row per configuration and backend, with its speedups over the headline backends, in "

@@ -74,6 +74,8 @@ class Section:
     md_rows: Optional[int] = None
     empty: str = ""
     key: str = ""
+    #: a paragraph after the content (what the reader needs once the content has been read)
+    note: str = ""
 
 
 def config_names(rows: pd.DataFrame) -> dict[str, str]:
