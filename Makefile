@@ -31,7 +31,7 @@ FINISH = @$(if $(NESTED),true,test ! -s $(FAILED) || { echo "failed sweeps (also
 SUBMAKE = $(MAKE) --no-print-directory NESTED=1 FAILED=$(FAILED)
 # a bench-* target run on its own ends with the report of what it wrote (inside `make bench`, bench's one report
 # covers it): $(call OWN_REPORT,<folder>)
-OWN_REPORT = $(if $(NESTED),@true,$(SUBMAKE) report BENCH_DIR=$(1))
+OWN_REPORT = $(if $(NESTED),@true,@dirs=""; for d in $(1); do test -d $$d && dirs="$$dirs $$d"; done; test -z "$$dirs" || $(PY) -m harness.report $$dirs)
 SWEEP := $(PY) -m harness -m budget=$(BUDGET) resume=$(if $(FRESH),false,true) trial=$(TRIALS)
 HARNESS := $(SWEEP) workers=$(WORKERS)
 SCENARIOS := gym atari dqn marl actors object_size overhead
@@ -45,8 +45,16 @@ SCENARIOS := gym atari dqn marl actors object_size overhead
 # reference (a ratio of a paired block to a standalone job would mix the two readings: docs/harness.md, "Paired
 # blocks")
 ENV_BACKENDS := serial,reactor,ray,ray_compiled,ray_packed,ray_compiled_packed,vector,capacity,capacity_lockstep,rllib
-# Atari adds ale-py's own C++-threaded vector env
-ATARI_BACKENDS := $(ENV_BACKENDS),ale_vector
+# Atari adds ale-py's own C++-threaded vector env (threads = workers, all envs per step, pinned where they fit) and
+# EnvPool where it is installed (make install-envpool; a labelled reference: not the same frames, backends/envpool.py)
+ENVPOOL_OK = $(shell $(PY) -c 'import envpool' >/dev/null 2>&1 && echo yes)
+ATARI_BACKENDS = $(ENV_BACKENDS),ale_vector$(if $(ENVPOOL_OK),$(comma)envpool)
+comma := ,
+# PufferLib's vectorizer (backend=puffer) needs num_envs divisible by workers: its own sweep per env workload, on
+# PUFFER_ENVS envs, with serial, the reactor, the vector envs and the synchronized ceiling on the same envs as its
+# same-kind reference (standalone jobs: its waiting busy-waits, so paired jobs refuse it)
+PUFFER_ENVS ?= 16
+PUFFER_BACKENDS := serial,reactor,puffer,vector,capacity_lockstep
 ROLE_BACKENDS := serial,reactor,ray,ray_compiled,ray_packed,ray_compiled_packed,capacity,capacity_lockstep
 # paired jobs (`python -m harness compare`): every backend resident, alternating blocks of the same rounds; the
 # first two give the main ratio (reactor / serial), whose precision (PAIRED_PRECISION, 0.05: +-5%) or
@@ -65,7 +73,7 @@ PAPER_DIR ?= results/bench/paper
 # seconds (empty: the paper's rounds); the report lists the shortened rounds as a difference
 PAPER_JOB_SECONDS ?=
 
-.PHONY: selftest device-kit device-local help python-ft install-ft test-ft bench-ft install test test-slow load soak bench bench-scaling bench-paired bench-paper bench-paper-local report results-readme archive clean $(addprefix bench-,$(SCENARIOS))
+.PHONY: selftest device-kit device-local install-envpool help python-ft install-ft test-ft bench-ft install test test-slow load soak bench bench-scaling bench-paired bench-paper bench-paper-local report results-readme archive clean $(addprefix bench-,$(SCENARIOS))
 
 help: ## List every target
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 22
@@ -124,13 +132,15 @@ selftest: install ## A/A jobs and injected effects (SELFTEST_JOBS jobs of SELFTE
 bench-gym: install ## Gym (CartPole) standalone: serial, the reactor, every Ray layout, the vector env, the ceilings and RLlib's sampler (a reference); the reactor executors: bench-paired
 	$(START)
 	$(TRY) $(HARNESS) scenario=gym backend=$(ENV_BACKENDS) hydra.sweep.dir=$(BENCH_DIR)/gym
-	$(call OWN_REPORT,$(BENCH_DIR)/gym)
+	$(TRY) $(HARNESS) scenario=gym scenario.num_envs=$(PUFFER_ENVS) backend=$(PUFFER_BACKENDS) hydra.sweep.dir=$(BENCH_DIR)/gym_puffer
+	$(call OWN_REPORT,$(BENCH_DIR)/gym $(BENCH_DIR)/gym_puffer)
 	$(FINISH)
 
 bench-atari: install ## Atari (Pong) standalone: as bench-gym, plus ale-py's AtariVectorEnv
 	$(START)
 	$(TRY) $(HARNESS) scenario=atari backend=$(ATARI_BACKENDS) hydra.sweep.dir=$(BENCH_DIR)/atari
-	$(call OWN_REPORT,$(BENCH_DIR)/atari)
+	$(TRY) $(HARNESS) scenario=atari scenario.num_envs=$(PUFFER_ENVS) backend=$(PUFFER_BACKENDS),ale_vector hydra.sweep.dir=$(BENCH_DIR)/atari_puffer
+	$(call OWN_REPORT,$(BENCH_DIR)/atari $(BENCH_DIR)/atari_puffer)
 	$(FINISH)
 
 bench-dqn: install ## Synchronized parallel DQN standalone: serial, the reactor, every Ray layout and the ceilings
@@ -225,12 +235,18 @@ archive: install ## Keep BENCH_DIR as results/reference/NAME in its compact form
 # free-threaded CPython (docs/reactor.md, "Threads and free-threaded Python"): none of these is part of
 # `make install` / `make test`. python-ft: PYTHON_FT=/path/to/python3.13t uses one you have; otherwise it builds
 # upstream CPython with --disable-gil from the source archive apt can fetch (scripts/python_ft.sh)
-FT_PREFIX := .python-ft
-FT_VENV := .venv-ft
+# FT_OPTIMIZE=1: the PGO+LTO build (--enable-optimizations --with-lto), in a prefix and venv of its own
+# (.python-ft-pgo, .venv-ft-pgo) so that both builds can be measured side by side; every *-ft target then uses
+# it (bench-ft through REACTORBENCH_FT_PYTHON). PYTHON_FT_VERSION=3.14: another CPython version (where its
+# source can be fetched; scripts/python_ft.sh says plainly when it cannot, before building anything)
+FT_OPTIMIZE ?= 0
+FT_SUFFIX := $(if $(filter 1,$(FT_OPTIMIZE)),-pgo)
+FT_PREFIX ?= .python-ft$(FT_SUFFIX)
+FT_VENV ?= .venv-ft$(FT_SUFFIX)
 FT_PY := $(FT_VENV)/bin/python
 FT_TEST_REPEAT ?= 3
-python-ft: ## A free-threaded CPython in .python-ft (PYTHON_FT=path: yours; else built from source, ~10 min)
-	PREFIX=$(CURDIR)/$(FT_PREFIX) scripts/python_ft.sh
+python-ft: ## A free-threaded CPython in .python-ft (PYTHON_FT=path: yours; else built from source, ~10 min; FT_OPTIMIZE=1: PGO+LTO in .python-ft-pgo)
+	PREFIX=$(CURDIR)/$(FT_PREFIX) FT_OPTIMIZE=$(FT_OPTIMIZE) scripts/python_ft.sh
 
 install-ft: python-ft ## .venv-ft on the free-threaded interpreter: cp313t wheels and the project compiled for it
 	FT_PY=$(CURDIR)/$(FT_PREFIX)/bin/python3 VENV_FT=$(CURDIR)/$(FT_VENV) scripts/python_ft_venv.sh
@@ -261,9 +277,10 @@ FT_ACTORS_BACKENDS ?= serial@ft,reactor_threads@ft,reactor@ft,serial,reactor
 FT_ATARI_BACKENDS ?= reactor,reactor_threads@ft,serial,serial@ft,reactor@ft
 FT_ALE_OK = $(shell $(FT_PY) -c 'import ale_py' 2>/dev/null && echo yes)
 FT_TORCH_OK = $(shell $(FT_PY) -c 'import torch' 2>/dev/null && echo yes)
-PAIRED_FT = $(PY) -m harness compare -m budget=$(BUDGET) compare.precision=$(PAIRED_PRECISION) compare.max_seconds=$(PAIRED_SECONDS)
+PAIRED_FT = env REACTORBENCH_FT_PYTHON=$(CURDIR)/$(FT_PY) $(PY) -m harness compare -m budget=$(BUDGET) compare.precision=$(PAIRED_PRECISION) compare.max_seconds=$(PAIRED_SECONDS)
 bench-ft: install ## Paired jobs on the default and the free-threaded interpreter (gym; atari with ale-py there; marl synthetic and dqn with torch there), threads at 1 worker, the actors round trip, then the report (make install-ft first)
 	@test -x $(FT_PY) || { echo "bench-ft: no $(FT_PY): run make install-ft first"; exit 1; }
+	@echo "bench-ft: interpreter=ft is $(FT_PY): $$($(FT_PY) -c 'import sys, sysconfig; print(sys.version.split()[0] + "t, configure:", sysconfig.get_config_var("CONFIG_ARGS"))')"
 	$(START)
 	$(TRY) $(PAIRED_FT) scenario=gym workers=$(WORKERS) backends=[$(FT_PAIRED_BACKENDS)] hydra.sweep.dir=$(FT_DIR)/gym
 	$(TRY) $(PAIRED_FT) scenario=gym workers=1 backends=[$(FT_W1_BACKENDS)] hydra.sweep.dir=$(FT_DIR)/threads_w1/gym
@@ -283,6 +300,11 @@ DEVICE_PYTHON ?= 3.12
 DEVICE_MAX_MIB ?= 48
 device-kit: install ## The offline kit for a lent many-core machine: .device/wheels for Python DEVICE_PYTHON (at most DEVICE_MAX_MIB MiB with the tree)
 	$(PY) scripts/device_kit.py --dest .device --python-version $(DEVICE_PYTHON) --max-mib $(DEVICE_MAX_MIB)
+
+# EnvPool (backend=envpool, atari): 1.2.5 is its last release with a Python 3.11 wheel; it brings its asset packages
+# (about 600 MB) and changes nothing already installed
+install-envpool: install ## Add EnvPool 1.2.5 to .venv (backend=envpool; make bench then runs it on atari)
+	$(PY) -m pip install -q envpool==1.2.5
 
 device-local: install ## scripts/device_sweep.sh --local: the device sweep shortened (workers 1, 2) on this machine, to test the kit's path
 	bash scripts/device_sweep.sh --local
