@@ -86,13 +86,23 @@ def backend_schemas() -> dict[str, type]:
 
 
 def backend_variant(config: dict[str, Any]) -> str:
-    """The results row's ``variant`` for a plain backend config (its module's ``variant``, or ``-``)."""
+    """The results row's ``variant`` for a plain backend config (its module's ``variant``, or ``-``).
+
+    Args:
+        config: the backend's config as a dict; ``name`` names its module.
+    """
     variant: Callable[[dict[str, Any]], str] | None = getattr(backend_module(config["name"]), "variant", None)
     return "-" if variant is None else str(variant(config))
 
 
 def make_backend(config: Any, workers: int, threads_per_worker: int = 1) -> Backend:
-    """The backend that ``config.name`` names, built from its typed config."""
+    """The backend that ``config.name`` names, built from its typed config.
+
+    Args:
+        config: the backend's config (its module's ``SCHEMA``).
+        workers: the job's parallelism.
+        threads_per_worker: BLAS and torch threads per process that runs roles.
+    """
     backend = backend_module(config.name).BACKEND(config, workers)
     backend.threads_per_worker = int(threads_per_worker)
     return backend

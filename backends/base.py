@@ -55,7 +55,15 @@ def shared_slots(n: int) -> Any:
 
 
 def split_messages(msgs: Broadcast | Sequence[Any], n: int) -> list[Any]:
-    """Expand a scatter result into exactly ``n`` per-worker messages (checks the count)."""
+    """Expand a scatter result into exactly ``n`` per-worker messages (checks the count).
+
+    Args:
+        msgs: what ``server.scatter()`` returned: a `Broadcast` or one message per worker.
+        n: the workers.
+
+    Raises:
+        ValueError: ``msgs`` holds another number of messages.
+    """
     if isinstance(msgs, Broadcast):
         return [msgs.value] * n
     msgs = list(msgs)

@@ -47,7 +47,11 @@ class CapacityConfig(BackendConfig):
 
 
 def variant(config: dict[str, Any]) -> str:
-    """The results row's variant: ``lockstep`` for the synchronized ceiling, else ``-``."""
+    """The results row's variant: ``lockstep`` for the synchronized ceiling, else ``-``.
+
+    Args:
+        config: the backend's config as a dict.
+    """
     return "lockstep" if bool(config.get("lockstep", False)) else "-"
 
 

@@ -61,7 +61,11 @@ class RayConfig(BackendConfig):
 
 def variant(config: dict[str, Any]) -> str:
     """The results row's variant: the mode, ``_packed`` when roles are packed into fewer actors than roles
-    (`ray_backend.actors.is_packed`, which raises ValueError on a bad ``envs_per_actor``)."""
+    (`ray_backend.actors.is_packed`, which raises ValueError on a bad ``envs_per_actor``).
+
+    Args:
+        config: the backend's config as a dict (``mode``, optional ``envs_per_actor``).
+    """
     return str(config["mode"]) + ("_packed" if is_packed(config.get("envs_per_actor", "1")) else "")
 
 

@@ -80,7 +80,11 @@ class RllibConfig(BackendConfig):
 
 
 def variant(config: dict[str, Any]) -> str:
-    """The rows' variant: where the actions come from (``module`` or ``random``)."""
+    """The rows' variant: where the actions come from (``module`` or ``random``).
+
+    Args:
+        config: the backend's config as a dict.
+    """
     return str(config.get("actions", "module"))
 
 
