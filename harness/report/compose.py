@@ -44,6 +44,13 @@ def _standalone_empty(rep: Report, what: str) -> str:
     return ""
 
 
+def figures_empty(rep: Report, what: str) -> str:
+    """What an empty figure section says: the figures were not drawn, or the data has none of them."""
+    if any("--no-figures" in n for n in rep.figure_notes):
+        return "not drawn: this report was made with --no-figures"
+    return what
+
+
 def answer_intro(rep: Report) -> str:
     return ("Per RL workload: who wins and by how much (a win only when the 95% interval of the lead excludes 1), "
             "the reactor over serial and over the best alternative, and its share of the ceiling."
@@ -73,7 +80,7 @@ def sections(rep: Report) -> list[Section]:
         Section("Every backend against serial", "Each backend's throughput over serial's, with its 95% interval: "
                 "from standalone jobs (ratios of medians of repetitions) and from paired jobs (medians of "
                 "per-cycle ratios, per regime where the host shifted).", overview,
-                key="against-serial"),
+                empty=figures_empty(rep, "no configuration with serial and another backend"), key="against-serial"),
         Section("Every backend against serial: the numbers", "", against_serial_table(rep), md_rows=40,
                 key="against-serial-table"),
         Section("Headline", "RL workloads, one row per configuration (and per paired job and regime, marked "
@@ -105,8 +112,8 @@ def sections(rep: Report) -> list[Section]:
                            "beside the verdicts and never in them (docs/report.md, \"References\").",
                            reference_lines(rep), key="references"))
     out += [
-        Section("The paper side by side", f"{PAPER_CITATION}. Measured: reactor:processes / ray:actors (the "
-                "paper's layout), and beside it reactor:processes / the fastest Ray layout measured.",
+        Section("The paper side by side", f"{PAPER_CITATION}. Measured: reactor / ray (`backend=ray`: one actor per "
+                "role, the paper's layout), and beside it reactor / the fastest Ray layout measured.",
                 paper_table(rep), empty=_standalone_empty(rep, "the paper's comparison needs Ray's standalone jobs"),
                 key="paper"),
         Section("Geometric means", "Per scenario over its configurations, then over the RL workloads and, apart, "
@@ -114,9 +121,10 @@ def sections(rep: Report) -> list[Section]:
                 empty=_standalone_empty(rep, "the means read standalone Ray jobs"), key="geomeans"),
         Section("Invalid configurations", "Backends produced different checksums at the same repetition index: "
                 "they did not do the same work, so no speedup is computed.", invalid_table(rep), md_rows=MD_ROWS,
+                empty="no invalid configuration: every configuration's backends produced equal checksums",
                 key="invalid"),
         Section("Failures", "Rows with status error or timeout, with their messages.", failure_table(rep),
-                md_rows=MD_ROWS, key="failures"),
+                md_rows=MD_ROWS, empty="no failed row: no job ended in error or timeout", key="failures"),
     ]
     out += rep.paired_sections
     for scen, t in scenario_tables(rep):

@@ -123,7 +123,9 @@ def paired_sections(rep: Report) -> list[Section]:
         Section("Paired ratios", "", ratio_table(jobs)),
         Section("The host during paired jobs", "Per regime, or per quarter of the job when there was one regime: "
                 "medians over its cycles.", host_table(jobs)),
-        Section("Paired figures", "", [p for p in rep.plots if p.name.startswith("paired_")]),
+        Section("Paired figures", "", [p for p in rep.plots if p.name.startswith("paired_")],
+                empty="not drawn: this report was made with --no-figures"
+                if any("--no-figures" in n for n in rep.figure_notes) else "no paired job with cycles"),
     ]
 
 

@@ -16,7 +16,7 @@ import pytest
 
 from harness.report.answer import answers
 from harness.report.build import build_report, make_report
-from harness.report.documents import to_html
+from harness.report.documents import to_html, to_markdown
 from harness.results import ResultsWriter, make_row
 from tests.report.synthetic import Jobs
 
@@ -96,6 +96,8 @@ def test_the_page_opens_with_one_answer_row_per_rl_workload(jobs: Jobs) -> None:
     atari = next(r for r in rows if r.startswith("atari"))
     assert "paired, 30 cycles" in atari and re.search(r"1\.[78]\dx \[", atari) and "% synchronized" in atari
     assert outline.parts.index("section#micro") > outline.parts.index("section#verdicts")
+    md = to_markdown(rep)
+    assert "(none)" not in md and "no speedups" not in md  # every empty section says why
 
 
 _PROBE = """<script>
