@@ -66,3 +66,20 @@ def test_scattered_repetitions_flag_none():
     assert outlying(np.array([500, 1500, 900, 1200, 700])) == []  # wide everywhere: the interval says it
     assert outlying(np.array([1000, 1020, 980, 1030])) == []
     assert [i for i, _ in outlying(np.array([1000, 1010, 2100, 990, 1005]))] == [2]
+
+
+def test_the_report_without_a_folder_reads_the_run_just_finished(tmp_path: Path, monkeypatch, capsys):
+    import os
+
+    from harness.report.__main__ import main as report_main
+
+    monkeypatch.chdir(tmp_path)
+    old = Jobs(tmp_path / "results" / "bench" / "latest").write("gym", "serial", "-", 2, [1000, 1010, 990])
+    os.utime(old / "results.csv", (1_000_000, 1_000_000))
+    job = Jobs(tmp_path / "results" / "runs" / "2026-12-04_10-00-00_gym_reactor_w2").write(
+        "gym", "reactor", "processes", 2, [1800, 1810, 1790])
+    assert report_main(["--no-figures"]) == 0
+    out = capsys.readouterr().out
+    assert "reading results/runs/2026-12-04_10-00-00_gym_reactor_w2 (the latest job;" in out
+    assert (job.parent / "report" / "report.md").exists()
+    assert not (tmp_path / "results" / "bench" / "latest" / "report").exists()
