@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from backends.vector import _ActionSampler, vector_rounds
+from backends.vector import CountingClock, CpuPerStep, _ActionSampler, vector_rounds
 from backends.base import Backend, BackendConfig, Clock
 from scenarios.base import Scenario, Server
 
@@ -142,6 +142,11 @@ class AleVectorBackend(Backend):
         self.frame_shape = (settings["img_height"], settings["img_width"], 3)
         self.envs.reset(seed=np.asarray([scenario.seed + seed_index(i) for i in range(self.n)], dtype=np.int64))
         self.process_of_worker = [1] * self.n  # one process beside the server's, threads inside it
+        self.cpu = CpuPerStep([])  # the C++ threads run in this process
+
+    def metrics(self) -> dict[str, float]:
+        cpu = getattr(self, "cpu", None)
+        return {} if cpu is None else cpu.reading()
 
     def run(self, rounds: int, clock: Clock) -> None:
         n, shape = self.n, self.frame_shape
@@ -150,7 +155,7 @@ class AleVectorBackend(Backend):
             frames = obs.reshape((n, *shape))
             return [frames[i] for i in range(n)]
 
-        vector_rounds(self.envs, self.server, self.samplers, rounds, clock,
+        vector_rounds(self.envs, self.server, self.samplers, rounds, CountingClock(clock, self.cpu, n),
                       batch=lambda actions: np.asarray(actions, dtype=np.int64), split=split,
                       final=lambda obs: np.asarray(obs).reshape(shape), reset_every_step=self.reset_every_step)
 

@@ -28,7 +28,7 @@ import numpy as np
 
 from backends.ale_vector import AFFINITY, thread_options, vector_settings
 from backends.base import Backend, BackendConfig, Clock
-from backends.vector import _ActionSampler
+from backends.vector import CpuPerStep, _ActionSampler
 from scenarios.base import Scenario, Server
 
 NAME = "envpool"
@@ -108,13 +108,16 @@ class EnvPoolBackend(Backend):
         self.envs.reset()
         self.process_of_worker = [0] * n  # threads inside the server's process
         self.reset_steps = 0
+        self.cpu = CpuPerStep([])  # the pool's threads run in this process
         self.row_extra.update({"equal_work_promised": False, "threads": options["num_threads"],
                                "batch_size": n, "thread_affinity_offset": options["thread_affinity_offset"],
                                "envpool": envpool.__version__})
 
     def metrics(self) -> dict[str, float]:
-        steps, self.reset_steps = getattr(self, "reset_steps", 0), 0
-        return {"reset_steps": steps} if hasattr(self, "envs") else {}
+        if getattr(self, "cpu", None) is None:
+            return {}
+        steps, self.reset_steps = self.reset_steps, 0
+        return {"reset_steps": steps, **self.cpu.reading()}
 
     def run(self, rounds: int, clock: Clock) -> None:
         envs, server, samplers, n = self.envs, self.server, self.samplers, self.n
@@ -128,6 +131,7 @@ class EnvPoolBackend(Backend):
             done = terminated | truncated
             pending = done
             server.gather([(obs[i], float(rewards[i]), bool(done[i])) for i in range(n)])
+            self.cpu.count(n)
             clock.tick()
 
     def stop(self) -> None:

@@ -39,15 +39,13 @@ envs that happen to be ready, so rounds are not the scenario's rounds and the ch
 """
 from __future__ import annotations
 
-import os
-import time
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from backends.base import Backend, BackendConfig, Clock
-from backends.vector import _ActionSampler
+from backends.vector import CpuPerStep, _ActionSampler
 from scenarios.base import Scenario, Server
 
 NAME = "puffer"
@@ -194,31 +192,11 @@ class PufferBackend(Backend):
         self.row_extra.update({"equal_work_promised": False, "puffer_workers": self.workers,
                                "envs_per_worker": per_worker, "batch_size": n, "zero_copy": True,
                                "overwork": bool(self.config.overwork), "physical_cores": physical_cores()})
-        import psutil
-
-        self._procs = [psutil.Process(os.getpid())] + [psutil.Process(p.pid) for p in self.envs.processes]
-        self._steps = 0
-        self._mark = self._cpu()
-
-    def _cpu(self) -> tuple[float, float, float, int]:
-        """(parent CPU s, workers' CPU s, wall s, env steps) now."""
-        times = [p.cpu_times() for p in self._procs]
-        parent = times[0].user + times[0].system
-        workers = sum(t.user + t.system for t in times[1:])
-        return parent, workers, time.perf_counter(), self._steps
+        self.cpu = CpuPerStep([p.pid for p in self.envs.processes])
 
     def metrics(self) -> dict[str, float]:
-        if getattr(self, "_procs", None) is None:
-            return {}
-        now = self._cpu()
-        parent, workers, wall, steps = (a - b for a, b in zip(now, self._mark))
-        self._mark = now
-        if steps <= 0 or wall <= 0:
-            return {}
-        return {"cpu_ms_per_env_step": 1e3 * (parent + workers) / steps,
-                "cpu_parent_ms_per_env_step": 1e3 * parent / steps,
-                "cpu_workers_ms_per_env_step": 1e3 * workers / steps,
-                "cpu_cores_busy": (parent + workers) / wall}
+        cpu = getattr(self, "cpu", None)
+        return {} if cpu is None else cpu.reading()
 
     def run(self, rounds: int, clock: Clock) -> None:
         envs, server, samplers, batch, n = self.envs, self.server, self.samplers, self.batch, self.n
@@ -228,7 +206,7 @@ class PufferBackend(Backend):
             obs, rewards, terminals, truncations, _ = envs.step(batch([draw() for draw in samplers]))
             done = terminals | truncations
             server.gather([(obs[i], float(rewards[i]), bool(done[i])) for i in range(n)])
-            self._steps += n
+            self.cpu.count(n)
             clock.tick()
 
     def stop(self) -> None:

@@ -13,10 +13,12 @@ checksum as the serial backend (and so every other backend), the driver replays 
     already been reset, unseeded, in its process);
   * with ``reset_every_step`` every env not already reset by autoreset is reset after each step.
 
-The server (the scenario's, in this process) receives per-env ``(obs, reward, done)`` in env order.
+The server (the scenario's, in this process) receives per-env ``(obs, reward, done)`` in env order. Rows report
+the CPU the backend's processes used per env step (`CpuPerStep`, shared with the other vectorizers).
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -122,6 +124,66 @@ def vector_rounds(envs: Any, server: Server, samplers: list[_ActionSampler], rou
         clock.tick()
 
 
+class CpuPerStep:
+    """The CPU a vectorizer's processes used per env step since the previous reading (psutil: this process, which
+    holds any C++ threads, and the backend's worker processes), for each row's ``extra``: what a round costs the
+    machine, beside what it takes in wall time (busy-waiting, copies, pipes). ``count(steps)`` before the clock's
+    tick; ``reading()`` from the backend's ``metrics`` (called at a repetition's end, and at the warm-up's end to
+    drop the warm-up)."""
+
+    def __init__(self, worker_pids: list[int]):
+        import psutil
+
+        self.procs = [psutil.Process()] + [psutil.Process(pid) for pid in worker_pids]
+        self.split = bool(worker_pids)
+        self.steps = 0
+        self.mark = self._now()
+
+    def _now(self) -> tuple[float, float, float, int]:
+        import psutil
+
+        parent = workers = 0.0
+        for i, proc in enumerate(self.procs):
+            try:
+                t = proc.cpu_times()
+            except psutil.NoSuchProcess:
+                continue
+            if i == 0:
+                parent = t.user + t.system
+            else:
+                workers += t.user + t.system
+        return parent, workers, time.perf_counter(), self.steps
+
+    def count(self, steps: int) -> None:
+        self.steps += steps
+
+    def reading(self) -> dict[str, float]:
+        now = self._now()
+        parent, workers, wall, steps = (a - b for a, b in zip(now, self.mark))
+        self.mark = now
+        if steps <= 0 or wall <= 0:
+            return {}
+        out = {"cpu_ms_per_env_step": 1e3 * (parent + workers) / steps, "cpu_cores_busy": (parent + workers) / wall}
+        if self.split:
+            out.update({"cpu_parent_ms_per_env_step": 1e3 * parent / steps,
+                        "cpu_workers_ms_per_env_step": 1e3 * workers / steps})
+        return out
+
+
+class CountingClock:
+    """The round clock, counting each round's env steps into a `CpuPerStep` before the tick."""
+
+    def __init__(self, clock: Clock, cpu: CpuPerStep, steps_per_round: int):
+        self.clock, self.cpu, self.steps = clock, cpu, steps_per_round
+
+    def begin(self) -> None:
+        self.clock.begin()
+
+    def tick(self) -> None:
+        self.cpu.count(self.steps)
+        self.clock.tick()
+
+
 class VectorBackend(Backend):
     name = "vector"
     variant = "-"
@@ -148,6 +210,11 @@ class VectorBackend(Backend):
         self.envs.reset(seed=[scenario.seed + seed_index(i) for i in range(self.n)])
         self.process_of_worker = [i + 1 for i in range(self.n)]  # one subprocess per env
         self._torch_threads = list(self.envs.call("torch_threads"))
+        self.cpu = CpuPerStep([proc.pid for proc in self.envs.processes])
+
+    def metrics(self) -> dict[str, float]:
+        cpu = getattr(self, "cpu", None)
+        return {} if cpu is None else cpu.reading()
 
     def _split(self, obs: Any) -> list[Any]:
         return [unbatch(self.envs.single_observation_space, obs, i) for i in range(self.n)]
@@ -156,8 +223,8 @@ class VectorBackend(Backend):
         space = self.envs.single_action_space
         is_box = hasattr(space, "shape") and not hasattr(space, "n")
         batch = np.stack if is_box else (lambda actions: np.asarray(actions, dtype=np.int64))
-        vector_rounds(self.envs, self.server, self.samplers, rounds, clock, batch=batch, split=self._split,
-                      final=lambda obs: obs, reset_every_step=self.reset_every_step)
+        vector_rounds(self.envs, self.server, self.samplers, rounds, CountingClock(clock, self.cpu, self.n),
+                      batch=batch, split=self._split, final=lambda obs: obs, reset_every_step=self.reset_every_step)
 
     def torch_threads_observed(self) -> int | list[int] | None:
         return observed(self._torch_threads)

@@ -39,6 +39,19 @@ def test_ale_vector_rows_record_its_options_and_keep_the_serial_checksum(tmp_pat
     extra = json.loads(ale.extra.iloc[0])
     assert extra["threads"] == 2 and extra["batch_size"] == 4
     assert extra["thread_affinity_offset"] == thread_options(2, 4)["thread_affinity_offset"]
+    assert extra["cpu_ms_per_env_step"] > 0 and extra["cpu_cores_busy"] > 0  # the C++ threads, in this process
+
+
+def test_vector_rows_report_cpu_per_env_step_split_by_process(tmp_path):
+    proc = run_cli("scenario=gym", "scenario.num_envs=2", "backend=serial,vector", *SMOKE, "budget.rounds=100",
+                   run_dir=tmp_path, multirun=True)
+    rows = sweep_rows(tmp_path, proc)
+    vector = rows[rows.backend == "vector"]
+    assert list(vector.checksum) == list(rows[rows.backend == "serial"].checksum)
+    for extra in map(json.loads, vector.extra):
+        assert extra["cpu_workers_ms_per_env_step"] > 0  # the env processes' own CPU is counted
+        assert extra["cpu_ms_per_env_step"] == pytest.approx(
+            extra["cpu_parent_ms_per_env_step"] + extra["cpu_workers_ms_per_env_step"])
 
 
 def test_ale_vector_refuses_an_unknown_affinity_before_it_runs(tmp_path):
@@ -68,3 +81,4 @@ def test_envpool_runs_atari_as_a_labelled_reference(tmp_path):
     assert list(pool.units) == list(serial.units)  # the same env steps per repetition
     extra = json.loads(pool.extra.iloc[0])
     assert extra["equal_work_promised"] is False and extra["threads"] == 2 and extra["batch_size"] == 4
+    assert extra["cpu_ms_per_env_step"] > 0 and extra["reset_steps"] >= 0
