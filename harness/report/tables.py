@@ -273,7 +273,8 @@ def geomean_table(rep: Report) -> Table:
     rows = []
     if len(g):
         per = g[g["scenario"] != "all"]
-        for _, r in per.sort_values("scenario", key=lambda s: s.map(scenario_order)).iterrows():
+        per = per.assign(_order=per["scenario"].map(scenario_order)).sort_values(["pair", "_order", "scenario"])
+        for _, r in per.iterrows():
             rows.append([r["pair"], r["scenario"], f"{num(r['geomean'])}x", str(r["configurations"]),
                          str(r["significant"])])
         for pair, pg in per.groupby("pair", sort=True):

@@ -297,3 +297,22 @@ def test_without_a_folder_the_report_reads_the_latest_sweep_only(tmp_path: Path,
     assert set(make_report([tmp_path / "results"], figures=False).results.rows["label"]) == {"serial:-"}
     named = make_report([tmp_path / "results" / "reference" / "old-run"], figures=False)
     assert set(named.results.rows["label"]) == {"ray:actors"}
+
+
+def test_no_geometric_mean_mixes_rl_workloads_and_microbenchmarks(jobs: Jobs) -> None:
+    _gym_pair(jobs)  # reactor / ray = 18x on gym
+    p = {"num_clients": 2, "payload_bytes": 0}
+    jobs.write("actors", "reactor", "processes", 2, [50000, 50100, 49900], env_id="-", num_envs=None, params=p)
+    jobs.write("actors", "ray", "actors", 2, [100, 101, 99], env_id="-", num_envs=None, params=p)  # 500x
+    jobs.write("dqn", "reactor", "processes", 2, [20, 20.1, 19.9], env_id="Blackjack-v1", num_envs=None,
+               params={"minibatch": 250})
+    jobs.write("dqn", "ray", "actors", 2, [10, 10.1, 9.9], env_id="Blackjack-v1", num_envs=None,
+               params={"minibatch": 250})  # 2x
+    from harness.report.tables import geomean_table
+
+    rows = geomean_table(make_report([jobs.root], figures=False)).rows
+    scopes = {r[1]: r[2] for r in rows if r[0] == "reactor:processes / ray:actors"}
+    assert "all" not in scopes  # the analysis's mean across every scenario is never shown
+    assert scopes["RL workloads (gym, dqn)"] == "6x"  # sqrt(18 * 2), the actors' 500x left out
+    assert "microbenchmarks (actors)" not in scopes  # one microbenchmark: no mean to take
+    assert scopes["actors"] == "500x"
