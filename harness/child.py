@@ -95,23 +95,29 @@ def _spin(n: int) -> int:
 
 
 def spin_seconds_per_iter(tries: int = 5) -> float:
-    """Seconds of one iteration of the extra-work loop on this host (the fastest of ``tries`` timings)."""
-    best = float("inf")
+    """CPU seconds of one iteration of the extra-work loop on this host (the median of ``tries`` timings; CPU
+    time, as the rounds it is set against, so a loaded host's waiting counts in neither)."""
+    import statistics
+
+    times = []
     for _ in range(tries):
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         _spin(_CALIBRATION_ITERS)
-        best = min(best, time.perf_counter() - t0)
-    return best / _CALIBRATION_ITERS
+        times.append(time.process_time() - t0)
+    return statistics.median(times) / _CALIBRATION_ITERS
 
 
 class ExtraWork:
     """A calibrated extra CPU cost per timed round that changes no result: the harness's known effect.
 
-    ``share`` (``backend.extra_work``, e.g. 0.03) is a fraction of the backend's own round time on this host:
-    the median of its warm-up rounds, measured by this wrapper, sets how many iterations of a pure-Python
-    loop each later round spends in the process that calls ``tick`` (the driver: its rounds are serial with
-    it). The loop slows down with the host as the real work does, so the effect stays about ``share`` of the
-    round when the host's speed moves. What was calibrated goes into every row (`fields`)."""
+    ``share`` (``backend.extra_work``, e.g. 0.03) is a fraction of the CPU time the process that calls ``tick``
+    (the driver: its rounds are serial with it) spends per round: the median over its warm-up rounds, measured
+    by this wrapper, sets how many iterations of a pure-Python loop each later round spends there. Both are
+    CPU times (`time.process_time`): a warm-up of a few milliseconds runs in one time slice while a block shares
+    a loaded host's cores, so wall times of the two would not compare. For serial the driver does all the work,
+    so the effect is ``share`` of the round; for a backend whose workers run elsewhere it is a share of the
+    driver's part. The loop slows down with the host as the real work does. What was calibrated goes into
+    every row (`fields`)."""
 
     def __init__(self, share: float, warmup_rounds: int):
         if share < 0:
@@ -134,7 +140,7 @@ class ExtraWork:
             return
         if len(self._ticks) > self.warmup:
             return
-        self._ticks.append(time.perf_counter())
+        self._ticks.append(time.process_time())
         if len(self._ticks) == self.warmup:  # the warm-up's last round is ending: the next round is timed
             self._calibrate()
 
@@ -151,7 +157,7 @@ class ExtraWork:
     def fields(self) -> dict[str, Any]:
         return {"extra_work": self.share, "extra_work_iters_per_round": self.iters,
                 "extra_work_ms_per_round": self.iters * self.iter_s * 1e3 if self.iters else 0.0,
-                "extra_work_calibration_round_ms": self.round_s * 1e3}
+                "extra_work_calibration_round_ms": self.round_s * 1e3, "extra_work_clock": "process CPU time"}
 
 
 class ExtraWorkClock:
