@@ -222,11 +222,15 @@ def summarize(jobs: list[dict[str, Any]], standalone: list[dict[str, Any]], sett
     s["aa_too_few"] = int(sum(a["verdict"] == stats.TOO_FEW for a in aa))
     s["aa_half_width_median"] = float(np.median([a["half_width"] for a in aa])) if aa else math.nan
     meds = np.array([a["median"] for a in aa], dtype=float)
-    s["aa_offset"] = {"median": float(np.median(meds)) if meds.size else math.nan,
+    # the jobs are independent: an order-statistic interval of their A/A medians bounds the systematic offset
+    # between identical residents (placement, layout, start order), whatever each job's own noise
+    offset = stats.median_interval(meds, settings.confidence, dependent=False)
+    s["aa_offset"] = {"median": offset.median, "low": offset.low, "high": offset.high,
                       "abs_p50": float(np.median(np.abs(meds - 1))) if meds.size else math.nan,
                       "abs_p95": float(np.quantile(np.abs(meds - 1), 0.95)) if meds.size else math.nan}
-    # the floor: what identical residents differ by in 95% of jobs (a verdict inside it is not about code)
-    s["floor"] = s["aa_offset"]["abs_p95"]
+    # the floor: the largest systematic offset the jobs cannot exclude (a verdict inside it is not about code);
+    # without enough jobs for an interval, the spread of single jobs stands in
+    s["floor"] = (max(offset.high - 1.0, 1.0 - offset.low) if offset.enough else s["aa_offset"]["abs_p95"])
     s["effects"] = {}
     smallest = None
     for e in settings.effects:

@@ -246,7 +246,11 @@ def test_the_summary_counts_false_verdicts_and_detections_with_binomial_interval
     lo, hi = s["aa_false"]["verdict"]["low"], s["aa_false"]["verdict"]["high"]
     assert lo < 0.25 < hi and lo == pytest.approx(0.00631, abs=1e-4)  # Clopper-Pearson for 1 of 4
     assert s["effects"]["0.03"]["detected"]["k"] == 3 and s["smallest_detected"] is None  # 3/4 < 80%
-    assert s["floor"] == pytest.approx(np.quantile([0, 0, 0, 0.02], 0.95))
+    assert math.isnan(s["aa_offset"]["low"])  # 4 jobs: too few for a 95% interval of the offset
+    assert s["floor"] == pytest.approx(np.quantile([0, 0, 0, 0.02], 0.95))  # so one job's spread stands in
+    many = selftest.summarize(jobs * 3, [], settings, {"cpu_model": "X", "cpu_count": 2})
+    off = many["aa_offset"]  # 12 independent job medians: [x_(3), x_(10)] holds their median
+    assert (off["low"], off["high"]) == (1.0, 1.02) and many["floor"] == pytest.approx(0.02)
     assert "1/4" in s["line"] and any("3/4" in r[1] for r in table_rows(s))
 
 
