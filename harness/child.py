@@ -39,6 +39,38 @@ class Job:
     #: the ``hello`` message: the row fields known before start-up
     hello: dict[str, Any]
     created_at: float
+    #: the job tree's CPU seconds and the wall clock when the current timed stretch began (`cpu_fields`)
+    cpu_mark: tuple[float, float] = (0.0, 0.0)
+
+
+def tree_cpu_seconds() -> float:
+    """CPU seconds (user + system) of this process, the children it reaped, and its live descendants: what the
+    backend's processes spent (a Ray actor is not a descendant and is not counted; Ray rows say so)."""
+    import psutil
+
+    me = psutil.Process()
+    t = me.cpu_times()
+    total = t.user + t.system + t.children_user + t.children_system
+    for child in me.children(recursive=True):
+        try:
+            c = child.cpu_times()
+            total += c.user + c.system
+        except psutil.Error:
+            pass
+    return total
+
+
+def cpu_fields(job: "Job", units: float) -> dict[str, float]:
+    """The CPU the job's process tree used per unit of work (and how many cores it kept busy) since the last
+    call or `reset_metrics`: the cost of waiting that a throughput hides (a busy-waiting vectorizer burns cores
+    to go fast; a sleeping one does not), for every backend alike."""
+    now_cpu, now_wall = tree_cpu_seconds(), time.perf_counter()
+    cpu0, wall0 = job.cpu_mark
+    job.cpu_mark = (now_cpu, now_wall)
+    cpu, wall = now_cpu - cpu0, now_wall - wall0
+    if wall0 == 0.0 or units <= 0 or wall <= 0:
+        return {}
+    return {"tree_cpu_ms_per_unit": 1e3 * cpu / units, "tree_cpu_cores_busy": cpu / wall}
 
 
 def build(spec: dict[str, Any]) -> Job:
@@ -83,6 +115,7 @@ def reset_metrics(job: Job) -> None:
 
     server_metrics(job.server, job.backend)
     job.backend.metrics()
+    job.cpu_mark = (tree_cpu_seconds(), time.perf_counter())
 
 
 # ---------------------------------------------------------------- injected extra work (a known effect)

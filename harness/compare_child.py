@@ -33,7 +33,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from harness.child import ExtraWork, build, child_main, reset_metrics, row_extra, with_extra_work
+from harness.child import ExtraWork, build, child_main, cpu_fields, reset_metrics, row_extra, with_extra_work
 from harness.interpreter import running as running_interpreter
 
 #: the round count given to ``backend.run``: never reached, the parent ends the rounds with ``stop``
@@ -142,6 +142,7 @@ def measure_blocks(spec: dict[str, Any], send: Callable[[dict[str, Any]], None],
         extra = row_extra(job, extra_work)
         # the capacity backend's copies each report the units they completed while the timer ran
         units = sum(extra["copy_units"]) if "copy_units" in extra else per_round * int(lat.size)
+        extra.update(cpu_fields(job, units))
         send({"type": "block", "seconds": seconds, "units": units,
               "latencies": lat.tolist(), "checksum": server.checksum(), "extra": extra,
               "gil_enabled": running_interpreter()["gil_enabled"]})

@@ -20,7 +20,8 @@ from __future__ import annotations
 import sys
 from typing import Any, Callable
 
-from harness.child import ExtraWork, build, child_main, pin_threads, reset_metrics, row_extra, with_extra_work
+from harness.child import (ExtraWork, build, child_main, cpu_fields, pin_threads, reset_metrics, row_extra,
+                           with_extra_work)
 from harness.interpreter import running as running_interpreter
 
 
@@ -44,11 +45,13 @@ def measure(spec: dict[str, Any], send: Callable[[dict[str, Any]], None]) -> Non
         extra = row_extra(job, extra_work, startup=True)
         if rep.index == clock.repetitions - 1:
             extra.update(server.final_metrics())
+        # the capacity backend's copies each report the units they completed in the timed window
+        done = sum(extra["copy_units"]) if "copy_units" in extra else units
+        extra.update(cpu_fields(job, done))
         send({
             "type": "repetition",
             "index": rep.index,
-            # the capacity backend's copies each report the units they completed in the timed window
-            "units": sum(extra["copy_units"]) if "copy_units" in extra else units,
+            "units": done,
             "seconds": rep.seconds,
             "latencies": rep.latencies.tolist(),
             # a backend that does other work than the scenario's (backends.rllib) names it instead of a checksum

@@ -271,3 +271,19 @@ def test_the_selftest_runs_its_jobs_and_reads_them_again_the_same_way(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "harness", "selftest", "selftest.jobs=1", "nosuch=1"],
                          cwd=selftest.ROOT, capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "nosuch" in bad.stderr  # refused by composition before any job ran
+
+
+def test_every_row_can_say_what_cpu_its_work_cost():
+    """The CPU the job's process tree used per unit since the last mark: a busy-waiting backend shows there."""
+    import time as _time
+    from harness.child import cpu_fields, reset_metrics
+
+    job = build(json.loads(json.dumps(SPEC)))
+    reset_metrics(job)  # marks the start of a timed stretch
+    t0 = _time.process_time()
+    while _time.process_time() - t0 < 0.1:  # 100 ms of CPU in this process
+        pass
+    f = cpu_fields(job, units=1000)
+    assert f["tree_cpu_ms_per_unit"] == pytest.approx(0.1, abs=0.03)  # 100 ms over 1000 units (10 ms ticks)
+    assert 0 < f["tree_cpu_cores_busy"] <= 1.5
+    job.server.close()
