@@ -15,7 +15,9 @@ two 32-bit words on cache lines of their own (the processes executor's progress 
 
 Both are sequentially consistent stores and loads, so everything a side wrote before publishing is
 visible to the side that saw the word change. Waiting spins briefly (only when every thread has a
-core), yields the core (``sched_yield``) for a while, and then sleeps in ``FUTEX_WAIT`` on the word,
+core), yields the core (``sched_yield``) for a while, and then sleeps in ``FUTEX_WAIT`` on the word (the
+phases: the processes executor's `reactor_backend.waiting.Waiting`, read as its barrier reads them; the
+primitives: ``_futex.pxi``, shared with that barrier),
 announcing the sleep in a waiter count so that the publisher calls ``FUTEX_WAKE`` only when someone
 sleeps (announce, re-check, sleep on the value read: no lost wake-ups). A waiting thread holds no
 GIL and no thread state (``nogil``), so other threads, and a stop-the-world pause of a free-threaded
