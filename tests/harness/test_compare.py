@@ -15,7 +15,8 @@ from omegaconf import OmegaConf
 
 from harness.compare import CONF_DIR, job_configs
 from harness.config import ConfigRangeError
-from harness.cycles import COMPARE_FILE, CompareSettings, Resident, backend_key, settle, stop_reason
+from harness.cycles import COMPARE_FILE, CompareSettings, backend_key, stop_reason
+from harness.resident import Resident, settle
 from harness.hostwatch import cpu_ns
 from tests.conftest import read_rows, run_cli
 

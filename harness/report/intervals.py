@@ -1,0 +1,141 @@
+"""Intervals that keep their promise, and the one verdict rule (docs/report.md, "Intervals that keep their
+promise"): the order-statistic interval of a median, widened for the dependence between neighbouring values
+of a series in time order, its half-width, and the verdict a ratio's interval gives against a margin. The stop
+rule of a paired job (`harness.cycles`) and the report read ratios through these same functions; they are
+re-exported by `harness.report.stats`.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Iterable, Optional
+
+import numpy as np
+from scipy import stats as _st
+
+CONFIDENCE = 0.95
+
+
+def _clean(x: Iterable[float]) -> np.ndarray:
+    a = np.asarray(list(x), dtype=float)
+    return a[np.isfinite(a)]
+
+
+#: verdict words (`verdict`)
+FASTER, SLOWER, EQUIVALENT, UNCLEAR, TOO_FEW = "faster", "slower", "equivalent", "no clear difference", "too few cycles"
+
+
+def min_samples(confidence: float = CONFIDENCE) -> int:
+    """The fewest independent values from which an order-statistic interval for a median reaches
+    ``confidence``: [min, max] of m values covers the median with probability 1 - 2 * 0.5**m (6 for 95%)."""
+    m = 1
+    while 1.0 - 2.0 * 0.5 ** m < confidence:
+        m += 1
+    return m
+
+
+def lag1_autocorrelation(x: Iterable[float]) -> float:
+    """The lag-1 autocorrelation of a series in time order (NaN with fewer than 3 values or no spread)."""
+    a = _clean(x)
+    if a.size < 3 or np.ptp(a) == 0:
+        return math.nan
+    d = a - a.mean()
+    return float(np.dot(d[:-1], d[1:]) / np.dot(d, d))
+
+
+def effective_size(x: Iterable[float]) -> float:
+    """How many independent values a series in time order is worth: n (1 - r) / (1 + r) for its lag-1
+    autocorrelation r (an AR(1) reading). The sample autocorrelation of a short series is biased low by
+    about (1 + 4 r) / n (Marriott and Pope, 1954), which is added back; r is then floored at 0 (negative
+    correlation between neighbouring cycles is not counted as extra information) and capped at 0.95."""
+    a = _clean(x)
+    r = lag1_autocorrelation(a)
+    r = 0.0 if not np.isfinite(r) else r + (1.0 + 4.0 * max(r, 0.0)) / a.size
+    r = min(max(r, 0.0), 0.95)
+    return a.size * (1.0 - r) / (1.0 + r)
+
+
+def order_statistic_ranks(m: int, confidence: float = CONFIDENCE) -> Optional[tuple[int, int, float]]:
+    """(k, m + 1 - k, coverage): the 1-based ranks whose order statistics bound the median of m independent
+    values with at least ``confidence`` (distribution-free: the number of values below the median is
+    Binomial(m, 1/2)); None when m is too small for any such pair."""
+    if m < 1:
+        return None
+    tail = (1.0 - confidence) / 2.0
+    k = int(_st.binom.ppf(tail, m, 0.5))  # the smallest k with P(B <= k) >= tail: P(B <= k - 1) < tail
+    if k < 1:
+        return None
+    return k, m + 1 - k, float(1.0 - 2.0 * _st.binom.cdf(k - 1, m, 0.5))
+
+
+@dataclass(frozen=True)
+class MedianInterval:
+    """The median of a series with its interval, and what the interval stands on."""
+
+    median: float
+    low: float
+    high: float
+    #: values, and how many independent values they are worth (`effective_size`)
+    n: int
+    n_eff: float
+    #: the interval's coverage for independent values of that effective number (exact, distribution-free)
+    coverage: float
+
+    def as_tuple(self) -> tuple[float, float, float]:
+        return (self.median, self.low, self.high)
+
+    @property
+    def enough(self) -> bool:
+        return np.isfinite(self.low) and np.isfinite(self.high)
+
+
+def median_interval(x: Iterable[float], confidence: float = CONFIDENCE, dependent: bool = True) -> MedianInterval:
+    """The median of ``x`` (a series in time order, e.g. per-cycle ratios) with a distribution-free interval.
+
+    For m independent values the interval [x_(k), x_(m+1-k)] holds the median with at least ``confidence``
+    whatever the distribution (`order_statistic_ranks`); unlike a percentile bootstrap it keeps that promise
+    at small m (a bootstrap of 3 values covers 75%). Neighbouring cycles are not independent on a host whose
+    speed drifts, so with ``dependent`` the ranks are those of the series' effective size (`effective_size`),
+    placed at the same quantile levels of the whole series: a correlated series gets a wider interval.
+    Below `min_samples` effective values there is no interval (low and high are NaN)."""
+    a = _clean(x)
+    if a.size == 0:
+        return MedianInterval(math.nan, math.nan, math.nan, 0, 0.0, math.nan)
+    med = float(np.median(a))
+    n_eff = effective_size(a) if dependent else float(a.size)
+    m = int(math.floor(n_eff + 1e-9))
+    ranks = order_statistic_ranks(m, confidence)
+    if ranks is None:
+        return MedianInterval(med, math.nan, math.nan, int(a.size), n_eff, math.nan)
+    k, k_hi, coverage = ranks
+    if m == a.size:
+        s = np.sort(a)
+        lo, hi = float(s[k - 1]), float(s[k_hi - 1])
+    else:  # the same quantile levels k / (m + 1) on the whole series (the Weibull plotting position)
+        lo, hi = (float(v) for v in np.quantile(a, [k / (m + 1), k_hi / (m + 1)], method="weibull"))
+    return MedianInterval(med, lo, hi, int(a.size), n_eff, coverage)
+
+
+def half_width(median: float, low: float, high: float) -> float:
+    """The larger distance of an interval's ends from its median, relative to the median (inf without one)."""
+    if not (median > 0 and math.isfinite(low) and math.isfinite(high)):
+        return math.inf
+    return max(high / median - 1.0, 1.0 - low / median)
+
+
+def verdict(low: float, high: float, margin: float = 0.0) -> str:
+    """The rule for a ratio a/b with its interval: `FASTER` when the interval lies above 1 + ``margin``,
+    `SLOWER` below 1 - ``margin``, `EQUIVALENT` when it lies inside [1 - margin, 1 + margin] (with a margin:
+    the difference, if any, is below what this machine resolves), `UNCLEAR` otherwise, and `TOO_FEW` without
+    an interval (fewer values than the confidence needs). ``margin`` is the machine's resolution floor
+    (docs/report.md, "What this machine can resolve"): an interval that clears 1 but not the floor is not a
+    verdict about code."""
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return TOO_FEW
+    if low > 1.0 + margin:
+        return FASTER
+    if high < 1.0 - margin:
+        return SLOWER
+    if margin > 0 and low >= 1.0 - margin and high <= 1.0 + margin:
+        return EQUIVALENT
+    return UNCLEAR

@@ -1,0 +1,137 @@
+"""A resident of a paired job: one backend's measuring child (`harness.compare_child`), the pipes to it, and
+the wait until its processes have gone quiet after a block (`settle`). `harness.cycles` runs the cycles over
+several residents; this module knows one child and its process tree.
+"""
+from __future__ import annotations
+
+import json
+import os
+import select
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from harness.hostwatch import cpu_ns, tree_pids
+from harness.interpreter import executable as interpreter_executable
+from harness.jobtree import JobTree
+from harness.runner import job_spec, kill_tree
+
+#: a finished backend counts as quiet once its processes ran less than this per `SETTLE_POLL_S`, twice running
+QUIET_NS = 200_000
+SETTLE_POLL_S = 0.005
+#: at most this long is waited for a backend to go quiet (a backend that never does is recorded as such)
+SETTLE_MAX_S = 0.5
+
+
+class ChildFailed(RuntimeError):
+    def __init__(self, backend: str, status: str, message: str):
+        super().__init__(f"{backend}: {status}: {message}")
+        self.backend, self.status, self.message = backend, status, message
+
+
+class Resident:
+    """One backend's measuring child and the pipes to it."""
+
+    def __init__(self, key: str, cfg: dict[str, Any], job_dir: Path):
+        self.key = key
+        self.cfg = cfg
+        self.timeout_s = float(cfg["budget"]["timeout_s"])
+        rfd, wfd = os.pipe()
+        env = dict(os.environ)
+        for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+            env[var] = str(cfg["threads_per_worker"])
+        env["PYTHONUNBUFFERED"] = "1"
+        self.child = subprocess.Popen(
+            [interpreter_executable(cfg.get("interpreter")), "-m", "harness.compare_child", str(wfd), str(job_dir),
+             key],
+            stdin=subprocess.PIPE, pass_fds=(wfd,), start_new_session=True, env=env,
+            cwd=str(Path(__file__).resolve().parents[1]))
+        os.close(wfd)
+        self.fd = rfd
+        self.pending = b""
+        self.lines: list[str] = []
+        self.tree = JobTree(self.child.pid)
+        self.pids: list[int] = [self.child.pid]
+        self.send(json.dumps(job_spec(cfg)))
+
+    def send(self, line: str) -> None:
+        assert self.child.stdin is not None
+        self.child.stdin.write(line.encode() + b"\n")
+        self.child.stdin.flush()
+
+    def read(self, timeout_s: float) -> dict[str, Any]:
+        """The next message; `ChildFailed` on an error message, a closed pipe or the timeout."""
+        deadline = time.monotonic() + timeout_s
+        while not self.lines:
+            wait = deadline - time.monotonic()
+            if wait <= 0:
+                raise ChildFailed(self.key, "timeout", f"no answer within timeout_s={timeout_s:g}")
+            ready, _, _ = select.select([self.fd], [], [], wait)
+            if not ready:
+                continue
+            chunk = os.read(self.fd, 1 << 16)
+            if not chunk:
+                raise ChildFailed(self.key, "error", f"measurement process ended (exit code {self.child.poll()})")
+            *done, self.pending = (self.pending + chunk).split(b"\n")
+            self.lines += [d.decode() for d in done if d]
+        msg = json.loads(self.lines.pop(0))
+        if msg["type"] == "error":
+            raise ChildFailed(self.key, "error", msg["message"])
+        return msg
+
+    def expect(self, kind: str) -> dict[str, Any]:
+        """Messages up to the next one of type ``kind`` (the others are returned through `on_other`)."""
+        while True:
+            msg = self.read(self.timeout_s)
+            if msg["type"] == kind:
+                return msg
+            self.on_other(msg)
+
+    def on_other(self, msg: dict[str, Any]) -> None:
+        self.last = msg
+
+    def refresh_pids(self) -> None:
+        self.tree.walk()
+        self.pids = tree_pids(self.child.pid) or [self.child.pid]
+
+    def finish(self, grace_s: float = 60.0) -> None:
+        """Ask the child to stop and wait for it to tear its backend down and exit."""
+        self.tree.walk()
+        try:
+            self.send("stop")
+            self.child.wait(timeout=grace_s)
+        except (BrokenPipeError, OSError, subprocess.TimeoutExpired):
+            pass
+
+    def close(self) -> None:
+        """Kill the child's tree (whatever it left) and close the pipes; safe to call twice."""
+        if self.fd < 0:
+            return
+        if self.child.poll() is None:
+            self.tree.walk()
+        kill_tree(self.child.pid)
+        self.child.wait()
+        try:
+            self.child.stdin.close()  # type: ignore[union-attr]
+        except (BrokenPipeError, OSError, AttributeError):
+            pass
+        os.close(self.fd)
+        self.fd = -1
+
+
+def settle(pids: list[int], max_s: float = SETTLE_MAX_S, polls: int = 2) -> float:
+    """Wait until the processes ``pids`` ran less than `QUIET_NS` in each of ``polls`` successive windows of
+    `SETTLE_POLL_S` (one quiet window can be a busy process that the loaded host did not schedule); the
+    seconds waited."""
+    t0 = time.perf_counter()
+    before = cpu_ns(pids)
+    quiet = 0
+    while time.perf_counter() - t0 < max_s:
+        time.sleep(SETTLE_POLL_S)
+        now = cpu_ns(pids)
+        quiet = quiet + 1 if now - before < QUIET_NS else 0
+        if quiet >= polls:
+            break
+        before = now
+    return time.perf_counter() - t0
