@@ -8,7 +8,8 @@ from typing import Iterable, Optional
 from harness.archive import ARCHIVE_FILE
 import pandas as pd
 
-from harness.report.figures import against_serial_frame, against_serial_plot, all_plots
+from harness.report.figures import all_plots
+from harness.report.opening import against_serial_frame, against_serial_plot
 from harness.report.load import latest_runs, load_results
 from harness.report.paper import side_by_side
 from harness.report.documents import to_html, to_markdown
@@ -69,7 +70,9 @@ def make_report(paths: Iterable[Path | str], all_runs: bool = False, figures: bo
                                           scenario_order) + \
                 against_serial_plot(micro, {**bounds, **pbounds}, "relative_to_serial_micro",
                                     title + ", microbenchmarks", scenario_order)
-            notes = [n for n in notes if not n.startswith("every backend against serial")]
+        else:
+            notes = ["every backend against serial: no configuration with serial and another backend's ok rows",
+                     *notes]
         plots = opening + plots
         if paired:
             units = {str(j): str(g["unit"].iloc[0]) for j, g in paired_rows.groupby("job")}

@@ -130,7 +130,7 @@ def paired_sections(rep: Report) -> list[Section]:
 
 
 def paired_against_serial(jobs: list[PairedJob], names: dict[str, str]) -> tuple[pd.DataFrame, dict[str, dict[str, float]]]:
-    """The paired jobs' part of the opening picture (`harness.report.figures.against_serial_plot`): each
+    """The paired jobs' part of the opening picture (`harness.report.opening.against_serial_plot`): each
     contender over serial on the same interpreter, per regime, from `ratio_frame` (the paired interval); and
     per job the ceilings over serial (the median of per-cycle ratios, a marker without an interval)."""
     from harness.labels import BackendLabel
