@@ -39,7 +39,9 @@ def table_rows(summary: dict[str, Any]) -> list[list[str]]:
     f = summary["aa_false"]
     rows.append(["A/A false verdicts, this harness's interval", _pct(f["verdict"]),
                  "about 5% (the interval's promise), its interval holding 5%"])
-    rows.append(["A/A false verdicts, with the floor as margin", _pct(f["verdict_margin"]), "at most 5%"])
+    margin = float(summary["settings"].get("margin", 0.0))
+    rows.append([f"A/A false verdicts, with a margin of {margin * 100:g}% (compare.margin)", _pct(f["verdict_margin"]),
+                 "at most 5%"])
     rows.append(["A/A false verdicts, cycles taken as independent", _pct(f["verdict_independent"]),
                  "above the dependence-aware rate where cycles correlate"])
     rows.append(["A/A false verdicts, the former percentile bootstrap", _pct(f["verdict_bootstrap"]),
