@@ -62,8 +62,9 @@ class SelftestSettings:
     out: str = ""
     #: the margin (resolution floor) verdicts are read with besides margin 0
     margin: float = 0.01
-    #: residents restarted every this many seconds, in reverse start order (``compare.respawn_s``; 0: never)
-    respawn_s: float = 0.0
+    #: residents restarted every this many seconds, in reverse start order (``compare.respawn_s``; 0: never):
+    #: an offset a resident owes to its process then changes sides within each job
+    respawn_s: float = 20.0
     confidence: float = 0.95
 
 
