@@ -253,11 +253,11 @@ install-ft: python-ft ## .venv-ft on the free-threaded interpreter: cp313t wheel
 
 test-ft: ## The thread stress tests, then the runtime's suite on .venv-ft under threads at 2, 4 and 8 workers, each FT_TEST_REPEAT times
 	@test -x $(FT_PY) || { echo "test-ft: no $(FT_PY): run make install-ft first"; exit 1; }
-	for i in $$(seq $(FT_TEST_REPEAT)); do $(FT_PY) -m pytest -q tests/reactor/test_threads.py tests/reactor/test_threads_ft.py tests/reactor/test_threads_safety.py tests/reactor/test_threads_atari.py || exit 1; done
+	for i in $$(seq $(FT_TEST_REPEAT)); do $(FT_PY) -m pytest -q tests/reactor/test_threads.py tests/reactor/test_threads_ft.py tests/threads/test_threads_safety.py tests/threads/test_threads_atari.py || exit 1; done
 	# (torch is there only with FT_TORCH=pypi: the test that needs it is left out; ale-py is built by install-ft)
 	for i in $$(seq $(FT_TEST_REPEAT)); do for w in 2 4 8; do \
 	  REACTOR_EXECUTORS=threads:$$w $(FT_PY) -m pytest -q -x tests/reactor \
-	    --ignore=tests/reactor/test_threads_safety.py --ignore=tests/reactor/test_threads_atari.py \
+	    --ignore=tests/threads/test_threads_safety.py --ignore=tests/threads/test_threads_atari.py \
 	    --deselect tests/reactor/test_processes.py::test_workers_use_torch_after_the_caller_started_its_thread_pool || exit 1; \
 	done; done
 
