@@ -46,10 +46,10 @@ def test_backend_presets(backend, field, value):
 
 
 @pytest.mark.parametrize("override,needle", [
-    ("budget=smok", "budget/smok"),
+    ("budget=smok", "unknown budget 'smok'; did you mean smoke"),
     ("workers=two", "workers"),
     ("scenario.num_envz=3", "num_envz"),
-    ("backend=rey", "backend/rey"),
+    ("backend=rey", "unknown backend 'rey'; did you mean ray"),
     ("backend=ray_compiled backend.mode=compild", "backend.mode"),
     ("seed=1.5", "seed"),
 ])
