@@ -128,6 +128,16 @@ class Backend(abc.ABC):
     def resume(self) -> None:
         """The held rounds go on (after ``pause``). Optional."""
 
+    #: a paired job parks this backend between its blocks: every process of its tree stopped (SIGSTOP) after its
+    #: warm-up and each of its blocks, continued (SIGCONT) before the next, for a framework whose daemons run
+    #: timers whatever the workload (Ray) and would take CPU during the other backends' blocks
+    parkable: bool = False
+
+    def prepare_to_park(self) -> None:
+        """Called before ``start`` when a paired job will park this backend (``parkable``): make the framework
+        tolerate stopped processes (e.g. Ray's health checks, which would declare a stopped raylet dead).
+        Optional."""
+
     def metrics(self) -> dict[str, float]:
         """Numbers about the rounds since the previous call (e.g. where a round's time went), for the
         results row of the repetition that just ended. Optional; called from the clock's callbacks."""

@@ -82,6 +82,13 @@ class RayBackend(Backend):
 
     name = "ray"
 
+    #: Ray's daemons (GCS, raylet, agents) and the driver's core worker run timers whatever the workload: a paired
+    #: job stops the whole tree between this backend's blocks (`backends.base.Backend.parkable`)
+    parkable = True
+
+    def prepare_to_park(self) -> None:
+        self.instance.parked = True  # Ray's health checks raised beyond the pauses (`ray_backend.lifecycle`)
+
     def __init__(self, config: Any, workers: int):
         super().__init__(config, workers)
         self.mode = str(getattr(config.mode, "value", config.mode))

@@ -169,6 +169,13 @@ class RllibBackend(Backend):
     """RLlib's EnvRunnerGroup: ``workers`` remote runners over the scenario's envs, sampled each round."""
 
     name = "rllib"
+
+    #: Ray's daemons (GCS, raylet, agents) and the driver's core worker run timers whatever the workload: a paired
+    #: job stops the whole tree between this backend's blocks (`backends.base.Backend.parkable`)
+    parkable = True
+
+    def prepare_to_park(self) -> None:
+        self.instance.parked = True  # Ray's health checks raised beyond the pauses (`ray_backend.lifecycle`)
     #: the rows' checksum column (`harness.measure`): not a checksum, since the work differs
     checksum_marker = NOT_EQUAL_WORK
 

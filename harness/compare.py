@@ -12,9 +12,11 @@ so one paired job can hold both interpreters: ``backends=[serial,reactor_threads
 Every backend must be able to run on its interpreter (a paired job has no skipped rows): one that cannot is
 refused before anything runs, naming the missing package.
 
-Ray is kept out: its daemons (GCS, raylet, the dashboard and its agents) run timers of their own whatever the
-workload, so a resident Ray takes CPU during every other backend's blocks, the interference a paired job is
-built to exclude (docs/harness.md, "Paired blocks"); Ray layouts are measured as standalone jobs.
+Ray (every layout) and RLlib are residents like the others, parked between their blocks: their daemons (GCS,
+raylet, agents) run timers of their own whatever the workload, so the parent stops the whole tree of such a
+resident after each of its blocks and continues it before the next (`harness.cycles`; docs/harness.md, "Paired
+blocks"). Such a resident starts its own Ray instance: joining a cluster (``backend.address``) is refused, as is
+PufferLib, whose workers busy-wait by design.
 """
 from __future__ import annotations
 
@@ -37,11 +39,7 @@ from harness.runner import MeasurementFailed, backend_variant
 
 CONF_DIR = str(Path(__file__).resolve().parents[1] / "conf")
 #: backends a paired job refuses, and why
-REFUSED = {"ray": "Ray's daemons run timers whatever the workload: a resident Ray takes CPU during the other "
-                  "backends' blocks (docs/harness.md, 'Paired blocks'); measure Ray layouts as standalone jobs",
-           "rllib": "RLlib runs on Ray, whose daemons run timers whatever the workload (docs/harness.md, 'Paired "
-                    "blocks'); measure RLlib's sampler as a standalone job",
-           "puffer": "PufferLib's workers and parent busy-wait by design (0.5 s before a worker sleeps): resident, "
+REFUSED = {"puffer": "PufferLib's workers and parent busy-wait by design (0.5 s before a worker sleeps): resident, "
                      "they take cores during the other backends' blocks; measure backend=puffer as a standalone job"}
 
 
@@ -140,6 +138,11 @@ def job_configs(plain: dict[str, Any]) -> list[dict[str, Any]]:
             backend["extra_work"] = float(extra_work[position])
         if backend["name"] in REFUSED:
             errors.append(f"backends: {name}: {REFUSED[backend['name']]}")
+            continue
+        if backend.get("address"):
+            errors.append(f"backends: {name}: backend.address={backend['address']}: a paired job stops a resident "
+                          "Ray's processes between its blocks, so it starts its own instance; a cluster is joined "
+                          "by standalone jobs only")
             continue
         job = {k: plain[k] for k in ("scenario", "budget", "workers", "seed", "threads_per_worker")}
         job["backend"] = backend

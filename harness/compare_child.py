@@ -14,11 +14,13 @@ while the other backends of the job take their turns. Messages on file descripto
 
 After ``warm`` and after each ``block`` the child waits for one command line on stdin: ``go N`` (time the
 next N rounds) or ``stop`` (leave the rounds: the clock raises `StopRounds` out of ``tick``, the backend's
-``run`` unwinds and ``stop`` tears it down). While it waits it reads a pipe: no core is used by this process;
+``run`` unwinds and ``stop`` tears it down; an error raised meanwhile, other than the clock's own, is sent as
+``error``, and the parent reads it after ``stop``). While it waits it reads a pipe: no core is used by this process;
 a backend whose other processes wait for the next round (the reactor's workers, the synchronized ceiling's
 copies) lets them fall asleep in their own wait (docs/harness.md, "Paired blocks"), and one whose helpers
 would run on (the uncoordinated ceiling's copies) is paused through its ``pause``/``resume`` hooks
-(`backends.base.Backend`).
+(`backends.base.Backend`); one whose framework runs timers whatever the workload (Ray) says ``parkable`` in its
+``warm`` message, and the parent stops its whole process tree, this child included, between its blocks.
 
 Checksums: each block reports the server's checksum after it, i.e. of everything produced in the
 warm-up and every block so far (sizing blocks included); every backend runs the same rounds per block, so the
@@ -128,6 +130,20 @@ class BlockClock:
         self._last = self._start = time.perf_counter()
 
 
+def from_stop(exc: BaseException) -> bool:
+    """Whether ``exc`` is the clock's `StopRounds`, or an error a backend raised for it (``raise ... from`` it, or,
+    from another process, its name in the message). An error raised while it unwound (a role failing to close: only
+    its implicit context is the stop) is not, and fails the job."""
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        if isinstance(cur, StopRounds) or StopRounds.__name__ in str(cur):
+            return True
+        seen.add(id(cur))
+        cur = cur.__cause__
+    return False
+
+
 def measure_blocks(spec: dict[str, Any], send: Callable[[dict[str, Any]], None],
                    wait_command: Callable[[], int | None]) -> None:
     """Build the spec's scenario on its backend and run it under a `BlockClock` until told to stop. An error
@@ -150,28 +166,23 @@ def measure_blocks(spec: dict[str, Any], send: Callable[[dict[str, Any]], None],
     def on_warm(seconds: float, rounds: int) -> None:
         reset_metrics(job)  # the blocks' metrics count timed rounds only
         send({"type": "warm", "seconds": seconds, "rounds": rounds,
-              "startup": dict(backend.startup_breakdown)})
+              "startup": dict(backend.startup_breakdown), "parkable": bool(backend.parkable)})
 
-    stopping = {"flag": False}
-
-    def command() -> int | None:
-        n = wait_command()
-        stopping["flag"] = n is None
-        return n
-
-    clock = BlockClock(int(spec["budget"]["warmup_rounds"]), command, on_warm, on_block,
+    clock = BlockClock(int(spec["budget"]["warmup_rounds"]), wait_command, on_warm, on_block,
                        on_begin=lambda at: send({"type": "started", "startup_seconds": at - job.created_at}),
                        pause=backend.pause, resume=backend.resume,
                        timer=backend.timer)
     timed, extra_work = with_extra_work(clock, spec)
+    if backend.parkable:  # the parent will stop its processes between blocks (`harness.resident.Resident.park`)
+        backend.prepare_to_park()
     try:
         backend.start(job.scenario, server)
         try:
             backend.run(ENDLESS_ROUNDS, timed)
         except StopRounds:
             pass
-        except Exception:
-            if not stopping["flag"]:  # a backend may wrap the clock's StopRounds in its own error
+        except Exception as exc:
+            if not from_stop(exc):  # a backend may wrap the clock's StopRounds in its own error; nothing else
                 raise
     finally:
         try:

@@ -13,8 +13,12 @@ Cycles go on until the main ratio (the second backend over the first: reactor/se
 over cycles, relative to the median: `harness.report.stats.median_interval`) or ``max_seconds`` have passed,
 never before ``min_cycles``; ``compare.json`` says which stopped it. A backend may be listed twice (an A/A
 job): its second resident is an identical copy, labelled ``#2``.
-A child that fails or passes ``budget.timeout_s`` on one message ends the job: every tree is killed, the
-job's /dev/shm entries removed, and an ``error`` / ``timeout`` row written (as `harness.runner` does).
+A backend that asks for it (`backends.base.Backend.parkable`: Ray and RLlib, whose daemons run timers whatever the
+workload) is parked between its blocks: every process of its tree stopped (`harness.resident.Resident.park`) right
+after its warm-up and each of its blocks, and continued, then settled, before its next block or its stop.
+A child that fails or passes ``budget.timeout_s`` on one message, or reports an error while leaving its rounds or
+tearing down after ``stop``, ends the job: every tree is killed, the job's /dev/shm entries removed, and an
+``error`` / ``timeout`` row written (as `harness.runner` does; a traceback goes to ``error.txt``).
 """
 from __future__ import annotations
 
@@ -97,9 +101,8 @@ def calibrate(residents: dict[str, "Resident"], warm: dict[str, float], block_s:
     for attempt in range(tries):
         per_round = []
         for res in residents.values():
-            res.send(f"go {n}")
-            msg = res.expect("block")
-            settle(res.pids)
+            msg = run_block(res, n)
+            rest(res)
             per_round.append(msg["seconds"] / n)
         spent += n
         typical = float(np.median(per_round))
@@ -107,6 +110,26 @@ def calibrate(residents: dict[str, "Resident"], warm: dict[str, float], block_s:
             break
         n = max(n + 1, int(math.ceil(block_s / 4 / typical)))
     return max(1, int(round(block_s / typical))) if typical > 0 else n, spent
+
+
+def run_block(res: "Resident", n: int) -> dict[str, Any]:
+    """One block of ``n`` rounds of ``res``: a parked resident is continued and settled first (what its timers owe
+    runs before its block starts, not in it), then ``go n``; the ``block`` message."""
+    if res.parked:
+        res.unpark()
+        settle(res.pids)
+    res.send(f"go {n}")
+    return res.expect("block")
+
+
+def rest(res: "Resident") -> float:
+    """After a block (or the warm-up) of ``res``: park it when it asked for that, else wait until it has gone quiet
+    (`settle`); the seconds waited."""
+    if res.parkable:
+        t0 = time.perf_counter()
+        res.park()
+        return time.perf_counter() - t0
+    return settle(res.pids)
 
 
 def stop_reason(ratios: list[float], cycles: int, elapsed_s: float, settings: CompareSettings
@@ -194,9 +217,11 @@ def run_compare(jobs: list[dict[str, Any]], job_dir: Path, settings: CompareSett
                     bases[key]["startup_seconds"] = started_s
                 msg = res.expect("warm")
                 warm[key] = msg["seconds"] / msg["rounds"] if msg["rounds"] > 0 else math.nan
+                res.parkable = bool(msg.get("parkable"))
                 res.refresh_pids()
-                settle(res.pids)
-                log(f"{key}: started in {started_s:.1f} s, warm-up {warm[key] * 1e3:.3g} ms per round")
+                rest(res)
+                log(f"{key}: started in {started_s:.1f} s, warm-up {warm[key] * 1e3:.3g} ms per round"
+                    + (f", parked between its blocks ({len(res.pids)} processes)" if res.parkable else ""))
 
         def retire() -> None:
             """Stop every resident (as at the job's end), counting what each left behind."""
@@ -219,7 +244,6 @@ def run_compare(jobs: list[dict[str, Any]], job_dir: Path, settings: CompareSett
         outcome.block_rounds = n_rounds
         log(f"blocks of {n_rounds} rounds")
         rng = np.random.default_rng(seed)
-        watched = [p for r in residents.values() for p in r.pids] + probe.pids
         position = 0
         ratios: list[float] = []
         cycle = 0
@@ -234,7 +258,6 @@ def run_compare(jobs: list[dict[str, Any]], job_dir: Path, settings: CompareSett
                 retire()
                 epoch += 1
                 start(keys[::-1] if epoch % 2 else list(keys))
-                watched = [p for r in residents.values() for p in r.pids] + probe.pids
                 cycles_from += time.monotonic() - t_respawn  # respawning is not cycle time
                 respawn_at += settings.respawn_s
                 log(f"respawned every resident (epoch {epoch})")
@@ -245,14 +268,18 @@ def run_compare(jobs: list[dict[str, Any]], job_dir: Path, settings: CompareSett
             for key in order:
                 current = key
                 res = residents[key]
-                others = [p for p in watched if p not in set(res.pids)]
-                before = cpu_ns(others)
-                res.send(f"go {n_rounds}")
-                msg = res.expect("block")
-                others_ns = cpu_ns(others) - before
+                waiting = {k: r.pids for k, r in residents.items() if k != key}
+                waiting[""] = probe.pids
+                if res.parked:  # continued and settled before the others' CPU is read: not in its block
+                    res.unpark()
+                    settle(res.pids)
+                before = {k: cpu_ns(p) for k, p in waiting.items()}
+                msg = run_block(res, n_rounds)
+                others_ns = {k: cpu_ns(p) - before[k] for k, p in waiting.items()}
                 cpus = cpus_of(res.pids)  # where its processes ran the block, before they go to sleep
-                settle_s = settle(res.pids)
-                blocks[key] = {"msg": msg, "position": position, "others_ms": others_ns / 1e6,
+                settle_s = rest(res)
+                blocks[key] = {"msg": msg, "position": position, "others_ms": sum(others_ns.values()) / 1e6,
+                               "others_by": {k: v / 1e6 for k, v in others_ns.items() if k},
                                "settle_ms": settle_s * 1e3, "cpus": cpus}
                 position += 1
             wall = time.perf_counter() - t_cycle
@@ -278,6 +305,7 @@ def run_compare(jobs: list[dict[str, Any]], job_dir: Path, settings: CompareSett
                 extra = dict(msg.get("extra") or {})
                 extra.update(host)
                 extra.update({"paired": True, "block_rounds": n_rounds, "others_cpu_ms": b["others_ms"],
+                              "others_cpu_ms_by": b["others_by"], "parked": residents[key].parkable,
                               "cpus": b["cpus"], "epoch": epoch,
                               "settle_ms": b["settle_ms"], "stopped_by": reason,
                               "precision_target": settings.precision, "margin": settings.margin,
@@ -296,6 +324,9 @@ def run_compare(jobs: list[dict[str, Any]], job_dir: Path, settings: CompareSett
     except ChildFailed as exc:
         outcome.status, outcome.message = exc.status, exc.message
         current = exc.backend
+        if exc.traceback:
+            (job_dir / "error.txt").write_text(exc.traceback)
+            log(exc.traceback.rstrip())
     except BaseException:
         _tear_down(residents, probe, ledger)
         raise

@@ -1,5 +1,6 @@
 """A resident of a paired job: one backend's measuring child (`harness.compare_child`), the pipes to it, and
-the wait until its processes have gone quiet after a block (`settle`). `harness.cycles` runs the cycles over
+the wait until its processes have gone quiet after a block (`settle`), and the parking of a backend that asks for
+it (`Resident.park`: every process of its tree stopped between its blocks). `harness.cycles` runs the cycles over
 several residents; this module knows one child and its process tree.
 """
 from __future__ import annotations
@@ -7,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import select
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -25,9 +27,9 @@ SETTLE_MAX_S = 0.5
 
 
 class ChildFailed(RuntimeError):
-    def __init__(self, backend: str, status: str, message: str):
+    def __init__(self, backend: str, status: str, message: str, traceback: str = ""):
         super().__init__(f"{backend}: {status}: {message}")
-        self.backend, self.status, self.message = backend, status, message
+        self.backend, self.status, self.message, self.traceback = backend, status, message, traceback
 
 
 class Resident:
@@ -53,6 +55,10 @@ class Resident:
         self.lines: list[str] = []
         self.tree = JobTree(self.child.pid)
         self.pids: list[int] = [self.child.pid]
+        #: the backend asked to be parked between its blocks (its ``warm`` message: `backends.base.Backend.parkable`)
+        self.parkable = False
+        #: whether its processes are stopped now (`park`)
+        self.parked = False
         self.send(json.dumps(job_spec(cfg)))
 
     def send(self, line: str) -> None:
@@ -77,7 +83,7 @@ class Resident:
             self.lines += [d.decode() for d in done if d]
         msg = json.loads(self.lines.pop(0))
         if msg["type"] == "error":
-            raise ChildFailed(self.key, "error", msg["message"])
+            raise ChildFailed(self.key, "error", msg["message"], msg.get("traceback", ""))
         return msg
 
     def expect(self, kind: str) -> dict[str, Any]:
@@ -95,14 +101,65 @@ class Resident:
         self.tree.walk()
         self.pids = tree_pids(self.child.pid) or [self.child.pid]
 
+    def park(self) -> None:
+        """Stop (SIGSTOP) every process of the child's tree, the child included, until `unpark`: a backend whose
+        daemons run timers whatever the workload (Ray) then takes no CPU during the other backends' blocks. The
+        child is waiting for its next command on a pipe, which keeps what the parent writes meanwhile. Only for a
+        backend that asked for it (``parkable``)."""
+        if not self.parkable or self.parked:
+            return
+        self._signal(signal.SIGSTOP)
+        self.parked = True
+
+    def unpark(self) -> None:
+        """Continue (SIGCONT) what `park` stopped; then `settle` lets what its timers owe run before a block."""
+        if not self.parked:
+            return
+        self._signal(signal.SIGCONT, refresh=False)  # a stopped tree started no process since `park`
+        self.parked = False
+
+    def _signal(self, sig: int, refresh: bool = True) -> None:
+        if refresh:
+            self.refresh_pids()
+        try:
+            os.killpg(self.child.pid, sig)  # the child leads its session's process group: all at once
+        except (ProcessLookupError, PermissionError):
+            pass
+        for pid in self.pids:  # and any process of the tree that left the group
+            try:
+                os.kill(pid, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+
     def finish(self, grace_s: float = 60.0) -> None:
-        """Ask the child to stop and wait for it to tear its backend down and exit."""
+        """Ask the child to stop and wait for it to tear its backend down and exit; `ChildFailed` when it reports
+        an error while leaving its rounds or tearing down (its last message), or exits non-zero without one, or
+        does not exit within ``grace_s`` seconds."""
+        self.unpark()
         self.tree.walk()
         try:
             self.send("stop")
-            self.child.wait(timeout=grace_s)
-        except (BrokenPipeError, OSError, subprocess.TimeoutExpired):
+        except (BrokenPipeError, OSError):
             pass
+        deadline = time.monotonic() + grace_s
+        while True:  # the messages after "stop": none, or the error of the backend's teardown
+            try:
+                msg = self.read(max(0.0, deadline - time.monotonic()))
+            except ChildFailed as exc:
+                if exc.status == "error" and exc.message.startswith("measurement process ended"):
+                    break  # the pipe closed: the child is gone
+                if exc.status == "timeout":
+                    raise ChildFailed(self.key, "timeout", f"the backend did not tear down within {grace_s:g} s "
+                                                           "after stop") from None
+                raise
+            self.on_other(msg)
+        try:
+            code = self.child.wait(timeout=max(1.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            raise ChildFailed(self.key, "timeout", f"the measurement process did not exit within {grace_s:g} s "
+                                                   "after stop") from None
+        if code != 0:
+            raise ChildFailed(self.key, "error", f"measurement process exited with code {code} after stop")
 
     def close(self) -> None:
         """Kill the child's tree (whatever it left) and close the pipes; safe to call twice."""

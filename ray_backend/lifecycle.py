@@ -24,6 +24,17 @@ THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 RAY_PROCESS_MARKERS = ("raylet", "gcs_server", "ray::", "/site-packages/ray/")
 #: seconds to wait for a TCP connection to a cluster's GCS before giving up on joining it
 JOIN_CONNECT_TIMEOUT_S = 10.0
+#: Ray's settings (``RAY_<name>`` in the environment of every Ray process) for an instance that a paired job parks
+#: between its blocks (every process stopped, then continued: `harness.resident.Resident.park`): a stopped raylet or
+#: GCS answers no health check and no RPC, so the checks and reconnection waits are raised far beyond a job's
+#: pauses (defaults: a health check every 3 s, 10 s timeout, dead after 5 failures; 60 s to reconnect to the GCS)
+PARKED_SETTINGS = {
+    "RAY_health_check_initial_delay_ms": "60000",
+    "RAY_health_check_period_ms": "600000",
+    "RAY_health_check_timeout_ms": "600000",
+    "RAY_health_check_failure_threshold": "100",
+    "RAY_gcs_rpc_server_reconnect_timeout_s": "3600",
+}
 #: Ray accepts fractional resources in steps of 1e-4
 _RESOURCE_STEP = 10_000
 _REPO_ROOT = str(Path(__file__).resolve().parents[1])
@@ -101,6 +112,8 @@ class RayInstance:
 
     def __init__(self, address: Optional[str], num_cpus: int, object_store_memory: Optional[int] = None):
         self.address = address
+        #: a paired job will stop this instance's processes between blocks: start it with `PARKED_SETTINGS`
+        self.parked = False
         self.num_cpus = int(num_cpus)
         self.object_store_memory = object_store_memory
         self.owned = False
@@ -113,6 +126,13 @@ class RayInstance:
 
         os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
         env_vars = {**thread_env(), "RAY_USAGE_STATS_ENABLED": "0"}
+        if self.parked:
+            if self.address is not None:
+                raise RayStartError("a paired job parks its Ray instance between blocks (stops its processes): it "
+                                    "must start its own, not join the cluster at " + repr(self.address))
+            for name, value in PARKED_SETTINGS.items():  # read by the GCS, the raylet and every worker at start
+                os.environ.setdefault(name, value)
+                env_vars.setdefault(name, os.environ[name])
         # actors import ray_backend and scenarios by name: make the checkout importable in every worker
         pythonpath = os.pathsep.join(p for p in (_REPO_ROOT, os.environ.get("PYTHONPATH", "")) if p)
         env_vars["PYTHONPATH"] = pythonpath

@@ -92,8 +92,7 @@ def test_bad_input_on_the_command_line_fails_before_anything_runs(tmp_path):
 
 
 @pytest.mark.parametrize("override,named", [
-    ("backends=[serial,ray_packed]", "ray_packed"),
-    ("backends=[serial,rllib]", "rllib"),
+    ("backends=[serial,puffer]", "puffer"),
     ("backends=[serial]", "at least two"),
     ("compare.precision=0", "compare.precision"),
     ("compare.min_cycles=1", "compare.min_cycles"),
