@@ -176,6 +176,7 @@ class FaultKind(str, Enum):
     error = "error"
     exit = "exit"
     hang = "hang"
+    close = "close"
 
 
 @dataclass
@@ -187,5 +188,6 @@ class FaultConfig(ScenarioConfig):
     #: the round (0-based, warm-up included) at which worker ``fail_worker`` fails
     fail_at_round: int = 3
     fail_worker: int = 1
-    #: raise an exception, kill its own process (``os._exit``), or hang forever
+    #: raise an exception, kill its own process (``os._exit``) or hang forever at ``fail_at_round``; or (``close``)
+    #: run every round and raise when the backend closes the role at teardown
     kind: FaultKind = FaultKind.error

@@ -1,7 +1,9 @@
 """A scenario that fails on purpose, so every backend's failure paths are tested with real processes.
 
 Worker ``fail_worker`` raises ``EnvCrashed`` (or exits its process, or hangs) when it reaches round
-``fail_at_round``; the other workers and rounds behave like a tiny counting workload.
+``fail_at_round``; with ``kind=close`` it runs every round and raises ``EnvCrashed`` when the backend closes it at
+teardown (an error after the rounds, which must fail the job as well). The other workers and rounds behave like a
+tiny counting workload.
 """
 from __future__ import annotations
 
@@ -26,7 +28,7 @@ class FaultyWorker(Worker):
         self.round = 0
 
     def step(self, msg: Any) -> int:
-        if self.fail and self.round == self.fail_at_round:
+        if self.fail and self.round == self.fail_at_round and self.kind != "close":
             if self.kind == "error":
                 raise EnvCrashed(f"worker {self.index} crashed at round {self.round}")
             if self.kind == "exit":
@@ -35,6 +37,10 @@ class FaultyWorker(Worker):
                 time.sleep(0.1)
         self.round += 1
         return self.index * 1000 + self.round
+
+    def close(self) -> None:
+        if self.fail and self.kind == "close":
+            raise EnvCrashed(f"worker {self.index} failed to close after {self.round} rounds")
 
 
 class CountingServer(Server):
