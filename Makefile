@@ -40,8 +40,8 @@ SCENARIOS := gym atari dqn marl actors object_size overhead
 # capacity: the machine's measured ceiling (`workers` uncoordinated serial copies); capacity_lockstep: the
 # ceiling of synchronized rounds (the same copies meeting once per round; docs/report.md); rllib: RLlib's own
 # sampler, a labelled reference beside the verdicts (not the same work: docs/ray.md, "RLlib").
-# The reactor executors against serial and the ceilings are read from paired jobs (bench-paired); these standalone
-# sweeps measure Ray, RLlib and the vector envs, with serial, the reactor and the ceilings as their same-kind
+# The reactor executors against serial, Ray at its best and the ceilings are read from paired jobs (bench-paired); these
+# standalone sweeps measure every Ray layout, RLlib and the vector envs, with serial, the reactor and the ceilings as their same-kind
 # reference (a ratio of a paired block to a standalone job would mix the two readings: docs/harness.md, "Paired
 # blocks")
 ENV_BACKENDS := serial,reactor,ray,ray_compiled,ray_packed,ray_compiled_packed,vector,capacity,capacity_lockstep,rllib
@@ -58,8 +58,9 @@ PUFFER_BACKENDS := serial,reactor,puffer,vector,capacity_lockstep
 ROLE_BACKENDS := serial,reactor,ray,ray_compiled,ray_packed,ray_compiled_packed,capacity,capacity_lockstep
 # paired jobs (`python -m harness compare`): every backend resident, alternating blocks of the same rounds; the
 # first two give the main ratio (reactor / serial), whose precision (PAIRED_PRECISION, 0.05: +-5%) or
-# PAIRED_SECONDS of cycles end each job
-PAIRED_BACKENDS ?= serial,reactor,reactor_threads,reactor_inline,capacity_lockstep,capacity
+# PAIRED_SECONDS of cycles end each job. Ray at its best (actors packed to the worker count, and as a Compiled
+# Graph) is resident too, parked between its blocks: the answer's "reactor / best alternative" comes from these jobs
+PAIRED_BACKENDS ?= serial,reactor,reactor_threads,reactor_inline,ray_packed,ray_compiled_packed,capacity_lockstep,capacity
 PAIRED_PRECISION ?= 0.05
 PAIRED_SECONDS ?= 240
 PAIRED := $(PY) -m harness compare -m budget=$(BUDGET) workers=$(WORKERS) backends=[$(PAIRED_BACKENDS)] compare.precision=$(PAIRED_PRECISION) compare.max_seconds=$(PAIRED_SECONDS)
@@ -191,7 +192,7 @@ bench-scaling: install ## Gym and Atari at SCALING_WORKERS (1..16) workers on se
 # read from paired jobs: every backend resident in one job, alternating blocks, ratios within cycles and the host
 # watched (docs/harness.md, "Paired blocks"); then the actors round trip and the report. A paired job is never
 # resumed: each is one whole reading
-bench-paired: install ## Paired jobs: serial, the reactor executors and both ceilings alternating in one job on gym, atari, marl, dqn (until +-PAIRED_PRECISION or PAIRED_SECONDS), the actors round trip, then the report
+bench-paired: install ## Paired jobs: serial, the reactor executors, Ray (packed, compiled packed) and both ceilings alternating in one job on gym, atari, marl, dqn (until +-PAIRED_PRECISION or PAIRED_SECONDS), the actors round trip, then the report
 	$(START)
 	$(SUBMAKE) bench-paired-jobs BENCH_DIR=$(BENCH_DIR)
 	$(TRY) $(HARNESS) scenario=actors scenario.num_clients=2 scenario.payload_bytes=0,100000 backend=reactor hydra.sweep.dir=$(BENCH_DIR)/paired/actors

@@ -23,9 +23,13 @@ from harness.labels import BackendLabel
 from harness.report.fmt import num, percent, ratio
 from harness.report.model import Report, backend_name, is_rl, name_of, scenario_order, short_machine
 from harness.report.paired import PairedJob, ratio_frame
+from harness.report.intervals import median_interval
 from harness.report.stats import CEILING, CEILINGS, SERIAL, SYNC_CEILING
-from harness.report.verdict import REACTOR, Headline
+from harness.report.verdict import REACTOR, Headline, is_alternative
 
+#: backends whose rows are labelled references, not the same work (RLlib's sampler, EnvPool): never the best
+#: alternative of a paired job
+REFERENCE_BACKENDS = ("rllib", "envpool")
 #: the words of the rule (docs/report.md): a ratio's interval above 1, below 1, or across it
 FASTER, SLOWER, UNCLEAR = "faster", "slower", "no clear difference"
 
@@ -85,8 +89,8 @@ class Answer:
     machine: str
     how: str                        # "paired, 209 cycles" / "standalone, 12 repetitions each"
     extra: list[str] = field(default_factory=list)
-    #: the reactor over the best alternative (a standalone run's fastest backend that is neither serial, nor a
-    #: reactor executor, nor a ceiling), and that alternative's name
+    #: the reactor over the best alternative (the fastest backend that is neither serial, nor a reactor executor,
+    #: nor a ceiling: from the paired job where it holds one, else from a standalone run), and that alternative
     vs_best: Optional[Reading] = None
 
     @property
@@ -180,6 +184,15 @@ def _reading(frame: pd.DataFrame, a: str, b: str) -> Optional[Reading]:
     return None
 
 
+def paired_best_alternative(medians: dict[str, float]) -> Optional[str]:
+    """The fastest alternative of a paired job by median block throughput (``medians``: label -> median): a Ray
+    layout, a vectorizer; never serial, a reactor executor, a ceiling, an A/A or injected copy (``#2``) or a
+    labelled reference (`REFERENCE_BACKENDS`)."""
+    alts = [lab for lab in medians if is_alternative(lab) and np.isfinite(medians[lab])
+            and BackendLabel.parse(lab).copy == 1 and BackendLabel.parse(lab).name not in REFERENCE_BACKENDS]
+    return max(alts, key=lambda lab: medians[lab]) if alts else None
+
+
 def paired_parts(job: PairedJob) -> list[Part]:
     """One `Part` per regime of a paired job (one for the whole job without a host shift)."""
     frame = ratio_frame([job])
@@ -220,8 +233,16 @@ def paired_answer(rep: Report, job: PairedJob, twins: int = 1) -> Optional[Answe
     if twins > 1:  # two paired jobs of one configuration stay apart by their folder
         name += f" [{job.job.split(':', 1)[-1]}]"
     shift = f", host shift: {len(parts)} regimes" if len(parts) > 1 else ""
-    return Answer(config=job.config, scenario=job.scenario, workload=name, source="paired", parts=parts,
-                  machine=short_machine(_job_meta(rep, job)), how=f"paired, {job.cycles} cycles{shift}")
+    answer = Answer(config=job.config, scenario=job.scenario, workload=name, source="paired", parts=parts,
+                    machine=short_machine(_job_meta(rep, job)), how=f"paired, {job.cycles} cycles{shift}")
+    # the best alternative resident in the job (a Ray layout), over the whole job: per-cycle ratios
+    reactor = _reactor_label([lab for lab in job.labels if lab not in CEILINGS])
+    best = paired_best_alternative({lab: float(job.table[lab].median()) for lab in job.labels if lab in job.table})
+    if reactor and best:  # per-cycle ratios over the whole job (a ratio within a cycle cancels a host shift)
+        r = (job.table[reactor] / job.table[best]).replace([np.inf, -np.inf], np.nan).dropna().to_numpy(float)
+        med, lo, hi = median_interval(r).as_tuple()
+        answer.vs_best = Reading(reactor, best, med, lo, hi)
+    return answer
 
 
 # ------------------------------------------------------------------------------------------ standalone jobs
@@ -270,7 +291,7 @@ def answers(rep: Report, rl: Optional[bool] = True) -> list[Answer]:
         a = paired_answer(rep, job, per_config.get(job.config, 1))
         if a is None:
             continue
-        if job.config in heads:
+        if a.vs_best is None and job.config in heads:  # no alternative resident in the job
             a.vs_best = _standalone_best(heads[job.config])
             a.extra.append("best alternative: standalone")
         seen.add(job.config)

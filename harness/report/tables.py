@@ -148,16 +148,16 @@ def headline_table(rep: Report, compact: bool = False, rl: bool | None = None) -
 
 
 def _paired_reading(frame: pd.DataFrame, a: str, b: str) -> str:
-    sel = frame[(frame["numerator"] == a) & (frame["denominator"] == b)]
-    if not len(sel):
-        return "-"
-    r = sel.iloc[0]
-    return ratio(r["median"], r["ci_low"], r["ci_high"])
+    """a over b from a job's paired readings, whichever way round the job holds the pair."""
+    from harness.report.answer import _reading
+
+    r = _reading(frame, a, b)
+    return "-" if r is None else ratio(r.median, r.low, r.high)
 
 
 def paired_headline_rows(rep: Report, compact: bool = False) -> list[tuple[list[str], str, str]]:
     """The headline's rows from paired jobs: (cells, scenario, config), one per job and regime."""
-    from harness.report.answer import paired_parts  # (answer imports this module's neighbours)
+    from harness.report.answer import paired_best_alternative, paired_parts  # (answer imports this module's neighbours)
 
     out = []
     frame = ratio_frame(rep.paired or [])
@@ -173,9 +173,7 @@ def paired_headline_rows(rep: Report, compact: bool = False) -> list[tuple[list[
         for (lo_i, hi_i), (regime, g), part in zip(job.regimes, jf.groupby("regime", sort=False), parts):
             t = job.table.iloc[lo_i:hi_i]
             med = {lab: float(t[lab].median()) for lab in t}
-            alts = sorted((lab for lab in med if lab != SERIAL and lab not in CEILINGS
-                           and not lab.startswith("reactor:")), key=lambda lab: -med[lab])
-            best = alts[0] if alts else None
+            best = paired_best_alternative(med)
             effs = g[g["kind"] == "efficiency"]
             shares = []
             for ceiling, what in ((CEILING, "measured ceiling"), (SYNC_CEILING, "synchronized")):
