@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -146,6 +147,7 @@ class ReactorBackend(Backend):
         self.seen: Any = None  # see `program`
         self._bd_prev: list[dict[str, int]] = []
         self._bd_rounds = 0
+        self._timer_stopped: tuple[int, int] | None = None  # see `timer`
         #: the worker processes the processes executor runs (``workers`` capped by ``max_processes``)
         self.processes = process_count(self.executor, self.workers, int(config.max_processes))
         if self.executor == "processes":
@@ -231,9 +233,24 @@ class ReactorBackend(Backend):
         finally:
             self.server.buffer_source = None  # the program's ports lend no more
 
+    def timer(self, running: bool) -> None:
+        """The harness's clock runs inside the server's round-end reaction, in process 0: while its timer is
+        stopped (a paired job's wait for the next block, a repetition's report) process 0 is not doing the
+        program's work, so that stretch is taken out of process 0's breakdown (`Breakdown.exclude`)."""
+        if self.breakdown is None:
+            return
+        if not running:
+            self._timer_stopped = (time.perf_counter_ns(), time.thread_time_ns())
+        elif self._timer_stopped is not None:
+            t0, c0 = self._timer_stopped
+            self._timer_stopped = None
+            self.breakdown.exclude(time.perf_counter_ns() - t0, time.thread_time_ns() - c0)
+
     def metrics(self) -> dict[str, float]:
         """Per round since the last call, per worker process: microseconds of role work, transport,
-        waiting, hand-off and other executor time (``bd_w<rank>_<part>_us``; processes executor only)."""
+        waiting, hand-off and other executor time (``bd_w<rank>_<part>_us``), and the CPU time its thread
+        used outside its waits (``bd_w<rank>_cpu_us``: not inflated when processes outnumber cores);
+        processes executor only."""
         if self.breakdown is None or self._top is None:
             return {}
         snap = self.breakdown.snapshot()
@@ -246,7 +263,7 @@ class ReactorBackend(Backend):
         out: dict[str, float] = {"bd_rounds": float(rounds)}
         for rank, now in enumerate(snap):
             before = prev[rank] if rank < len(prev) else {}
-            for part in self.breakdown.PARTS:
+            for part in (*self.breakdown.PARTS, "cpu"):
                 out[f"bd_w{rank}_{part}_us"] = (now[part] - before.get(part, 0)) / rounds / 1e3
         return out
 

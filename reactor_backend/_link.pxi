@@ -13,6 +13,14 @@ cdef inline int64_t _mono_ns() noexcept nogil:
     return <int64_t> ts.tv_sec * 1_000_000_000 + ts.tv_nsec
 
 
+cdef inline int64_t _thread_cpu_ns() noexcept nogil:
+    """``time.thread_time_ns()`` (CLOCK_THREAD_CPUTIME_ID) without a Python call: the CPU this thread has used,
+    which a process waiting for a core does not accumulate (unlike the monotonic clock)."""
+    cdef timespec ts
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)
+    return <int64_t> ts.tv_sec * 1_000_000_000 + ts.tv_nsec
+
+
 cdef class ProcessLink:
     """The processes executor's per-level and per-tag protocol, run by the core itself.
 
@@ -32,7 +40,14 @@ cdef class ProcessLink:
     breakdown's accumulators (ns) ``work``, ``transport`` and ``wait``, and store them with the loop
     time and the tag count into the barrier's counters (from ``counter_slot``: five int64 words, stored
     directly through ``barrier.counters_address()``, no Python call per tag; the barrier keeps the sixth,
-    its hand-off total, itself) at each reduction.
+    its hand-off total, itself), and the seventh, ``cpu``: this thread's CPU time outside the waits (role work,
+    transport, the rest of the tag loop), at each reduction. The CPU clock is read around each wait (two
+    reads per meeting that publishes or waits, two per reduction); unlike the monotonic clock it does not run
+    while the process waits for a core, so it reads the same with 16 processes on 2 cores as on 16.
+
+    ``exclude(ns, cpu_ns)``: time the caller spent inside a reaction on something that is not the round's
+    work (the harness's clock between a paired job's blocks, its reports between repetitions) is taken out of
+    ``work``, the loop time and ``cpu`` when they are stored.
     """
     cdef public object barrier
     cdef public tuple meetings
@@ -42,6 +57,10 @@ cdef class ProcessLink:
     cdef public int64_t transport
     cdef public int64_t wait
     cdef public int64_t t_loop
+    cdef public int64_t c_loop
+    cdef public int64_t cpu_wait
+    cdef public int64_t excluded
+    cdef public int64_t excluded_cpu
     cdef public int counter_slot
     cdef public int64_t never
     cdef object _meeting_position
@@ -59,10 +78,12 @@ cdef class ProcessLink:
         self._meeting_position = meeting_position
         self._advance_position = advance_position
         self.work = self.transport = self.wait = 0
+        self.cpu_wait = self.excluded = self.excluded_cpu = 0
         self.t_loop = _mono_ns()
+        self.c_loop = _thread_cpu_ns()
         self._ctr = NULL
         if timed:
-            if counter_slot < 0 or counter_slot + 5 > 8:
+            if counter_slot < 0 or counter_slot + 7 > 16:
                 raise IndexError("counter slots out of range")
             self._ctr = (<int64_t *> <size_t> barrier.counters_address()) + counter_slot
 
@@ -73,7 +94,7 @@ cdef class ProcessLink:
         cdef tuple pair, wait
         cdef Port root
         cdef bint publish
-        cdef int64_t t0 = 0, t1 = 0, t2 = 0
+        cdef int64_t t0 = 0, t1 = 0, t2 = 0, c1 = 0
         if level >= len(self.meetings):
             return 0
         m = self.meetings[level]
@@ -90,7 +111,11 @@ cdef class ProcessLink:
         if self.timed:
             t1 = _mono_ns()
         if publish or wait:
+            if self.timed:
+                c1 = _thread_cpu_ns()
             self.barrier.sync(self._meeting_position(epoch, level), publish, wait)
+            if self.timed:
+                self.cpu_wait += _thread_cpu_ns() - c1
         if self.timed:
             t2 = _mono_ns()
         for pair in <tuple> m[3]:
@@ -105,26 +130,43 @@ cdef class ProcessLink:
     cdef tuple reduce(self, uint64_t epoch, uint64_t tags, int64_t t, int64_t m, int64_t st, int64_t sm):
         """The tag-advance reduction of fast mode: the minima over all processes of the next event tag
         and the stop tag (``never`` for none), as ``(t, m, st, sm, flags)``."""
-        cdef int64_t t0 = 0, t1
+        cdef int64_t t0 = 0, t1, c0 = 0, c1
         if self.timed:
+            c0 = _thread_cpu_ns()
             t0 = _mono_ns()
         res = self.barrier.reduce_at(self._advance_position(epoch, 0), t, m, st, sm, 0)
         if self.timed:
             t1 = _mono_ns()
+            c1 = _thread_cpu_ns()
             self.wait += t1 - t0
-            self.store(t1, tags)
+            self.cpu_wait += c1 - c0
+            self._store(t1, c1, tags)
         return <tuple> res
 
     cpdef store(self, int64_t now, uint64_t tags):
         """This process's breakdown totals into its counters in the control block (readable by all)."""
+        self._store(now, _thread_cpu_ns(), tags)
+
+    cdef void _store(self, int64_t now, int64_t cpu_now, uint64_t tags):
         if self._ctr == NULL:
             return
-        rb_link_store64(self._ctr, self.work)
+        rb_link_store64(self._ctr, self.work - self.excluded)
         rb_link_store64(self._ctr + 1, self.transport)
         rb_link_store64(self._ctr + 2, self.wait)
-        rb_link_store64(self._ctr + 3, now - self.t_loop)
+        rb_link_store64(self._ctr + 3, now - self.t_loop - self.excluded)
         rb_link_store64(self._ctr + 4, <int64_t> tags)
+        rb_link_store64(self._ctr + 6, cpu_now - self.c_loop - self.cpu_wait - self.excluded_cpu)
+
+    def exclude(self, int64_t ns, int64_t cpu_ns) -> None:
+        """Take ``ns`` of wall time and ``cpu_ns`` of this thread's CPU, spent inside a reaction on something
+        other than the program's work, out of the stored ``work``, loop time and ``cpu``."""
+        self.excluded += ns
+        self.excluded_cpu += cpu_ns
 
     def now(self) -> int:
         """The clock of the accumulators (``time.perf_counter_ns``)."""
         return _mono_ns()
+
+    def cpu_now(self) -> int:
+        """The clock of ``cpu`` (``time.thread_time_ns``: this thread's CPU time)."""
+        return _thread_cpu_ns()

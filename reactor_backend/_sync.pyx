@@ -65,7 +65,7 @@ cdef enum:
     OFF_SIGNAL = 224
     OFF_CELLS = 256
     CELL_WORDS = 8            # int64 words per reduction cell (one cache line)
-    COUNTERS = 8              # int64 counters per process
+    COUNTERS = 16             # int64 counters per process (two cache lines)
     LINE = 128                # bytes per process: its progress line, then its stamp ring's line
     RING = 64                 # offset of the stamp ring within them
     YIELD_FLOOR_NS = 20000    # shortest adaptive yield phase
@@ -233,7 +233,7 @@ cdef class Barrier:
 
     @property
     def handoff_counter(self) -> int:
-        """The counter slot (0..7) where this process keeps ``handoff_ns`` as it grows, or -1 for none:
+        """The counter slot (0..15) where this process keeps ``handoff_ns`` as it grows, or -1 for none:
         readable by every process like the executor's other breakdown totals, with no call per tag."""
         return self._handoff_counter
 
@@ -299,7 +299,7 @@ cdef class Barrier:
 
     # ---- counters -------------------------------------------------------------------------
     def add_counter(self, int slot, long long value) -> None:
-        """Add to this process's counter ``slot`` (0..7); read by anyone with ``counter``."""
+        """Add to this process's counter ``slot`` (0..15); read by anyone with ``counter``."""
         rb_add64(&self._counters[self.index * COUNTERS + slot], value)
 
     def counter(self, int proc, int slot) -> int:

@@ -146,7 +146,7 @@ _meeting_position = _sync.meeting_position
 _advance_position = _sync.advance_position
 _C_REACTIONS = 0   # per-process counter slots in the control block
 _C_STATE = 1
-_C_BREAKDOWN = 2   # slots 2..7: the time breakdown (see Breakdown)
+_C_BREAKDOWN = 2   # slots 2..8: the time breakdown (see Breakdown)
 _INTERNAL = frozenset({"_ctx", "bank_index", "_bank_member", "_connections", "_banks", "_place_hint", "_name",
                        "_core", "_assembled", "_scope_mode", "_in_mode", "_enclosing_mode",
                        "_current_mode", "_mode_request", "_modes"})
@@ -171,18 +171,38 @@ class Breakdown:
     the hand-off's own latency: a spin, a yield or a futex wake-up, or this process's core busy with
     something else), ``other`` (everything else of the tag loop: the core's queues, the executor's
     per-level Python, dispatch), ``total`` and ``tags``; all ns. ``work + transport + wait +
-    handoff + other == total``.
+    handoff + other == total``. ``cpu``: the CPU time the process's thread used outside its waits (work,
+    transport and other, by ``CLOCK_THREAD_CPUTIME_ID``), which oversubscription does not inflate: with 16
+    processes on 2 cores the wall-time parts include the time a process waited for a core, ``cpu`` does
+    not, so it is what a round would cost each process with a core of its own.
     """
 
     #: the counters each process stores (slots from ``_C_BREAKDOWN``); ``wait`` there includes the hand-off
-    FIELDS = ("work", "transport", "wait", "total", "tags", "handoff")
+    FIELDS = ("work", "transport", "wait", "total", "tags", "handoff", "cpu")
     #: the disjoint parts of a snapshot's ``total``, in the order a report stacks them
     PARTS = ("work", "transport", "wait", "handoff", "other")
 
     def __init__(self) -> None:
         self._barrier: _sync.Barrier | None = None
+        self._link: ProcessLink | None = None  # process 0's (the caller's), while the run is in progress
         self._final: list[dict[str, int]] | None = None
         self.workers = 0
+
+    def exclude(self, ns: int, cpu_ns: int) -> None:
+        """Take time that the caller (process 0) spent inside a reaction on something other than the
+        program's work out of its breakdown: ``ns`` of wall time, ``cpu_ns`` of its thread's CPU time.
+
+        Why: a harness whose clock is called from a reaction (the server's round end) waits there between a
+        paired job's blocks and writes its reports there; without this, that time counts as process 0's role
+        work and its other processes' waiting, and process 0 looks busy the whole round. No effect when no
+        run is in progress.
+
+        Args:
+            ns: wall-time nanoseconds (``time.perf_counter_ns`` differences).
+            cpu_ns: this thread's CPU nanoseconds (``time.thread_time_ns`` differences).
+        """
+        if self._link is not None:
+            self._link.exclude(int(ns), int(cpu_ns))
 
     def snapshot(self) -> list[dict[str, int]]:
         """Per process (by rank): cumulative ``work``, ``transport``, ``wait``, ``handoff``, ``other``, ``total``
@@ -389,9 +409,10 @@ class ProcessExecutor(Executor):
             self._sigterm = signal.signal(signal.SIGTERM, _raise_terminated)
         self.barrier = self.group.start(child)
         self.core.wake_hook = self.barrier.signal
+        self._link(self.barrier)
         if self.breakdown is not None:
             self.breakdown._barrier = self.barrier
-        self._link(self.barrier)
+            self.breakdown._link = self.link
 
     # ---- per tag (slow mode) ----------------------------------------------------------------
     # The core runs every level and, in fast mode, every tag-advance reduction itself through the
@@ -400,10 +421,11 @@ class ProcessExecutor(Executor):
     def _advance_timed(self, local_next: Tag | None, stop: Tag | None) -> tuple[Tag | None, Tag | None]:
         """``advance`` timed as waiting; then this process's totals go to its counters."""
         link = self.link
-        t0 = link.now()
+        t0, c0 = link.now(), link.cpu_now()
         agreed = self._advance(local_next, stop)
         t1 = link.now()
         link.wait += t1 - t0
+        link.cpu_wait += link.cpu_now() - c0
         link.store(t1, int(self.core.tags))
         return agreed
 
@@ -537,6 +559,8 @@ class ProcessExecutor(Executor):
             self._restore_program()
             if self.breakdown is not None and self.breakdown._final is None:
                 self.breakdown._barrier = None
+            if self.breakdown is not None:
+                self.breakdown._link = None
             if getattr(self, "_sigterm", None) is not None:
                 signal.signal(signal.SIGTERM, self._sigterm)
                 self._sigterm = None

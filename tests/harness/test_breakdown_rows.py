@@ -22,6 +22,7 @@ def test_reactor_rows_carry_the_per_process_breakdown_and_serial_checksums(tmp_p
         for rank in (0, 1):
             parts = [e[f"bd_w{rank}_{p}_us"] for p in ("work", "transport", "wait", "handoff", "other")]
             assert all(v >= 0 for v in parts) and e[f"bd_w{rank}_work_us"] > 0
+            assert e[f"bd_w{rank}_cpu_us"] > 0  # thread CPU outside the waits
         assert e["bd_rounds"] == reactor["rounds"].iloc[0]
     for x in serial["extra"]:
         e = json.loads(x)
@@ -116,3 +117,42 @@ def test_even_placement_where_the_gather_is_not_split():
     backend = ReactorBackend(ReactorConfig(executor=Executor.processes, max_processes=2), 2)
     backend.start(scenario, scenario.make_server())
     assert backend.bank_split is None and "placement_members_w0" not in backend.startup_breakdown
+
+
+class _PausingClock:
+    """A harness clock that stops its timer for 20 ms every 5th round, as a paired job's clock does between
+    blocks (inside the server's round-end reaction, in process 0)."""
+
+    def __init__(self, backend):
+        self.backend, self.done = backend, 0
+
+    def begin(self):
+        self.backend.timer(True)
+
+    def tick(self):
+        import time
+
+        self.done += 1
+        if self.done % 5 == 0:
+            self.backend.timer(False)
+            time.sleep(0.02)
+            self.backend.timer(True)
+
+
+def test_the_clocks_pauses_are_not_process_0s_work():
+    """While the harness's clock has its timer stopped (a paired job between blocks) process 0 does none of the
+    program's work: the breakdown leaves it out (it made process 0 look busy the whole round on 16 cores)."""
+    from backends.reactor import ReactorBackend, ReactorConfig
+    from scenarios import make_scenario
+    from scenarios.configs import GymConfig
+
+    scenario = make_scenario(GymConfig(num_envs=2), 0)
+    backend = ReactorBackend(ReactorConfig(), 2)
+    server = scenario.make_server()
+    backend.start(scenario, server)
+    backend.run(40, _PausingClock(backend))
+    m = backend.metrics()
+    server.close()
+    assert m["bd_rounds"] == 40
+    # 8 pauses of 20 ms over 40 rounds would be 4,000 us per round; a CartPole round's work is far below
+    assert m["bd_w0_work_us"] < 1_000 and m["bd_w0_cpu_us"] < 1_000, m

@@ -69,6 +69,77 @@ def test_breakdown_accounts_for_every_process_and_the_role_work():
     assert snap[0]["wait"] > 0
 
 
+class Sleepy(Busy):
+    """Half of each round's role work spun (CPU), half slept (wall time only)."""
+
+    @reaction(Busy.inp, effects=[Busy.out])
+    def step(self):
+        time.sleep(0.002)
+        t = time.thread_time() + 0.002
+        while time.thread_time() < t:
+            pass
+        self.out.set(self.bank_index)
+
+
+class SleepyMain(Main):
+    def __init__(self, rounds=10):
+        Reactor.__init__(self)
+        self.srv = Srv(rounds)
+        self.workers = self.bank(Sleepy, 2)
+        self.connect(self.srv.go, self.workers.inp, broadcast=True)
+        self.connect(self.workers.out, self.srv.res)
+
+
+def test_cpu_counts_the_cpu_a_process_used_not_the_time_it_slept_or_waited():
+    """``cpu`` is thread CPU time outside the waits: the spun half of each round's work, not the slept half
+    (which the wall-time ``work`` counts), and not the waiting for the other member's result."""
+    bd = Breakdown()
+    run(SleepyMain(10), executor="processes", workers=2, breakdown=bd)
+    for rank, part in enumerate(bd.snapshot()):
+        assert part["work"] >= 10 * 4_000_000, (rank, part)
+        # 10 x 2 ms spun, plus the tag loop's own CPU; never the 10 x 2 ms slept nor the waits
+        assert 10 * 2_000_000 <= part["cpu"] < 10 * 3_500_000, (rank, part)
+
+
+class Excluding(Srv):
+    """A server that spends 5 ms of every round on something it takes out of the breakdown (as the harness's
+    clock between a paired job's blocks, `backends.reactor.ReactorBackend.timer`)."""
+
+    breakdown = None
+
+    @reaction(Srv.res, effects=[Srv.again])
+    def gather(self):
+        t0, c0 = time.perf_counter_ns(), time.thread_time_ns()
+        t = time.thread_time() + 0.005
+        while time.thread_time() < t:
+            pass
+        type(self).breakdown.exclude(time.perf_counter_ns() - t0, time.thread_time_ns() - c0)
+        self.seen.append([p.value for p in self.res])
+        self.done += 1
+        if self.done < self.rounds:
+            self.again.schedule(0)
+
+
+class ExcludingMain(Main):
+    def __init__(self, rounds=10):
+        Reactor.__init__(self)
+        self.srv = Excluding(rounds)
+        self.workers = self.bank(Busy, 2)
+        self.connect(self.srv.go, self.workers.inp, broadcast=True)
+        self.connect(self.workers.out, self.srv.res)
+
+
+def test_time_excluded_by_the_caller_is_not_role_work_nor_cpu():
+    bd = Excluding.breakdown = Breakdown()
+    run(ExcludingMain(10), executor="processes", workers=2, breakdown=bd)
+    w0 = bd.snapshot()[0]
+    # process 0 steps one member (10 x 2 ms) and spent 10 x 5 ms on excluded work: only the first counts
+    assert 10 * 2_000_000 <= w0["work"] < 10 * 4_000_000, w0
+    assert w0["cpu"] < 10 * 4_000_000, w0
+    assert w0["work"] + w0["transport"] + w0["wait"] + w0["handoff"] + w0["other"] == w0["total"]
+    bd.exclude(1, 1)  # after the run: nothing to take it from, no error
+
+
 def test_breakdown_true_gives_stats_and_off_gives_none():
     assert run(Main(3), executor="processes", workers=2, breakdown=True).breakdown[1]["work"] > 0
     assert run(Main(3), executor="processes", workers=2).breakdown is None
