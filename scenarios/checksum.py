@@ -3,6 +3,12 @@ receives (`RunningChecksum`), equal across backends for equal config and seed.
 
 The encoding is defined here once (`_encode`, the table in `RunningChecksum`'s docstring); `scenarios._checksum`
 is its compiled fast path and hands every value it does not encode itself back to `_encode`.
+
+Where the encoding is computed is free: a worker may encode its own result where it produced it (`digest`, the
+costly part: a CRC-32 over every byte of an Atari frame) and send the encoding with the result, and the server
+folds the encodings in bank order (`RunningChecksum.update_digests`). BLAKE2b is a stream, so the checksum is
+the same bytes, the same value, whichever process encoded each result; only the server's share of the round
+shrinks (under the processes executor the server's process is on every round's critical path).
 """
 from __future__ import annotations
 
@@ -74,9 +80,29 @@ class RunningChecksum:
         """
         self._h.update(_checksum.encode_many(values))
 
+    def update_digests(self, digests: Sequence[Any]) -> None:
+        """Fold encodings that `digest` computed elsewhere, in order: the same as ``update_many`` of the values
+        they encode (one BLAKE2b call for all of them).
+
+        Args:
+            digests: `digest` results (any bytes-like objects), in the order their values were received.
+        """
+        self._h.update(b"".join(digests))
+
     def hexdigest(self) -> str:
         """The digest of everything folded in so far, as 32 hex digits."""
         return self._h.hexdigest()
+
+
+def digest(*values: Any) -> np.ndarray:
+    """The checksum encoding of ``values`` (``update_many(values)``'s bytes) as a read-only uint8 array: computed
+    by the role that produced the values, sent with them, and folded by the server with
+    `RunningChecksum.update_digests` (a small fixed-size array travels beside the result, never pickled).
+
+    Args:
+        values: the values, in the order the server would fold them.
+    """
+    return np.frombuffer(_checksum.encode_many(values), dtype=np.uint8)
 
 
 _crc32 = zlib.crc32

@@ -31,7 +31,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from scenarios.base import Broadcast, Scenario, Server, Worker
-from scenarios.checksum import RunningChecksum
+from scenarios.checksum import RunningChecksum, digest
 from scenarios.nets import seeded_mlp
 from scenarios.threads import import_torch
 
@@ -97,13 +97,16 @@ class RolloutWorker(Worker):
         self.epsilon = epsilon
         self.net = make_qnet(hidden, seed)  # overwritten by every round's broadcast
 
-    def step(self, msg: Sequence[np.ndarray]) -> tuple[np.ndarray, float]:
+    def step(self, msg: Sequence[np.ndarray]) -> tuple[np.ndarray, float, np.ndarray]:
+        """This round's transitions, the seconds the rollout took, and the transitions' checksum encoding
+        (`scenarios.checksum.digest`, computed here rather than on the learner's critical path)."""
         t0 = time.perf_counter()
         set_weights(self.net, msg)
         out = np.empty((self.steps, TRANSITION_WIDTH), dtype=np.float32)
         with self.torch.no_grad():
             self.obs = self._rollout(out, self.obs)
-        return out, time.perf_counter() - t0
+        encoded = digest(out)
+        return out, time.perf_counter() - t0, encoded
 
     def _rollout(self, out: np.ndarray, obs: np.ndarray) -> np.ndarray:
         env, rng, net, eps = self.env, self.rng, self.net, self.epsilon
@@ -238,10 +241,13 @@ class LearnerServer(Server):
                                "role (relay_message / relay_result); it does not support relay roles")
         times = []
         received = []
-        for transitions, rollout_s in results:
-            self._sum.update(transitions)
+        encoded = []
+        for result in results:  # (transitions, seconds, their encoding from the rollout worker)
+            transitions = result[0]
+            encoded.append(result[2] if len(result) == 3 else digest(transitions))
             received.append(np.asarray(transitions, dtype=np.float32))
-            times.append(float(rollout_s))
+            times.append(float(result[1]))
+        self._sum.update_digests(encoded)  # the same value as update(transitions) for each, in order
         self._rollout_s.append(times)
         if self.relayed:
             self._pending = received

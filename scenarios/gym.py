@@ -1,9 +1,11 @@
 """Gym simulation throughput (the paper's experiment 1): a bank of gymnasium envs, one step each per round.
 
 Worker ``i`` owns env ``i`` seeded with ``seed + i`` and an action RNG seeded from ``(seed, i)``; each
-round it draws one action, steps, resets on termination or truncation and returns the observation, reward
-and done flag. The server folds everything it receives into the checksum. With ``seeding=same`` every
-worker seeds as worker 0 does (the authors seed every env and RNG with 1: identical trajectories).
+round it draws one action, steps, resets on termination or truncation and returns the observation, reward,
+done flag and their checksum encoding (`scenarios.checksum.digest`, computed where the step ran); the server
+receives all four and folds the encodings into the checksum in bank order (the same value as encoding every
+observation itself: a vectorizer that hands the server plain ``(obs, reward, done)`` triples gets it too).
+With ``seeding=same`` every worker seeds as worker 0 does (the authors seed every env and RNG with 1: identical trajectories).
 """
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from scenarios.base import Broadcast, Scenario, Server, Worker, WorkFacts
-from scenarios.checksum import RunningChecksum
+from scenarios.checksum import RunningChecksum, digest
 
 
 def make_env(env_id: str) -> Any:
@@ -49,19 +51,22 @@ class EnvWorker(Worker):
         low, high = space.low, space.high
         return self.rng.uniform(low, high).astype(space.dtype)
 
-    def step(self, msg: Any) -> tuple[Any, float, bool]:
+    def step(self, msg: Any) -> tuple[Any, float, bool, np.ndarray]:
         obs, reward, terminated, truncated, _ = self.env.step(self._action())
         done = bool(terminated or truncated)
+        reward = float(reward)
         if done or self.reset_every_step:
             self.env.reset()
-        return obs, float(reward), done
+        return obs, reward, done, digest(obs, reward, done)
 
     def close(self) -> None:
         self.env.close()
 
 
 class EnvServer(Server):
-    """Receives every env's observation, reward and done flag each round."""
+    """Receives every env's observation, reward and done flag each round, with their checksum encoding where the
+    worker computed it (`EnvWorker.step`); a plain ``(obs, reward, done)`` triple (a vectorizer's) is encoded
+    here, to the same bytes."""
 
     def __init__(self) -> None:
         self._sum = RunningChecksum()
@@ -69,9 +74,9 @@ class EnvServer(Server):
     def scatter(self) -> Broadcast:
         return Broadcast(None)
 
-    def gather(self, results: Sequence[tuple[Any, float, bool]]) -> None:
+    def gather(self, results: Sequence[tuple]) -> None:
         # the same bytes as update(obs), update(reward), update(done) per result, in one call
-        self._sum.update_many([x for result in results for x in result])
+        self._sum.update_digests([r[3] if len(r) == 4 else digest(*r) for r in results])
 
     def checksum(self) -> str:
         return self._sum.hexdigest()

@@ -157,3 +157,41 @@ def test_the_array_header_cache_follows_every_dtype_and_shape():
               ((3,), (1, 3), (3, 1), (2, 2), (0,))]
     for order in (arrays, arrays[::-1], arrays * 3):
         assert _checksum.encode_many(order) == encode_python(order)
+
+
+def test_digests_computed_by_the_producers_give_the_checksum_of_the_values():
+    """A worker's `digest` folded by the server equals the server encoding every value itself: the checksum's
+    value does not depend on which process encoded a result."""
+    from scenarios.checksum import digest
+
+    rng = np.random.default_rng(3)
+    results = [(rng.integers(0, 255, (210, 160, 3), dtype=np.uint8), float(i), i % 2 == 0) for i in range(4)]
+    at_server, at_producers = RunningChecksum(), RunningChecksum()
+    at_server.update_many([x for r in results for x in r])
+    at_producers.update_digests([digest(*r) for r in results])
+    assert at_producers.hexdigest() == at_server.hexdigest()
+    changed = [(results[0][0].copy(), *results[0][1:])] + results[1:]
+    changed[0][0][5, 5, 1] ^= 1
+    other = RunningChecksum()
+    other.update_digests([digest(*r) for r in changed])
+    assert other.hexdigest() != at_server.hexdigest()
+
+
+def test_a_gym_server_folds_worker_digests_and_plain_triples_to_one_checksum():
+    """EnvWorker sends its encoding with its result; a vectorizer hands the server plain triples: one value."""
+    from scenarios import make_scenario
+    from scenarios.configs import GymConfig
+
+    scenario = make_scenario(GymConfig(num_envs=3), 0)
+    workers = [scenario.make_worker(i) for i in range(3)]
+    with_digest, plain = scenario.make_server(), scenario.make_server()
+    try:
+        for _ in range(40):
+            results = [w.step(None) for w in workers]
+            assert all(len(r) == 4 for r in results)
+            with_digest.gather(results)
+            plain.gather([r[:3] for r in results])
+    finally:
+        for w in workers:
+            w.close()
+    assert with_digest.checksum() == plain.checksum()

@@ -28,7 +28,7 @@ def test_gym_seeding_same_gives_identical_trajectories_and_distinct_does_not():
     _, same = rounds_of(make_scenario(GymConfig(num_envs=3, seeding="same"), 0), 30)
     _, distinct = rounds_of(make_scenario(GymConfig(num_envs=3, seeding="distinct"), 0), 30)
     for results in same:
-        for obs, reward, done in results[1:]:
+        for obs, _reward, _done, _encoded in results[1:]:
             np.testing.assert_array_equal(obs, results[0][0])
     assert any(not np.array_equal(r[0][0], r[1][0]) for r in distinct)
 

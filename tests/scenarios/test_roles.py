@@ -10,6 +10,7 @@ import pytest
 from scenarios import make_scenario
 from tests.conftest import TickClock, run_rounds
 from scenarios.base import Broadcast
+from scenarios.checksum import encode_python
 from scenarios.configs import ActorsConfig, AtariConfig, DqnConfig, MarlConfig, MarlEnv, ObjectSizeConfig
 from scenarios.micro import BroadcastServer, PayloadCorrupted
 
@@ -96,7 +97,7 @@ def test_dqn_checksum_ignores_rollout_timing_and_learner_trains():
     a, b = scenario.make_server(), scenario.make_server()
     w0 = [w.copy() for w in a.scatter().value]
     b.scatter()
-    transitions, seconds = worker.step(w0)
+    transitions, seconds, _encoded = worker.step(w0)
     assert transitions.shape == (30, 9) and transitions.dtype == np.float32
     assert set(np.unique(transitions[:, 3])) <= {0.0, 1.0}
     a.gather([(transitions, seconds)])
@@ -222,9 +223,11 @@ def test_atari_workers_deliver_full_frames_with_restricted_actions():
     try:
         actions = [worker._action() for _ in range(50)]
         assert set(actions) == {0, 1}
-        obs, reward, done = worker.step(None)
+        obs, reward, done, encoded = worker.step(None)
         assert obs.shape == (210, 160, 3) and obs.dtype == np.uint8
         assert isinstance(reward, float) and isinstance(done, bool)
+        # the worker's encoding is the checksum's bytes of what it returned (a few dozen bytes, not the frame)
+        assert bytes(encoded) == encode_python([obs, reward, done]) and encoded.size < 64
     finally:
         worker.close()
     assert scenario.row_fields() == {"num_envs": 2, "env_id": "ALE/Pong-v5"}
