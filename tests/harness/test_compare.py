@@ -21,6 +21,9 @@ from harness.hostwatch import cpu_ns
 from tests.conftest import read_rows, run_cli
 
 SMOKE = ("scenario=gym", "budget=smoke", "workers=2")
+#: the tests that read the module's one timed-out job: under `make test`'s xdist workers (--dist loadgroup) they run
+#: on one worker, so the job runs once, not once per worker
+SHARED_JOB = pytest.mark.xdist_group("compare_timed_out")
 
 
 @pytest.fixture(scope="module")
@@ -33,6 +36,7 @@ def timed_out(tmp_path_factory) -> Path:
     return out
 
 
+@SHARED_JOB
 def test_every_block_is_a_row_and_cycles_hold_every_backend_once(timed_out):
     rows = read_rows(timed_out)
     assert set(rows["status"]) == {"ok"}
@@ -47,6 +51,7 @@ def test_every_block_is_a_row_and_cycles_hold_every_backend_once(timed_out):
     assert all(e["paired"] and len(e["host_core_ms"]) >= 1 and e["others_cpu_ms"] >= 0 for e in extra)
 
 
+@SHARED_JOB
 def test_a_cycle_computes_the_same_work_on_every_backend_as_a_standalone_job(timed_out, tmp_path):
     rows = read_rows(timed_out)
     assert rows.groupby("cycle")["checksum"].nunique().eq(1).all()
@@ -59,6 +64,7 @@ def test_a_cycle_computes_the_same_work_on_every_backend_as_a_standalone_job(tim
     assert paired[:2] == standalone
 
 
+@SHARED_JOB
 def test_the_job_stops_on_time_and_leaves_nothing(timed_out):
     summary = json.loads((timed_out / COMPARE_FILE).read_text())
     assert summary["stopped_by"] == "time" and summary["status"] == "ok"
