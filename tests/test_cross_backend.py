@@ -42,15 +42,18 @@ def _slow(reason: str) -> pytest.MarkDecorator:
 #: (scenario, backends) of the fast gate and of ``make test-slow``. The fast gate runs every backend on gym but
 #: Ray's compiled graph (the one full per-backend check, with Ray's one-actor-per-role and packed layouts
 #: recorded; the compiled graph runs gym in tests/ray and object_size here), atari's frames on the reactor's
-#: processes executor and on vector, object_size's large payloads and overhead's chain/fan programs
-#: everywhere; the rest repeats a data path that a fast test already checks against serial.
+#: processes executor and on vector (in tests/scenarios/test_cli.py's atari multirun), object_size's large
+#: payloads and overhead's chain/fan programs everywhere; the rest repeats a data path that a fast test already
+#: checks against serial.
 RUNS = [
     pytest.param("gym", [b for b in backends_for("gym") if b != "ray_compiled"], id="gym"),
     pytest.param("gym", ["serial", "ray_compiled"], id="gym-compiled",
                  marks=_slow("gym's roles through a compiled graph: tests/ray's test_compiled_envs_per_actor_2_matches_"
                              "serial_and_teardown_leaves_no_ray_process (the same actor loop, packed); one compiled "
                              "actor per role from the CLI: [object_size]")),
-    pytest.param("atari", ["serial", "reactor", "vector"], id="atari"),
+    pytest.param("atari", ["serial", "reactor", "vector"], id="atari",
+                 marks=_slow("the same backends and sizes, serial twice: tests/scenarios/test_cli.py's "
+                             "test_atari_is_deterministic_and_vector_matches_serial")),
     pytest.param("atari", ["serial", "reactor_inline", "reactor_threads", "ray", "ray_compiled"], id="atari-more",
                  marks=_slow("executors and Ray modes: [gym] here; frames through Ray: [object_size]'s "
                              "100 kB arrays; atari on reactor and vector: [atari]")),
@@ -101,8 +104,10 @@ def test_every_backend_computes_the_same_checksums(tmp_path, scenario, backends)
 PAPER_CASES = {
     "gym": ["scenario.num_envs=3"],
     "atari": ["scenario.num_envs=2"],
+    # and two torch threads per worker: the same jobs check that threads_per_worker reaches torch in every
+    # backend's worker processes (tests/harness/test_threads.py's fast check: one Ray start instead of two)
     "dqn": ["scenario.num_rollouts=2", "scenario.steps_per_round=20", "scenario.minibatch=64",
-            "scenario.eval_episodes=5"],
+            "scenario.eval_episodes=5", "threads_per_worker=2"],
     "marl": ["scenario.num_agents=4"],  # TrafficJunction, trained policies
 }
 
@@ -124,6 +129,11 @@ def test_paper_mode_checksums_equal_on_serial_reactor_and_ray(tmp_path, scenario
     assert set(rows.backend) == set(backends) and set(rows.budget) == {"paper"}
     for rep, group in rows.groupby("repetition"):
         assert group.checksum.nunique() == 1, group[["backend", "checksum"]].to_string()
+    if "threads_per_worker=2" in PAPER_CASES[scenario]:  # [dqn]: DQN's roles load torch in every worker process
+        assert set(rows.variant[rows.backend == "reactor"]) == {"processes"}  # forked worker processes
+        for backend, extra in zip(rows.backend, rows.extra):
+            assert json.loads(extra)["torch_threads_observed"] == 2, backend
+        assert (rows.threads_per_worker.astype(int) == 2).all()
 
 
 @pytest.mark.slow  # 12 jobs; the fast suite covers replay=role on serial, reactor and ray through budget=paper

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from scenarios.threads import observed
 from tests.conftest import run_cli
 from tests.scenarios.test_cli import sweep_rows
 
 
+@pytest.mark.slow  # fast: tests/test_cross_backend.py's test_paper_mode_checksums_equal_on_serial_reactor_and_ray[dqn]
+# runs serial, the reactor and Ray with threads_per_worker=2 and asserts the same (one Ray start fewer)
 def test_a_dqn_job_with_two_threads_runs_torch_on_two_threads_on_serial_the_reactor_and_ray(tmp_path):
     # one tiny job per backend (Ray's start-up dominates); DQN's roles load torch in every worker process
     proc = run_cli("scenario=dqn", "backend=serial,reactor,ray", "threads_per_worker=2", "workers=2",

@@ -53,10 +53,13 @@ def extras(rows: pd.DataFrame) -> list[dict]:
 
 
 def test_atari_is_deterministic_and_vector_matches_serial(tmp_path):
-    proc = run_cli("scenario=atari", "backend=serial,serial,vector", *SMOKE, "budget.rounds=6",
-                   "scenario.num_envs=2", run_dir=tmp_path, multirun=True)
+    # and the reactor's processes executor: the fast gate's check of atari's frames across processes
+    # (tests/test_cross_backend.py's [atari] runs the same backends again under ``slow``)
+    proc = run_cli("scenario=atari", "backend=serial,serial,reactor,vector", *SMOKE, "budget.rounds=6",
+                   "scenario.num_envs=2", "workers=2", run_dir=tmp_path, multirun=True)
     rows = sweep_rows(tmp_path, proc)
-    assert set(rows.backend) == {"serial", "vector"} and rows.job.nunique() == 3
+    assert set(rows.backend) == {"serial", "reactor", "vector"} and rows.job.nunique() == 4
+    assert set(rows.variant[rows.backend == "reactor"]) == {"processes"}
     assert_rows_valid(rows, "env_steps", 12, 2, "ALE/Pong-v5")
     assert_same_checksums(rows, [])
 
