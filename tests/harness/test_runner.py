@@ -5,6 +5,7 @@ import json
 import time
 
 import psutil
+import pytest
 
 from tests.conftest import read_rows, run_cli
 
@@ -12,12 +13,21 @@ META_KEYS = {"hostname", "cpu_model", "cpu_count", "ram_gb", "os", "python", "ve
              "started_at", "config_hash", "cpu_affinity", "load_avg"}
 
 
-def test_gym_serial_smoke_fills_every_contract_column_and_is_reproducible(tmp_path):
-    runs = []
-    for name in ("a", "b"):
-        proc = run_cli("scenario=gym", "backend=serial", "budget=smoke", run_dir=tmp_path / name)
-        assert proc.returncode == 0, proc.stderr
-        runs.append(read_rows(tmp_path / name))
+@pytest.fixture(scope="module")
+def gym_seeds(tmp_path_factory):
+    """One sweep of three complete serial Gym jobs, each measured in its own fresh child: seed 0 twice, then
+    seed 1. Its job folders, in job order; the tests reading it share an xdist group (one sweep per run)."""
+    sweep = tmp_path_factory.mktemp("runner") / "gym"
+    proc = run_cli("scenario=gym", "backend=serial", "budget=smoke", "seed=0,0,1", run_dir=sweep, multirun=True)
+    assert proc.returncode == 0, proc.stderr
+    jobs = sorted((d for d in sweep.iterdir() if d.is_dir()), key=lambda d: int(d.name.split("_")[0]))
+    assert len(jobs) == 3
+    return jobs
+
+
+@pytest.mark.xdist_group("runner_gym_seeds")
+def test_gym_serial_smoke_fills_every_contract_column_and_is_reproducible(gym_seeds):
+    runs = [read_rows(job) for job in gym_seeds[:2]]  # the same job twice
     rows = runs[0]
     assert len(rows) == 3 and set(rows.status) == {"ok"}
     for col in ("scenario", "backend", "variant", "workers", "num_envs", "env_id", "budget", "seed", "repetition",
@@ -31,23 +41,35 @@ def test_gym_serial_smoke_fills_every_contract_column_and_is_reproducible(tmp_pa
     assert len(meta["load_avg"]) == 3 and all(x >= 0 for x in meta["load_avg"])
     assert list(runs[0].checksum) == list(runs[1].checksum)
     assert rows.checksum.nunique() == 3  # each repetition's checksum covers more data
-    assert (tmp_path / "a" / "latencies.csv").exists()
+    assert (gym_seeds[0] / "latencies.csv").exists()
 
 
-def test_a_different_seed_changes_the_checksum(tmp_path):
-    a = run_cli("scenario=gym", "budget=smoke", "budget.repetitions=1", "seed=1", run_dir=tmp_path / "a")
-    b = run_cli("scenario=gym", "budget=smoke", "budget.repetitions=1", "seed=2", run_dir=tmp_path / "b")
-    assert a.returncode == b.returncode == 0
-    assert read_rows(tmp_path / "a").checksum[0] != read_rows(tmp_path / "b").checksum[0]
+@pytest.mark.xdist_group("runner_gym_seeds")
+def test_a_different_seed_changes_the_checksum(gym_seeds):
+    zero, one = read_rows(gym_seeds[0]), read_rows(gym_seeds[2])
+    assert list(zero.seed.astype(int)) == [0] * 3 and list(one.seed.astype(int)) == [1] * 3
+    assert set(zero.checksum).isdisjoint(set(one.checksum))
 
 
-def test_worker_exception_writes_error_row_with_message(tmp_path):
-    proc = run_cli("scenario=fault", "scenario.kind=error", "budget=smoke", run_dir=tmp_path)
+@pytest.fixture(scope="module")
+def failed_sweep(tmp_path_factory):
+    """A sweep of two fault jobs: the first fails at round 3 (the scenario's default), the second never fails.
+    Its process and its job folders in job order; the tests reading it share an xdist group."""
+    sweep = tmp_path_factory.mktemp("runner") / "fault"
+    proc = run_cli("scenario=fault", "scenario.kind=error", "scenario.fail_at_round=3,100000", "budget=smoke",
+                   run_dir=sweep, multirun=True)
+    jobs = sorted((d for d in sweep.iterdir() if d.is_dir()), key=lambda d: int(d.name.split("_")[0]))
+    return proc, jobs
+
+
+@pytest.mark.xdist_group("runner_failed_sweep")
+def test_worker_exception_writes_error_row_with_message(failed_sweep):
+    proc, jobs = failed_sweep
     assert proc.returncode != 0
-    rows = read_rows(tmp_path)
+    rows = read_rows(jobs[0])
     assert list(rows.status) == ["error"]
     assert "EnvCrashed: worker 1 crashed at round 3" in rows.error[0]
-    assert "Traceback" in (tmp_path / "error.txt").read_text()
+    assert "Traceback" in (jobs[0] / "error.txt").read_text()
 
 
 def test_crashing_process_writes_error_row(tmp_path):
@@ -69,20 +91,17 @@ def test_timeout_kills_the_tree_and_writes_timeout_row(tmp_path):
     assert leftovers == []
 
 
-def test_multirun_goes_on_after_a_failed_job(tmp_path):
-    proc = run_cli("scenario=fault", "scenario.kind=error", "scenario.fail_at_round=3,100000", "budget=smoke",
-                   run_dir=tmp_path, multirun=True)
+@pytest.mark.xdist_group("runner_failed_sweep")
+def test_multirun_goes_on_after_a_failed_job(failed_sweep):
+    proc, jobs = failed_sweep
     assert proc.returncode != 0  # the sweep reports the failure ...
-    statuses = sorted(read_rows(d).status.iloc[-1] for d in tmp_path.iterdir() if d.is_dir())
-    assert statuses == ["error", "ok"]  # ... after running the next job
+    assert [read_rows(d).status.iloc[-1] for d in jobs] == ["error", "ok"]  # ... after running the next job
 
 
 def test_read_lines_sees_two_lines_of_one_write_before_a_hang():
     """A child that writes two messages at once and then hangs: both arrive, then the timeout."""
     import subprocess
     import sys
-
-    import pytest
 
     from harness.runner import read_lines
 
@@ -119,8 +138,6 @@ def test_read_lines_ends_with_the_writer_and_keeps_a_last_unterminated_line():
 
 def test_read_lines_still_reads_what_arrived_before_a_passed_deadline():
     import os
-
-    import pytest
 
     from harness.runner import read_lines
 
