@@ -249,8 +249,8 @@ class ReactorBackend(Backend):
     def metrics(self) -> dict[str, float]:
         """Per round since the last call, per worker process: microseconds of role work, transport,
         waiting, hand-off and other executor time (``bd_w<rank>_<part>_us``), and the CPU time its thread
-        used outside its waits (``bd_w<rank>_cpu_us``: not inflated when processes outnumber cores);
-        processes executor only."""
+        used outside its waits (``bd_w<rank>_cpu_us``: not inflated when processes outnumber cores), and
+        the bank members each process steps (``bd_w<rank>_members``); processes executor only."""
         if self.breakdown is None or self._top is None:
             return {}
         snap = self.breakdown.snapshot()
@@ -261,7 +261,9 @@ class ReactorBackend(Backend):
         if not snap or rounds <= 0:
             return {}
         out: dict[str, float] = {"bd_rounds": float(rounds)}
+        placed = getattr(self, "process_of_worker", None) or []
         for rank, now in enumerate(snap):
+            out[f"bd_w{rank}_members"] = float(placed.count(rank))  # bank members this process steps
             before = prev[rank] if rank < len(prev) else {}
             for part in (*self.breakdown.PARTS, "cpu"):
                 out[f"bd_w{rank}_{part}_us"] = (now[part] - before.get(part, 0)) / rounds / 1e3

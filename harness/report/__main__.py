@@ -1,11 +1,15 @@
 """``python -m harness.report [DIR ...] [--out OUT] [--readme README.md] [--all-runs] [--no-figures] [--link-figures]``
 ``python -m harness.report --compare A B [--names A_NAME B_NAME] [--readme FILE] [--out OUT]``
+``python -m harness.report --predict RUN_DIR [--machine REFERENCE_RUN]``
 
 Reads every results.csv (and archived run, results.jsonl.gz) under the folders (default: the run just
 finished: the newest of results/bench/latest, the latest job in results/runs/ and the latest sweep in
 results/sweeps/) and writes report.html, report.md, summary.csv and figures into ``<first DIR>/report`` (or
 ``--out``). ``--readme`` also rewrites the text between ``<!-- results:start -->`` and ``<!-- results:end -->``
-in that file with the answer and the headline tables. ``--compare A B`` compares two runs instead (B over A per
+in that file with the answer and the headline tables. ``--predict`` prints, per workload and worker count of the
+run's reactor rows, the share of the synchronized ceiling measured and the share predicted for a core per
+process from the rows' per-process CPU costs (`harness.report.predict`), against ``--machine``'s measurements
+when given. ``--compare A B`` compares two runs instead (B over A per
 configuration and backend, with intervals and what changed: `harness.report.diff`), prints it, writes it to
 ``--out``/compare.md when given, and with ``--readme`` rewrites that file's ``<!-- compare:start -->`` block.
 """
@@ -59,6 +63,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="compare two runs (folders or reference runs): B over A per configuration and backend")
     parser.add_argument("--names", nargs=2, metavar=("A_NAME", "B_NAME"), default=["A", "B"],
                         help="what --compare calls the two runs (default: A B)")
+    parser.add_argument("--predict", metavar="RUN_DIR",
+                        help="print the reactor's share of the synchronized ceiling measured and predicted for a "
+                             "core per process, per workload and worker count (harness.report.predict)")
+    parser.add_argument("--machine", nargs="+", metavar="REFERENCE_RUN",
+                        help="with --predict: the target machine's reference run, for its ceilings and measured "
+                             "shares (e.g. results/reference/h200-16core-2026-12-04-device)")
     parser.add_argument("--out", help="output folder (default: <first DIR>/report)")
     parser.add_argument("--readme", help="also rewrite the results section of this README")
     parser.add_argument("--all-runs", action="store_true",
@@ -71,6 +81,8 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     if args.compare:
         return _compare(args)
+    if args.predict:
+        return _predict(args)
     if not args.dirs:
         found, why = latest_run()
         if found is None:
@@ -93,6 +105,22 @@ def main(argv: list[str] | None = None) -> int:
           f"{len(files.figures)} figure files in {files.out / 'figures'}  ({time.perf_counter() - t0:.1f} s)")
     if args.readme:
         print(f"README results section rewritten: {args.readme}")
+    return 0
+
+
+def _predict(args: argparse.Namespace) -> int:
+    from harness.report.predict import format_lines, predict_run
+
+    missing = [d for d in [args.predict, *(args.machine or [])] if not Path(d).exists()]
+    if missing:
+        print(f"harness.report: no such folder or file: {', '.join(missing)}", file=sys.stderr)
+        return 2
+    table = predict_run([args.predict], args.machine)
+    if table.empty:
+        print(f"harness.report: no reactor processes rows with a per-process breakdown under {args.predict}",
+              file=sys.stderr)
+        return 2
+    print(format_lines(table))
     return 0
 
 

@@ -1,0 +1,261 @@
+"""The scaling prediction: what share of the synchronized ceiling the reactor's processes executor would reach with
+a core per process, from one job's per-process costs (`predict_run`, ``python -m harness.report --predict``).
+
+Why: the many-core machine is rarely at hand, and on 2 cores a job at ``workers=16`` runs 16 processes that take
+turns on the cores, so its wall times say nothing about 16 cores. Each process's CPU time outside its waits
+(``bd_w<i>_cpu_us``, the breakdown's thread CPU clock) is not inflated that way: it is what the process would spend
+per round with a core of its own. From those costs the round's critical path at k processes is:
+
+    process 0 runs the server (scatter, then the gather of everyone's results) and steps its own members, which
+    overlap the other processes' steps; the others step their members between two hand-offs (the scatter to
+    them, their results to process 0). So
+
+        round = max(c_0, (c_0 - m_0 * s) + max_{p>0} c_p + h)
+
+    with c_p the CPU per round of process p, m_0 the members process 0 steps, s one member's step (the median
+    over the other processes of c_p / m_p) and h the round's two hand-offs on the critical path, read from the
+    breakdown's own hand-off column (``bd_w<i>_handoff_us``, each process's hand-offs per round, median over
+    the processes) of a job whose processes each had a core (in the same run; else `DEFAULT_HANDOFF_US`).
+
+Nothing is fitted to the shares it predicts. The predicted speedup over serial is serial's round (the same
+run's serial rows, same scenario and bank) over that round; the predicted share of the ceiling is the speedup
+over the ceiling's own speedup: the synchronized ceiling measured in the same paired job where there is one,
+else the target machine's (``--machine``: a reference run of that machine, its paired ceiling at the same
+workload and worker count), else ``workers`` (an ideal machine: said in the output).
+
+Rows without the CPU column (runs before it existed) are not used: their wall-time parts are inflated wherever
+processes outnumbered cores, and in those runs process 0's work also held the time the harness's clock spent
+inside its reaction (a paired job's pauses between blocks, reports between repetitions), up to 20 times its
+round's real work.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from harness.report.load import load_results
+
+#: the round's two hand-offs (scatter, results) when no job of the run measured them with a core per process:
+#: `backends.reactor.ReactorConfig.handoff_us`'s default (docs/processes.md, "Where a round's time goes")
+DEFAULT_HANDOFF_US = 10.0
+_RANK = re.compile(r"^bd_w(\d+)_work_us$")
+
+
+@dataclass(frozen=True)
+class RoundCosts:
+    """One reactor row's per-process costs per round, in microseconds.
+
+    Attributes:
+        costs: the CPU time per round of each process outside its waits, by rank.
+        members: bank members each process steps, by rank.
+        handoff_us: the median over the processes of their hand-offs per round (wall time).
+        oversubscribed: more processes than the job's host had cores (its hand-offs waited for cores).
+    """
+
+    costs: tuple[float, ...]
+    members: tuple[int, ...]
+    handoff_us: float
+    oversubscribed: bool
+
+
+def even_members(bank: int, processes: int) -> tuple[int, ...]:
+    """Members per process of the contiguous even split (the runtime's default placement).
+
+    Args:
+        bank: the bank's width.
+        processes: the worker processes.
+    """
+    from reactor_backend.placement import even_part
+
+    parts = [even_part(i, bank, processes) for i in range(bank)]
+    return tuple(parts.count(p) for p in range(processes))
+
+
+def round_costs(extra: dict[str, Any], bank: int, cores: int | None) -> RoundCosts | None:
+    """The costs a reactor row's breakdown recorded, or None for a row without one.
+
+    Args:
+        extra: the row's ``extra`` (its ``bd_w<i>_*_us`` columns).
+        bank: the scenario's bank width (the row's ``num_envs``).
+        cores: the host's usable cores (the row's metadata), None if unknown.
+    """
+    ranks = sorted(int(m.group(1)) for k in extra if (m := _RANK.match(k)))
+    if not ranks or ranks != list(range(len(ranks))):
+        return None
+    n = len(ranks)
+    if not all(f"bd_w{r}_cpu_us" in extra for r in ranks):
+        return None  # a row from before the CPU column (the module docstring says why it is not used)
+    costs = tuple(float(extra[f"bd_w{r}_cpu_us"]) for r in ranks)
+    if all(f"bd_w{r}_members" in extra for r in ranks):
+        members = tuple(int(extra[f"bd_w{r}_members"]) for r in ranks)
+    else:
+        members = even_members(bank, n)
+    handoff = float(np.median([float(extra.get(f"bd_w{r}_handoff_us", 0.0)) for r in ranks]))
+    return RoundCosts(costs, members, handoff, cores is not None and n > cores)
+
+
+def critical_round(costs: Sequence[float], members: Sequence[int], handoff_us: float) -> float:
+    """The round at one core per process (the module docstring's formula), in the costs' unit.
+
+    Args:
+        costs: per process, by rank (process 0 runs the server).
+        members: bank members per process, by rank.
+        handoff_us: the round's two hand-offs on the critical path together.
+    """
+    c0, rest = float(costs[0]), [float(c) for c in costs[1:]]
+    if not rest:
+        return c0
+    steps = [c / m for c, m in zip(rest, members[1:]) if m > 0]
+    step = float(np.median(steps)) if steps else 0.0
+    server = max(0.0, c0 - members[0] * step)
+    return max(c0, server + max(rest) + handoff_us)
+
+
+def _is_reactor_processes(rows: pd.DataFrame) -> pd.Series:
+    return (rows["backend"] == "reactor") & rows["variant"].astype(str).str.startswith("processes")
+
+
+def _paired_ratio(rows: pd.DataFrame, num: pd.Series, den: pd.Series) -> float | None:
+    """Median over the paired cycles of ``num`` rows' throughput over ``den`` rows' (same job and cycle)."""
+    if "cycle" not in rows or rows.loc[num | den, "cycle"].isna().all():
+        return None
+    a = rows[num].groupby(["job", "cycle"])["throughput"].median()
+    b = rows[den].groupby(["job", "cycle"])["throughput"].median()
+    both = pd.concat([a, b], axis=1, keys=["a", "b"]).dropna()
+    if both.empty:
+        return None
+    return float(np.median(both["a"] / both["b"]))
+
+
+def _capacity_mask(rows: pd.DataFrame) -> pd.Series:
+    return (rows["backend"] == "capacity") & (rows["variant"].astype(str) == "lockstep")
+
+
+def ceiling_speedups(rows: pd.DataFrame) -> dict[tuple[str, int, int], float]:
+    """The synchronized ceiling over serial in paired jobs, per (workload, bank, workers)."""
+    out = {}
+    for key, g in rows.groupby(["scenario", "num_envs", "workers"]):
+        r = _paired_ratio(g, _capacity_mask(g), g["backend"] == "serial")
+        if r is not None:
+            out[(str(key[0]), int(key[1]), int(key[2]))] = r
+    return out
+
+
+def measured_shares(rows: pd.DataFrame) -> dict[tuple[str, int, int], float]:
+    """The reactor (processes executor) over the synchronized ceiling in paired jobs, per (workload, bank,
+    workers)."""
+    out = {}
+    for key, g in rows.groupby(["scenario", "num_envs", "workers"]):
+        r = _paired_ratio(g, _is_reactor_processes(g), _capacity_mask(g))
+        if r is not None:
+            out[(str(key[0]), int(key[1]), int(key[2]))] = r
+    return out
+
+
+def _cores(row: pd.Series) -> int | None:
+    value = row.get("cpu_count")
+    try:
+        return int(value) if value is not None and not pd.isna(value) else None
+    except (TypeError, ValueError):
+        return None
+
+
+def predict_rows(rows: pd.DataFrame, machine: pd.DataFrame | None = None) -> pd.DataFrame:
+    """One line per workload (and bank) and worker count of the run's reactor processes rows: the measured and
+    predicted share of the synchronized ceiling and what the prediction used.
+
+    Args:
+        rows: the run's ok rows (`harness.report.load.load_results`).
+        machine: a reference run of the target machine (its paired ceilings and shares), or None.
+    """
+    rows = rows[rows["status"] == "ok"]
+    reactor = rows[_is_reactor_processes(rows)]
+    # the run's hand-off with a core per process (the breakdown's own column), per workload
+    costs_of = {}
+    for i, row in reactor.iterrows():
+        rc = round_costs(row["extra_dict"], int(row["num_envs"]), _cores(row))
+        if rc is not None:
+            costs_of[i] = rc
+    handoffs: dict[str, list[float]] = {}
+    for i, rc in costs_of.items():
+        if not rc.oversubscribed and len(rc.costs) > 1:
+            handoffs.setdefault(str(reactor.at[i, "scenario"]), []).append(rc.handoff_us)
+    run_ceiling, run_share = ceiling_speedups(rows), measured_shares(rows)
+    ref_ceiling = ceiling_speedups(machine) if machine is not None else {}
+    ref_share = measured_shares(machine) if machine is not None else {}
+    lines = []
+    for (scenario, bank, workers), g in reactor.groupby(["scenario", "num_envs", "workers"]):
+        key = (str(scenario), int(bank), int(workers))
+        serial = rows[(rows["backend"] == "serial") & (rows["scenario"] == scenario) & (rows["num_envs"] == bank)]
+        serial_round = (serial["seconds"] / serial["rounds"]).median() * 1e6 if not serial.empty else np.nan
+        rounds, sources, hand = [], set(), []
+        for i in g.index:
+            rc = costs_of.get(i)
+            if rc is None:
+                continue
+            if not rc.oversubscribed:
+                h, source = rc.handoff_us, "own"
+            elif handoffs.get(key[0]):  # a hand-off that waited for a core says nothing about a core each
+                h, source = float(np.median(handoffs[key[0]])), "run"
+            else:
+                h, source = DEFAULT_HANDOFF_US, "default"
+            rounds.append(critical_round(rc.costs, rc.members, h))
+            sources.add(source)
+            hand.append(h)
+        if not rounds:
+            continue
+        predicted_round = float(np.median(rounds))
+        speedup = serial_round / predicted_round if predicted_round > 0 else np.nan
+        if key in run_ceiling:
+            ceiling, ceiling_from = run_ceiling[key], "run"
+        elif key in ref_ceiling:
+            ceiling, ceiling_from = ref_ceiling[key], "machine"
+        else:
+            ceiling, ceiling_from = float(workers), "ideal"
+        measured = ref_share.get(key) if machine is not None else run_share.get(key)
+        predicted = speedup / ceiling if ceiling > 0 else np.nan
+        lines.append({
+            "workload": key[0], "bank": key[1], "workers": key[2],
+            "measured_share": measured, "predicted_share": predicted,
+            "error": (predicted - measured) / measured if measured else None,
+            "predicted_round_us": predicted_round, "serial_round_us": serial_round,
+            "predicted_speedup": speedup, "ceiling_speedup": ceiling, "ceiling_from": ceiling_from,
+            "handoff_us": float(np.median(hand)), "handoff_from": "+".join(sorted(sources)),
+        })
+    out = pd.DataFrame(lines)
+    if not out.empty:
+        out = out.sort_values(["workload", "bank", "workers"]).reset_index(drop=True)
+    return out
+
+
+def predict_run(paths: Iterable[Path | str], machine: Iterable[Path | str] | None = None) -> pd.DataFrame:
+    """`predict_rows` of the result files under ``paths``, against the reference run(s) under ``machine``.
+
+    Args:
+        paths: the run's folders or result files.
+        machine: the target machine's reference run (folders or archives), or None.
+    """
+    rows = load_results(paths).rows
+    ref = load_results(machine).rows if machine else None
+    return predict_rows(rows, ref)
+
+
+def format_lines(table: pd.DataFrame) -> str:
+    """``workload workers measured_share predicted_share`` per line (measured ``-`` where there is no paired
+    ceiling), then the error and what the prediction used."""
+    def num(x: Any, fmt: str) -> str:
+        return "-" if x is None or (isinstance(x, float) and np.isnan(x)) else format(x, fmt)
+
+    out = ["workload workers measured_share predicted_share  error  predicted_round_us serial_round_us "
+           "predicted_speedup ceiling_speedup(from) handoff_us(from)"]
+    for r in table.to_dict("records"):
+        out.append(f"{r['workload']} {r['workers']} {num(r['measured_share'], '.2f')} {num(r['predicted_share'], '.2f')}"
+                   f"  {num(r['error'], '+.0%')}  {r['predicted_round_us']:.1f} {num(r['serial_round_us'], '.1f')} "
+                   f"{num(r['predicted_speedup'], '.2f')} {r['ceiling_speedup']:.2f}({r['ceiling_from']}) "
+                   f"{r['handoff_us']:.1f}({r['handoff_from']})")
+    return "\n".join(out)
