@@ -4,19 +4,44 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+from pathlib import Path
 
+import pandas as pd
 import psutil
+import pytest
 
 from harness.report.build import make_report
-from tests.conftest import run_cli
+from tests.conftest import read_rows, run_cli
 from tests.scenarios.test_cli import SMOKE, sweep_rows
 
 
-def test_capacity_runs_k_serial_copies_with_the_serial_checksum(tmp_path):
-    # rounds enough that the other copy completes some in each window (a gym round is well under 1 ms)
-    proc = run_cli("scenario=gym", "backend=serial,capacity", "workers=2", *SMOKE, "budget.rounds=300",
-                   "budget.warmup_rounds=50", run_dir=tmp_path, multirun=True, timeout=300)
-    rows = sweep_rows(tmp_path, proc)
+@pytest.fixture(scope="module")
+def ceilings(tmp_path_factory) -> dict[str, Path]:
+    """One sweep of gym on serial, the reactor and both ceilings (capacity, capacity_lockstep): each job's
+    folder by backend. Rounds enough that the other capacity copy completes some in each window (a gym round is
+    well under 1 ms); the tests reading it share an xdist group (one sweep per run)."""
+    sweep = tmp_path_factory.mktemp("ceilings") / "sweep"
+    proc = run_cli("scenario=gym", "backend=serial,reactor,capacity,capacity_lockstep", "workers=2", *SMOKE,
+                   "budget.rounds=300", "budget.warmup_rounds=50", run_dir=sweep, multirun=True, timeout=300)
+    sweep_rows(sweep, proc)  # every job ok
+    jobs = {read_rows(d).backend.iloc[0] + ":" + read_rows(d).variant.iloc[0]: d
+            for d in sweep.iterdir() if d.is_dir()}
+    assert set(jobs) == {"serial:-", "reactor:processes", "capacity:-", "capacity:lockstep"}, set(jobs)
+    return jobs
+
+
+def _run_of(jobs: dict[str, Path], labels: list[str], where: Path) -> Path:
+    """A run folder holding only the jobs of ``labels`` (copies), as a sweep of those backends would."""
+    for label in labels:
+        shutil.copytree(jobs[label], where / jobs[label].name)
+    return where
+
+
+@pytest.mark.xdist_group("ceilings_sweep")
+def test_capacity_runs_k_serial_copies_with_the_serial_checksum(ceilings, tmp_path):
+    run = _run_of(ceilings, ["serial:-", "capacity:-"], tmp_path)
+    rows = pd.concat([read_rows(d) for d in run.iterdir()], ignore_index=True)
     serial, cap = rows[rows.backend == "serial"], rows[rows.backend == "capacity"]
     assert list(cap.checksum) == list(serial.checksum)  # copy 0 did exactly the serial work
     for units, extra in zip(cap.units.astype(int), map(json.loads, cap.extra)):
@@ -25,7 +50,7 @@ def test_capacity_runs_k_serial_copies_with_the_serial_checksum(tmp_path):
         assert copy0 + copy1 == units  # the ceiling is the work done, not k x copy 0's
         assert copy0 == int(serial.units.iloc[0])  # copy 0's window is exactly the repetition's rounds
         assert copy1 > 0
-    rep = make_report([tmp_path], figures=False)
+    rep = make_report([run], figures=False)
     s = rep.analysis.summary.set_index("label")
     assert s.loc["serial:-", "ceiling_source"] == "measured"
     assert s.loc["capacity:-", "efficiency"] == 1.0  # efficiency is measured against the capacity rows
@@ -56,6 +81,8 @@ def test_capacity_copies_end_with_the_backend():
     assert psutil.Process().children(recursive=True) == []  # no helper process (resource tracker) left
 
 
+@pytest.mark.slow  # fast: tests/harness/test_vector_options.py's test_ale_vector_rows_record_its_options_and_keep_
+# the_serial_checksum runs the same env (PongNoFrameskip-v4, full actions) on 4 envs and asserts the same
 def test_ale_vector_without_sticky_actions_equals_serial(tmp_path):
     # PongNoFrameskip-v4: frameskip 1, no sticky actions -> the C++ env must reproduce the Python env
     proc = run_cli("scenario=atari", "scenario.env_id=PongNoFrameskip-v4", "scenario.actions=full",
@@ -85,17 +112,17 @@ def test_ale_vector_with_sticky_actions_is_labelled_not_the_same_work(tmp_path):
     assert all("ale_vector" not in h.verdict for h in rep.analysis.headlines)
 
 
-def test_lockstep_capacity_meets_every_round_and_is_the_synchronized_ceiling(tmp_path):
-    proc = run_cli("scenario=gym", "backend=serial,reactor,capacity_lockstep", "workers=2", *SMOKE,
-                   "budget.rounds=20", run_dir=tmp_path, multirun=True, timeout=300)
-    rows = sweep_rows(tmp_path, proc)
+@pytest.mark.xdist_group("ceilings_sweep")
+def test_lockstep_capacity_meets_every_round_and_is_the_synchronized_ceiling(ceilings, tmp_path):
+    run = _run_of(ceilings, ["serial:-", "reactor:processes", "capacity:lockstep"], tmp_path)
+    rows = pd.concat([read_rows(d) for d in run.iterdir()], ignore_index=True)
     serial, sync = rows[rows.backend == "serial"], rows[rows.backend == "capacity"]
     assert set(sync.variant) == {"lockstep"}
     assert list(sync.checksum) == list(serial.checksum)  # copy 0 did exactly the serial work
     assert (sync.units.astype(int) == 2 * serial.units.astype(int).iloc[0]).all()
     # the barrier: every copy completed every round of the window
     assert all(json.loads(e)["copy_units"] == [int(serial.units.iloc[0])] * 2 for e in sync.extra)
-    rep = make_report([tmp_path], figures=False)
+    rep = make_report([run], figures=False)
     s = rep.analysis.summary.set_index("label")
     k = s.loc["capacity:lockstep", "median"] / s.loc["serial:-", "median"]
     assert abs(s.loc["reactor:processes", "sync_capacity"] - k) < 1e-9
@@ -108,8 +135,6 @@ def test_lockstep_capacity_meets_every_round_and_is_the_synchronized_ceiling(tmp
 
 def test_lockstep_copies_wait_for_each_other_and_a_dead_copy_fails_the_run():
     import signal
-
-    import pytest
 
     from backends.capacity import CapacityBackend, CapacityConfig
     from scenarios import make_scenario

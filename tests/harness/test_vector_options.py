@@ -35,13 +35,16 @@ def test_ale_vector_rows_record_its_options_and_keep_the_serial_checksum(tmp_pat
                    run_dir=tmp_path, multirun=True)
     rows = sweep_rows(tmp_path, proc)
     serial, ale = rows[rows.backend == "serial"], rows[rows.backend == "ale_vector"]
-    assert list(ale.checksum) == list(serial.checksum)
+    assert len(ale) == 2 and list(ale.checksum) == list(serial.checksum)
+    assert all(json.loads(e)["equal_work_promised"] is True for e in ale.extra)  # frameskip 1, no sticky actions
     extra = json.loads(ale.extra.iloc[0])
     assert extra["threads"] == 2 and extra["batch_size"] == 4
     assert extra["thread_affinity_offset"] == thread_options(2, 4)["thread_affinity_offset"]
     assert extra["cpu_ms_per_env_step"] > 0 and extra["cpu_cores_busy"] > 0  # the C++ threads, in this process
 
 
+@pytest.mark.slow  # fast: tests/scenarios/test_cli.py's test_gym_vector_matches_serial_across_episode_ends asserts
+# the same split on its vector rows (CartPole and Blackjack)
 def test_vector_rows_report_cpu_per_env_step_split_by_process(tmp_path):
     proc = run_cli("scenario=gym", "scenario.num_envs=2", "backend=serial,vector", *SMOKE, "budget.rounds=100",
                    run_dir=tmp_path, multirun=True)
