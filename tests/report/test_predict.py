@@ -1,0 +1,101 @@
+"""The scaling prediction (`harness.report.predict`, ``python -m harness.report --predict``): the critical path
+from per-process CPU costs, which rows it uses, and a real paired job read end to end."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from harness.report.predict import DEFAULT_HANDOFF_US, critical_round, even_members, predict_rows, round_costs
+from tests.conftest import REPO, run_cli
+
+
+def test_process_0s_server_work_is_serial_with_the_other_processes_and_its_members_overlap_them():
+    # 4 processes, one member each: a member costs 50, process 0 adds 30 of server work and a 5 us hand-off
+    assert critical_round([80, 50, 50, 50], [1, 1, 1, 1], 5) == pytest.approx(30 + 50 + 5)
+    # the slowest other process sets the round
+    assert critical_round([80, 50, 70, 50], [1, 1, 1, 1], 5) == pytest.approx(30 + 70 + 5)
+    # process 0 keeps many members: its own CPU is the round
+    assert critical_round([500, 50, 50], [8, 1, 1], 5) == pytest.approx(500)
+    # one process: its cost is the round, no hand-off
+    assert critical_round([123], [16], 5) == 123
+
+
+def test_a_row_without_the_cpu_column_is_not_used_and_members_default_to_the_even_split():
+    old = {f"bd_w{r}_{p}_us": 10.0 for r in range(2) for p in ("work", "transport", "wait", "handoff", "other")}
+    assert round_costs(old, 4, cores=2) is None
+    new = dict(old, bd_w0_cpu_us=30.0, bd_w1_cpu_us=20.0, bd_w0_handoff_us=2.0, bd_w1_handoff_us=4.0)
+    rc = round_costs(new, 5, cores=1)
+    assert rc.costs == (30.0, 20.0) and rc.members == even_members(5, 2) == (3, 2)
+    assert rc.handoff_us == 3.0 and rc.oversubscribed
+    rc = round_costs(dict(new, bd_w0_members=1, bd_w1_members=4), 5, cores=8)
+    assert rc.members == (1, 4) and not rc.oversubscribed
+
+
+def _row(backend, variant, workers, cycle, throughput, extra=None, cpu_count=2, seconds=1.0, rounds=100):
+    return {"scenario": "gym", "num_envs": 4, "workers": workers, "backend": backend, "variant": variant,
+            "job": f"j{workers}", "cycle": cycle, "throughput": throughput, "status": "ok", "seconds": seconds,
+            "rounds": rounds, "extra_dict": extra or {}, "cpu_count": cpu_count}
+
+
+def _costs(costs, handoff):
+    out = {}
+    for r, c in enumerate(costs):
+        out.update({f"bd_w{r}_work_us": c, f"bd_w{r}_cpu_us": c, f"bd_w{r}_handoff_us": handoff,
+                    f"bd_w{r}_members": 1})
+    return out
+
+
+def test_the_prediction_uses_the_hand_off_of_a_job_with_a_core_per_process_and_the_run_s_ceiling():
+    rows = []
+    for cycle in range(3):
+        # serial: 4,000 us per round; the ceiling 3.2x serial at 4 workers; 4 processes on 2 cores
+        rows.append(_row("serial", "-", 4, cycle, 1000.0, seconds=0.4, rounds=100))
+        rows.append(_row("capacity", "lockstep", 4, cycle, 3200.0))
+        rows.append(_row("reactor", "processes-max1024", 4, cycle, 2000.0,
+                         _costs([1300, 1000, 1000, 1000], handoff=900.0)))
+        # 2 processes on 2 cores: the hand-off (6 us) the oversubscribed job borrows
+        rows.append(_row("serial", "-", 2, cycle, 1000.0, seconds=0.4, rounds=100))
+        rows.append(_row("reactor", "processes-max1024", 2, cycle, 1800.0, _costs([2300, 2000], handoff=6.0)))
+    table = predict_rows(pd.DataFrame(rows)).set_index("workers")
+    four = table.loc[4]
+    assert four["handoff_us"] == 6.0 and four["handoff_from"] == "run"
+    assert four["predicted_round_us"] == pytest.approx(300 + 1000 + 6)
+    assert four["predicted_speedup"] == pytest.approx(4000 / 1306)
+    assert four["ceiling_from"] == "run" and four["ceiling_speedup"] == pytest.approx(3.2)
+    assert four["predicted_share"] == pytest.approx(4000 / 1306 / 3.2)
+    assert four["measured_share"] == pytest.approx(2000 / 3200)
+    two = table.loc[2]
+    assert two["handoff_from"] == "own" and two["ceiling_from"] == "ideal" and np.isnan(two["measured_share"])
+
+
+def test_predict_reads_a_real_paired_job_and_prints_one_line_per_workload_and_worker_count(tmp_path):
+    out = tmp_path / "job"
+    proc = run_cli("compare", "scenario=gym", "budget=smoke", "workers=4", "scenario.num_envs=4",
+                   "backends=[serial,reactor_per_worker,capacity_lockstep]", "compare.block_rounds=20",
+                   "compare.max_seconds=1.5", "compare.min_cycles=6", run_dir=out)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = pd.read_csv(out / "results.csv")
+    reactor = [json.loads(e) for e, b in zip(rows["extra"], rows["backend"]) if b == "reactor"]
+    assert reactor and all(e["bd_w0_cpu_us"] > 0 and sum(e[f"bd_w{r}_members"] for r in range(4)) == 4
+                           for e in reactor)
+    done = subprocess.run([sys.executable, "-m", "harness.report", "--predict", str(out)], cwd=REPO,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.strip().splitlines()
+    assert lines[0].startswith("workload workers measured_share predicted_share") and len(lines) == 2
+    workload, workers, measured, predicted = lines[1].split()[:4]
+    assert (workload, workers) == ("gym", "4")
+    assert 0 < float(measured) and 0 < float(predicted)
+    # 4 processes on 2 cores: no hand-off of its own, none with a core per process in the run either
+    assert f"{DEFAULT_HANDOFF_US:.1f}(default)" in lines[1]
+
+
+def test_predict_says_so_when_a_run_has_nothing_to_predict_from(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "harness.report", "--predict", str(tmp_path)], cwd=REPO,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "no reactor processes rows" in done.stderr
