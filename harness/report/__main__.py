@@ -117,8 +117,7 @@ def _predict(args: argparse.Namespace) -> int:
         return 2
     table = predict_run([args.predict], args.machine)
     if table.empty:
-        print(f"harness.report: no reactor processes rows with a per-process breakdown under {args.predict}",
-              file=sys.stderr)
+        print(f"harness.report: no reactor processes rows under {args.predict}", file=sys.stderr)
         return 2
     print(format_lines(table))
     return 0

@@ -20,6 +20,7 @@ from harness.report.analysis import analyze
 from harness.report.paired import analyze_paired, split_paired
 from harness.report.paired_render import paired_against_serial, paired_plots, paired_sections
 from harness.report.freethreaded import freethreaded_sections
+from harness.report.scaling import scaling_plots
 from harness.report.verdict import headline_frame
 
 FIGURE_DIR = "figures"
@@ -80,6 +81,8 @@ def make_report(paths: Iterable[Path | str], all_runs: bool = False, figures: bo
     rep = Report(results=results, analysis=analysis, paper=paper, plots=plots, sources=[str(p) for p in paths],
                  superseded_runs=superseded, figure_notes=notes, paired=paired, paired_rows=paired_rows)
     rep.paired_sections = paired_sections(rep) + freethreaded_sections(rep)  # (the latter: interpreter=ft rows)
+    if figures:
+        rep.plots = scaling_plots(rep) + rep.plots  # a many-core run opens with its scaling curve
     return rep
 
 

@@ -13,6 +13,7 @@ from typing import Optional
 
 from harness.report.fmt import Table
 from harness.report.model import RL_SCENARIOS, Report, Section, is_rl
+from harness.report.scaling import scaling_sections
 from harness.report.paper import PAPER_CITATION
 from harness.report.tables import (against_serial_table, answer_table, environment_table, failure_table,
                                    geomean_table, headline_table, invalid_table, paper_table, reference_lines,
@@ -76,6 +77,7 @@ def sections(rep: Report) -> list[Section]:
     has_micro = bool(answer_table(rep, rl=False).rows)
     out: list[Optional[Section]] = [
         Section("The answer", answer_intro(rep), answer_table(rep, rl=True), key="answer", note=answer_note(rep)),
+        *scaling_sections(rep),  # a many-core run's scaling curve, measured and predicted
         resolution(rep),
         Section("Every backend against serial", "Each backend's throughput over serial's, with its 95% interval: "
                 "from standalone jobs (ratios of medians of repetitions) and from paired jobs (medians of "

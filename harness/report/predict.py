@@ -136,6 +136,16 @@ def _capacity_mask(rows: pd.DataFrame) -> pd.Series:
     return (rows["backend"] == "capacity") & (rows["variant"].astype(str) == "lockstep")
 
 
+def reactor_speedups(rows: pd.DataFrame) -> dict[tuple[str, int, int], float]:
+    """The reactor (processes executor) over serial in paired jobs, per (workload, bank, workers)."""
+    out = {}
+    for key, g in rows.groupby(["scenario", "num_envs", "workers"]):
+        r = _paired_ratio(g, _is_reactor_processes(g), g["backend"] == "serial")
+        if r is not None:
+            out[(str(key[0]), int(key[1]), int(key[2]))] = r
+    return out
+
+
 def ceiling_speedups(rows: pd.DataFrame) -> dict[tuple[str, int, int], float]:
     """The synchronized ceiling over serial in paired jobs, per (workload, bank, workers)."""
     out = {}
@@ -167,7 +177,8 @@ def _cores(row: pd.Series) -> int | None:
 
 def predict_rows(rows: pd.DataFrame, machine: pd.DataFrame | None = None) -> pd.DataFrame:
     """One line per workload (and bank) and worker count of the run's reactor processes rows: the measured and
-    predicted share of the synchronized ceiling and what the prediction used.
+    predicted share of the synchronized ceiling and what the prediction used (NaN where no row has the CPU
+    column to predict from).
 
     Args:
         rows: the run's ok rows (`harness.report.load.load_results`).
@@ -185,7 +196,7 @@ def predict_rows(rows: pd.DataFrame, machine: pd.DataFrame | None = None) -> pd.
     for i, rc in costs_of.items():
         if not rc.oversubscribed and len(rc.costs) > 1:
             handoffs.setdefault(str(reactor.at[i, "scenario"]), []).append(rc.handoff_us)
-    run_ceiling, run_share = ceiling_speedups(rows), measured_shares(rows)
+    run_ceiling, run_share, run_speedup = ceiling_speedups(rows), measured_shares(rows), reactor_speedups(rows)
     ref_ceiling = ceiling_speedups(machine) if machine is not None else {}
     ref_share = measured_shares(machine) if machine is not None else {}
     lines = []
@@ -207,9 +218,8 @@ def predict_rows(rows: pd.DataFrame, machine: pd.DataFrame | None = None) -> pd.
             rounds.append(critical_round(rc.costs, rc.members, h))
             sources.add(source)
             hand.append(h)
-        if not rounds:
-            continue
-        predicted_round = float(np.median(rounds))
+        # no row with the CPU column: the measured side alone (the prediction '-')
+        predicted_round = float(np.median(rounds)) if rounds else np.nan
         speedup = serial_round / predicted_round if predicted_round > 0 else np.nan
         if key in run_ceiling:
             ceiling, ceiling_from = run_ceiling[key], "run"
@@ -222,10 +232,11 @@ def predict_rows(rows: pd.DataFrame, machine: pd.DataFrame | None = None) -> pd.
         lines.append({
             "workload": key[0], "bank": key[1], "workers": key[2],
             "measured_share": measured, "predicted_share": predicted,
-            "error": (predicted - measured) / measured if measured else None,
+            "error": (predicted - measured) / measured if measured and not np.isnan(predicted) else None,
+            "measured_speedup": run_speedup.get(key),
             "predicted_round_us": predicted_round, "serial_round_us": serial_round,
             "predicted_speedup": speedup, "ceiling_speedup": ceiling, "ceiling_from": ceiling_from,
-            "handoff_us": float(np.median(hand)), "handoff_from": "+".join(sorted(sources)),
+            "handoff_us": float(np.median(hand)) if hand else np.nan, "handoff_from": "+".join(sorted(sources)) or "-",
         })
     out = pd.DataFrame(lines)
     if not out.empty:
@@ -255,7 +266,7 @@ def format_lines(table: pd.DataFrame) -> str:
            "predicted_speedup ceiling_speedup(from) handoff_us(from)"]
     for r in table.to_dict("records"):
         out.append(f"{r['workload']} {r['workers']} {num(r['measured_share'], '.2f')} {num(r['predicted_share'], '.2f')}"
-                   f"  {num(r['error'], '+.0%')}  {r['predicted_round_us']:.1f} {num(r['serial_round_us'], '.1f')} "
+                   f"  {num(r['error'], '+.0%')}  {num(r['predicted_round_us'], '.1f')} {num(r['serial_round_us'], '.1f')} "
                    f"{num(r['predicted_speedup'], '.2f')} {r['ceiling_speedup']:.2f}({r['ceiling_from']}) "
-                   f"{r['handoff_us']:.1f}({r['handoff_from']})")
+                   f"{num(r['handoff_us'], '.1f')}({r['handoff_from']})")
     return "\n".join(out)

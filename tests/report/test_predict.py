@@ -99,3 +99,20 @@ def test_predict_says_so_when_a_run_has_nothing_to_predict_from(tmp_path):
     done = subprocess.run([sys.executable, "-m", "harness.report", "--predict", str(tmp_path)], cwd=REPO,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and "no reactor processes rows" in done.stderr
+
+
+def test_a_many_core_run_s_report_opens_with_its_scaling_curve_after_the_answer():
+    """The 16-core reference run (paired jobs at 1-16 workers): the section after the answer is the scaling table,
+    one row per workload and worker count, its shares the paired medians (gym at 16: 0.41 of the ceiling)."""
+    from harness.report.build import make_report
+    from harness.report.compose import sections
+
+    rep = make_report([REPO / "results/reference/h200-16core-2026-12-04-device"], figures=False)
+    parts = sections(rep)
+    assert [s.key for s in parts[:2]] == ["answer", "scaling"]
+    table = parts[1].content
+    cells = {(r[0], r[1]): r for r in table.rows}
+    assert {w for (wl, w) in cells if wl == "gym"} == {"1", "2", "4", "8", "16"}
+    assert cells[("gym", "16")][4] == "0.41" and cells[("atari", "16")][4] == "0.49"
+    # recorded before the CPU column: measured only, no prediction claimed
+    assert cells[("gym", "16")][5] == "-"
