@@ -18,7 +18,8 @@ per round with a core of its own. From those costs the round's critical path at 
     the processes) of a job whose processes each had a core (in the same run; else `DEFAULT_HANDOFF_US`).
 
 Nothing is fitted to the shares it predicts. The predicted speedup over serial is serial's round (the same
-run's serial rows, same scenario and bank) over that round; the predicted share of the ceiling is the speedup
+run's serial rows, same scenario and bank, in CPU time: their process tree's ``tree_cpu_ms_per_unit``) over that
+round; the predicted share of the ceiling is the speedup
 over the ceiling's own speedup: the synchronized ceiling measured in the same paired job where there is one,
 else the target machine's (``--machine``: a reference run of that machine, its paired ceiling at the same
 workload and worker count), else ``workers`` (an ideal machine: said in the output).
@@ -167,6 +168,23 @@ def measured_shares(rows: pd.DataFrame) -> dict[tuple[str, int, int], float]:
     return out
 
 
+def serial_round_us(serial: pd.DataFrame) -> float:
+    """Serial's round in microseconds of CPU time (its rows' ``tree_cpu_ms_per_unit``: like the reactor's costs,
+    not inflated by other load on the host), median over its rows; wall time where no row has the CPU time.
+
+    Args:
+        serial: serial's ok rows of one workload and bank.
+    """
+    if serial.empty:
+        return np.nan
+    cpu = [float(e["tree_cpu_ms_per_unit"]) * 1e3 * float(u) / float(r)
+           for e, u, r in zip(serial["extra_dict"], serial["units"], serial["rounds"])
+           if isinstance(e, dict) and e.get("tree_cpu_ms_per_unit") and r]
+    if cpu:
+        return float(np.median(cpu))
+    return float((serial["seconds"] / serial["rounds"]).median() * 1e6)
+
+
 def _cores(row: pd.Series) -> int | None:
     value = row.get("cpu_count")
     try:
@@ -203,7 +221,7 @@ def predict_rows(rows: pd.DataFrame, machine: pd.DataFrame | None = None) -> pd.
     for (scenario, bank, workers), g in reactor.groupby(["scenario", "num_envs", "workers"]):
         key = (str(scenario), int(bank), int(workers))
         serial = rows[(rows["backend"] == "serial") & (rows["scenario"] == scenario) & (rows["num_envs"] == bank)]
-        serial_round = (serial["seconds"] / serial["rounds"]).median() * 1e6 if not serial.empty else np.nan
+        serial_round = serial_round_us(serial)
         rounds, sources, hand = [], set(), []
         for i in g.index:
             rc = costs_of.get(i)

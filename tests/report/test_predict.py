@@ -39,7 +39,7 @@ def test_a_row_without_the_cpu_column_is_not_used_and_members_default_to_the_eve
 def _row(backend, variant, workers, cycle, throughput, extra=None, cpu_count=2, seconds=1.0, rounds=100):
     return {"scenario": "gym", "num_envs": 4, "workers": workers, "backend": backend, "variant": variant,
             "job": f"j{workers}", "cycle": cycle, "throughput": throughput, "status": "ok", "seconds": seconds,
-            "rounds": rounds, "extra_dict": extra or {}, "cpu_count": cpu_count}
+            "rounds": rounds, "units": 4 * rounds, "extra_dict": extra or {}, "cpu_count": cpu_count}
 
 
 def _costs(costs, handoff):
@@ -53,13 +53,14 @@ def _costs(costs, handoff):
 def test_the_prediction_uses_the_hand_off_of_a_job_with_a_core_per_process_and_the_run_s_ceiling():
     rows = []
     for cycle in range(3):
-        # serial: 4,000 us per round; the ceiling 3.2x serial at 4 workers; 4 processes on 2 cores
-        rows.append(_row("serial", "-", 4, cycle, 1000.0, seconds=0.4, rounds=100))
+        # serial: 4,000 us of CPU per round (10 ms per env step of its process tree; 10 ms of wall time per round,
+        # waiting for a core on a busy host); the ceiling 3.2x serial at 4 workers; 4 processes on 2 cores
+        rows.append(_row("serial", "-", 4, cycle, 1000.0, {"tree_cpu_ms_per_unit": 1.0}, seconds=1.0, rounds=100))
         rows.append(_row("capacity", "lockstep", 4, cycle, 3200.0))
         rows.append(_row("reactor", "processes-max1024", 4, cycle, 2000.0,
                          _costs([1300, 1000, 1000, 1000], handoff=900.0)))
         # 2 processes on 2 cores: the hand-off (6 us) the oversubscribed job borrows
-        rows.append(_row("serial", "-", 2, cycle, 1000.0, seconds=0.4, rounds=100))
+        rows.append(_row("serial", "-", 2, cycle, 1000.0, {"tree_cpu_ms_per_unit": 1.0}, seconds=1.0, rounds=100))
         rows.append(_row("reactor", "processes-max1024", 2, cycle, 1800.0, _costs([2300, 2000], handoff=6.0)))
     table = predict_rows(pd.DataFrame(rows)).set_index("workers")
     four = table.loc[4]
