@@ -53,7 +53,7 @@ class RoundCosts:
 
     Attributes:
         costs: the CPU time per round of each process outside its waits, by rank.
-        members: bank members each process steps, by rank.
+        members: bank members each process steps, by rank (the row's ``bd_w<i>_members``).
         handoff_us: the median over the processes of their hand-offs per round (wall time).
         oversubscribed: more processes than the job's host had cores (its hand-offs waited for cores).
     """
@@ -64,25 +64,11 @@ class RoundCosts:
     oversubscribed: bool
 
 
-def even_members(bank: int, processes: int) -> tuple[int, ...]:
-    """Members per process of the contiguous even split (the runtime's default placement).
-
-    Args:
-        bank: the bank's width.
-        processes: the worker processes.
-    """
-    from reactor_backend.placement import even_part
-
-    parts = [even_part(i, bank, processes) for i in range(bank)]
-    return tuple(parts.count(p) for p in range(processes))
-
-
-def round_costs(extra: dict[str, Any], bank: int, cores: int | None) -> RoundCosts | None:
+def round_costs(extra: dict[str, Any], cores: int | None) -> RoundCosts | None:
     """The costs a reactor row's breakdown recorded, or None for a row without one.
 
     Args:
         extra: the row's ``extra`` (its ``bd_w<i>_*_us`` columns).
-        bank: the scenario's bank width (the row's ``num_envs``).
         cores: the host's usable cores (the row's metadata), None if unknown.
     """
     ranks = sorted(int(m.group(1)) for k in extra if (m := _RANK.match(k)))
@@ -92,10 +78,9 @@ def round_costs(extra: dict[str, Any], bank: int, cores: int | None) -> RoundCos
     if not all(f"bd_w{r}_cpu_us" in extra for r in ranks):
         return None  # a row from before the CPU column (the module docstring says why it is not used)
     costs = tuple(float(extra[f"bd_w{r}_cpu_us"]) for r in ranks)
-    if all(f"bd_w{r}_members" in extra for r in ranks):
-        members = tuple(int(extra[f"bd_w{r}_members"]) for r in ranks)
-    else:
-        members = even_members(bank, n)
+    if not all(f"bd_w{r}_members" in extra for r in ranks):
+        return None  # where the members ran is the backend's record (the report reads rows, not the runtime)
+    members = tuple(int(extra[f"bd_w{r}_members"]) for r in ranks)
     handoff = float(np.median([float(extra.get(f"bd_w{r}_handoff_us", 0.0)) for r in ranks]))
     return RoundCosts(costs, members, handoff, cores is not None and n > cores)
 
@@ -207,7 +192,7 @@ def predict_rows(rows: pd.DataFrame, machine: pd.DataFrame | None = None) -> pd.
     # the run's hand-off with a core per process (the breakdown's own column), per workload
     costs_of = {}
     for i, row in reactor.iterrows():
-        rc = round_costs(row["extra_dict"], int(row["num_envs"]), _cores(row))
+        rc = round_costs(row["extra_dict"], _cores(row))
         if rc is not None:
             costs_of[i] = rc
     handoffs: dict[str, list[float]] = {}

@@ -260,7 +260,7 @@ def test_counters_address_points_at_this_process_counters():
     assert _sync.Barrier(buf, 2, 0).counter(1, 3) == 12345
     assert b.counter(0, 3) == 0
     with pytest.raises(IndexError):
-        b.handoff_counter = 8
+        b.handoff_counter = 16  # COUNTERS: 16 per process
     b.handoff_counter = -1
 
 

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.report.predict import DEFAULT_HANDOFF_US, critical_round, even_members, predict_rows, round_costs
+from harness.report.predict import DEFAULT_HANDOFF_US, critical_round, predict_rows, round_costs
 from tests.conftest import REPO, run_cli
 
 
@@ -25,15 +25,15 @@ def test_process_0s_server_work_is_serial_with_the_other_processes_and_its_membe
     assert critical_round([123], [16], 5) == 123
 
 
-def test_a_row_without_the_cpu_column_is_not_used_and_members_default_to_the_even_split():
+def test_a_row_without_the_cpu_column_or_the_members_is_not_used():
     old = {f"bd_w{r}_{p}_us": 10.0 for r in range(2) for p in ("work", "transport", "wait", "handoff", "other")}
-    assert round_costs(old, 4, cores=2) is None
+    assert round_costs(old, cores=2) is None
     new = dict(old, bd_w0_cpu_us=30.0, bd_w1_cpu_us=20.0, bd_w0_handoff_us=2.0, bd_w1_handoff_us=4.0)
-    rc = round_costs(new, 5, cores=1)
-    assert rc.costs == (30.0, 20.0) and rc.members == even_members(5, 2) == (3, 2)
+    assert round_costs(new, cores=1) is None
+    rc = round_costs(dict(new, bd_w0_members=1, bd_w1_members=4), cores=1)
+    assert rc.costs == (30.0, 20.0) and rc.members == (1, 4)
     assert rc.handoff_us == 3.0 and rc.oversubscribed
-    rc = round_costs(dict(new, bd_w0_members=1, bd_w1_members=4), 5, cores=8)
-    assert rc.members == (1, 4) and not rc.oversubscribed
+    assert not round_costs(dict(new, bd_w0_members=1, bd_w1_members=4), cores=8).oversubscribed
 
 
 def _row(backend, variant, workers, cycle, throughput, extra=None, cpu_count=2, seconds=1.0, rounds=100):
