@@ -15,7 +15,8 @@ per round with a core of its own. From those costs the round's critical path at 
     with c_p the CPU per round of process p, m_0 the members process 0 steps, s one member's step (the median
     over the other processes of c_p / m_p) and h the round's two hand-offs on the critical path, read from the
     breakdown's own hand-off column (``bd_w<i>_handoff_us``, each process's hand-offs per round, median over
-    the processes) of a job whose processes each had a core (in the same run; else `DEFAULT_HANDOFF_US`).
+    the processes) of a job whose processes each had a core (no more processes than cores, on a host whose load
+    average was below its cores when the job started: in the same run; else `DEFAULT_HANDOFF_US`).
 
 Nothing is fitted to the shares it predicts. The predicted speedup over serial is serial's round (the same
 run's serial rows, same scenario and bank, in CPU time: their process tree's ``tree_cpu_ms_per_unit``) over that
@@ -32,9 +33,9 @@ round's real work.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -55,7 +56,8 @@ class RoundCosts:
         costs: the CPU time per round of each process outside its waits, by rank.
         members: bank members each process steps, by rank (the row's ``bd_w<i>_members``).
         handoff_us: the median over the processes of their hand-offs per round (wall time).
-        oversubscribed: more processes than the job's host had cores (its hand-offs waited for cores).
+        oversubscribed: more processes than the job's host had cores, or a host busy with other load (its
+            hand-offs waited for cores).
     """
 
     costs: tuple[float, ...]
@@ -122,35 +124,37 @@ def _capacity_mask(rows: pd.DataFrame) -> pd.Series:
     return (rows["backend"] == "capacity") & (rows["variant"].astype(str) == "lockstep")
 
 
-def reactor_speedups(rows: pd.DataFrame) -> dict[tuple[str, int, int], float]:
-    """The reactor (processes executor) over serial in paired jobs, per (workload, bank, workers)."""
+def _serial_mask(rows: pd.DataFrame) -> pd.Series:
+    return rows["backend"] == "serial"
+
+
+Mask = Callable[[pd.DataFrame], pd.Series]
+
+
+def paired_ratios(rows: pd.DataFrame, num: Mask, den: Mask) -> dict[tuple[str, int, int], float]:
+    """Per (workload, bank, workers), the median over paired cycles of the ``num`` rows' throughput over the
+    ``den`` rows'; only where paired jobs hold both."""
     out = {}
     for key, g in rows.groupby(["scenario", "num_envs", "workers"]):
-        r = _paired_ratio(g, _is_reactor_processes(g), g["backend"] == "serial")
+        r = _paired_ratio(g, num(g), den(g))
         if r is not None:
             out[(str(key[0]), int(key[1]), int(key[2]))] = r
     return out
+
+
+def reactor_speedups(rows: pd.DataFrame) -> dict[tuple[str, int, int], float]:
+    """The reactor (processes executor) over serial in paired jobs."""
+    return paired_ratios(rows, _is_reactor_processes, _serial_mask)
 
 
 def ceiling_speedups(rows: pd.DataFrame) -> dict[tuple[str, int, int], float]:
-    """The synchronized ceiling over serial in paired jobs, per (workload, bank, workers)."""
-    out = {}
-    for key, g in rows.groupby(["scenario", "num_envs", "workers"]):
-        r = _paired_ratio(g, _capacity_mask(g), g["backend"] == "serial")
-        if r is not None:
-            out[(str(key[0]), int(key[1]), int(key[2]))] = r
-    return out
+    """The synchronized ceiling over serial in paired jobs."""
+    return paired_ratios(rows, _capacity_mask, _serial_mask)
 
 
 def measured_shares(rows: pd.DataFrame) -> dict[tuple[str, int, int], float]:
-    """The reactor (processes executor) over the synchronized ceiling in paired jobs, per (workload, bank,
-    workers)."""
-    out = {}
-    for key, g in rows.groupby(["scenario", "num_envs", "workers"]):
-        r = _paired_ratio(g, _is_reactor_processes(g), _capacity_mask(g))
-        if r is not None:
-            out[(str(key[0]), int(key[1]), int(key[2]))] = r
-    return out
+    """The reactor (processes executor) over the synchronized ceiling in paired jobs."""
+    return paired_ratios(rows, _is_reactor_processes, _capacity_mask)
 
 
 def serial_round_us(serial: pd.DataFrame) -> float:
@@ -178,6 +182,15 @@ def _cores(row: pd.Series) -> int | None:
         return None
 
 
+def _busy_host(row: pd.Series) -> bool:
+    """The job started on a host whose 1-minute load average was above its cores: other processes took cores,
+    so even a job with no more processes than cores waited for them in its hand-offs."""
+    meta = row.get("meta")
+    load = meta.get("load_avg") if isinstance(meta, dict) else None
+    cores = _cores(row)
+    return bool(load) and cores is not None and float(load[0]) > cores
+
+
 def predict_rows(rows: pd.DataFrame, machine: pd.DataFrame | None = None) -> pd.DataFrame:
     """One line per workload (and bank) and worker count of the run's reactor processes rows: the measured and
     predicted share of the synchronized ceiling and what the prediction used (NaN where no row has the CPU
@@ -194,7 +207,8 @@ def predict_rows(rows: pd.DataFrame, machine: pd.DataFrame | None = None) -> pd.
     for i, row in reactor.iterrows():
         rc = round_costs(row["extra_dict"], _cores(row))
         if rc is not None:
-            costs_of[i] = rc
+            # a hand-off measured while the host's other load took cores says nothing about a core each
+            costs_of[i] = replace(rc, oversubscribed=True) if _busy_host(row) else rc
     handoffs: dict[str, list[float]] = {}
     for i, rc in costs_of.items():
         if not rc.oversubscribed and len(rc.costs) > 1:

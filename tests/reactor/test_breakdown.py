@@ -42,10 +42,10 @@ class Srv(Reactor):
 
 
 class Main(Reactor):
-    def __init__(self, rounds=10):
+    def __init__(self, rounds=10, member=Busy, server=Srv):
         super().__init__()
-        self.srv = Srv(rounds)
-        self.workers = self.bank(Busy, 2)
+        self.srv = server(rounds)
+        self.workers = self.bank(member, 2)
         self.connect(self.srv.go, self.workers.inp, broadcast=True)
         self.connect(self.workers.out, self.srv.res)
 
@@ -81,20 +81,11 @@ class Sleepy(Busy):
         self.out.set(self.bank_index)
 
 
-class SleepyMain(Main):
-    def __init__(self, rounds=10):
-        Reactor.__init__(self)
-        self.srv = Srv(rounds)
-        self.workers = self.bank(Sleepy, 2)
-        self.connect(self.srv.go, self.workers.inp, broadcast=True)
-        self.connect(self.workers.out, self.srv.res)
-
-
 def test_cpu_counts_the_cpu_a_process_used_not_the_time_it_slept_or_waited():
     """``cpu`` is thread CPU time outside the waits: the spun half of each round's work, not the slept half
     (which the wall-time ``work`` counts), and not the waiting for the other member's result."""
     bd = Breakdown()
-    run(SleepyMain(10), executor="processes", workers=2, breakdown=bd)
+    run(Main(10, member=Sleepy), executor="processes", workers=2, breakdown=bd)
     for rank, part in enumerate(bd.snapshot()):
         assert part["work"] >= 10 * 4_000_000, (rank, part)
         # 10 x 2 ms spun, plus the tag loop's own CPU; never the 10 x 2 ms slept nor the waits
@@ -120,18 +111,9 @@ class Excluding(Srv):
             self.again.schedule(0)
 
 
-class ExcludingMain(Main):
-    def __init__(self, rounds=10):
-        Reactor.__init__(self)
-        self.srv = Excluding(rounds)
-        self.workers = self.bank(Busy, 2)
-        self.connect(self.srv.go, self.workers.inp, broadcast=True)
-        self.connect(self.workers.out, self.srv.res)
-
-
 def test_time_excluded_by_the_caller_is_not_role_work_nor_cpu():
     bd = Excluding.breakdown = Breakdown()
-    run(ExcludingMain(10), executor="processes", workers=2, breakdown=bd)
+    run(Main(10, server=Excluding), executor="processes", workers=2, breakdown=bd)
     w0 = bd.snapshot()[0]
     # process 0 steps one member (10 x 2 ms) and spent 10 x 5 ms on excluded work: only the first counts
     assert 10 * 2_000_000 <= w0["work"] < 10 * 4_000_000, w0
