@@ -19,6 +19,25 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+def pytest_collection_modifyitems(config, items):
+    """``--dist loadgroup``'s groups, repaired for pytest 9: pytest-xdist (3.8) marks a test of an
+    ``xdist_group`` by appending ``@<group>`` to ``item._nodeid`` on the worker, which pytest 9 no longer reads
+    (a node's id is ``item._id``), so every grouped test was scheduled on its own: modules that start Ray in
+    the test process shared no worker, and a module fixture shared by a group ran once per worker. Here the
+    suffix goes where pytest 9 reads it; where xdist's own suffix took effect, nothing changes."""
+    if not hasattr(config, "workerinput") or not getattr(config.option, "loadgroup", False):  # set on workers
+        return
+    try:
+        from _pytest.nodeid import coerce_node_id
+    except ImportError:  # an older pytest, where xdist's own suffix works
+        return
+    for item in items:
+        names = {str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+                 for m in item.iter_markers("xdist_group")}
+        if names and "@" not in item.nodeid and hasattr(item, "_id"):
+            item._id = coerce_node_id(f"{item.nodeid}@{'_'.join(sorted(names))}")
+
+
 def run_cli(*overrides: str, run_dir: Path | None = None, multirun: bool = False,
             timeout: float = 300) -> subprocess.CompletedProcess:
     """``python -m harness [overrides]`` in the repository, output dir under ``run_dir``."""
