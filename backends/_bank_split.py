@@ -46,8 +46,9 @@ def split_by_cost(members: int, processes: int, step: float, gather: float, *, s
                   handoff: float) -> list[int]:
     """The process of each bank member, contiguous, for the shortest `predicted_round` with at most the
     even split's share on process 0 (which also runs the server); of equally short rounds the one nearest
-    the even split. A costly streaming gather (Atari frames' CRC-32) moves members off process 0, a cheap
-    one (CartPole) does not pay for the longer wait of the others; the cap keeps every process working
+    the even split. A costly streaming gather (a server that reads every byte of every result) moves members
+    off process 0, a cheap one (the env workloads', whose workers encode their own results) does not pay for
+    the longer wait of the others; the cap keeps every process working
     when steps are shorter than a hand-off (one process would be faster: that is serial's result).
 
     Args:

@@ -51,7 +51,8 @@ class ReactorConfig(BackendConfig):
     #: processes executor, the bank split policy (`backends._bank_split`): ``cost``: where the server's gather
     #: is split (``split_gather``: gym, atari), the contiguous split whose round is shortest by the costs
     #: measured at start-up on throwaway roles (a member's step, the server's gather per member) and
-    #: ``handoff_us`` (`split_by_cost`): process 0 also runs the server, and a costly gather (Atari frames)
+    #: ``handoff_us`` (`split_by_cost`): process 0 also runs the server, and a costly gather (a server that
+    #: reads every byte it receives; the env workloads' workers encode their own results, so theirs is cheap)
     #: takes members off it; elsewhere, and with ``even``, contiguous even parts
     placement: BankSplit = BankSplit.cost
     #: processes executor, ``placement=cost``: what the two hand-offs of a round (scatter, results) cost
