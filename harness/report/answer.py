@@ -22,25 +22,14 @@ import pandas as pd
 from harness.labels import BackendLabel
 from harness.report.fmt import num, percent, ratio
 from harness.report.model import Report, backend_name, is_rl, name_of, scenario_order, short_machine
-from harness.report.paired import PairedJob, ratio_frame
-from harness.report.intervals import median_interval
+from harness.report.paired import PairedJob, cycle_ratios, leader_and_runner_up, ratio_frame
+from harness.report.intervals import FASTER, UNCLEAR, median_interval, no_winner_phrase, verdict
 from harness.report.stats import CEILING, CEILINGS, SERIAL, SYNC_CEILING
-from harness.report.verdict import REACTOR, Headline, is_alternative
+from harness.report.verdict import REACTOR, Headline, is_alternative, standalone_word
 
 #: backends whose rows are labelled references, not the same work (RLlib's sampler, EnvPool): never the best
 #: alternative of a paired job
 REFERENCE_BACKENDS = ("rllib", "envpool")
-#: the words of the rule (docs/report.md): a ratio's interval above 1, below 1, or across it
-FASTER, SLOWER, UNCLEAR = "faster", "slower", "no clear difference"
-
-
-def word(lo: float, hi: float) -> str:
-    """The verdict rule on an interval of a ratio a/b: faster only when it lies above 1."""
-    if not (np.isfinite(lo) and np.isfinite(hi)):
-        return "too few cycles"
-    return FASTER if lo > 1 else SLOWER if hi < 1 else UNCLEAR
-
-
 @dataclass
 class Reading:
     """One ratio with its interval: ``numerator`` over ``denominator`` (labels), and where it came from."""
@@ -71,10 +60,16 @@ class Part:
     ceiling: Optional[Reading] = None       # the reactor over the measured ceiling (capacity)
     sync_ceiling: Optional[Reading] = None  # the reactor over the synchronized ceiling (capacity_lockstep)
     ceiling_source: str = "measured"
+    #: the rule's word on ``lead`` (`harness.report.intervals.verdict`), the margin it used, and how many
+    #: cycles (or repetitions: ``samples``) the lead stands on
+    word: str = UNCLEAR
+    margin: float = 0.0
+    n: Optional[int] = None
+    samples: str = "cycles"
 
     @property
     def winner(self) -> Optional[str]:
-        return self.leader if self.lead is not None and word(self.lead.low, self.lead.high) == FASTER else None
+        return self.leader if self.lead is not None and self.word == FASTER else None
 
 
 @dataclass
@@ -122,15 +117,16 @@ class Answer:
 
 
 def _who(p: Part) -> str:
+    """Who wins, in the rule's words (`harness.report.intervals.verdict_phrase`): the winner with its lead, or
+    why there is none: equivalent within the margin, no clear difference, too few cycles."""
     if p.leader is None:
         return "no ok rows"
     if p.runner_up is None or p.lead is None:
         return f"only {backend_name(p.leader)} measured"
+    leader, runner = backend_name(p.leader), backend_name(p.runner_up)
     if p.winner is not None:
-        lead = p.lead.text()
-        return f"{backend_name(p.leader)}, {lead} over {backend_name(p.runner_up)}"
-    return (f"no clear winner: {backend_name(p.leader)} and {backend_name(p.runner_up)} within noise "
-            f"({p.lead.text()})")
+        return f"{leader}, {p.lead.text()} over {runner}"
+    return f"{no_winner_phrase(p.word, leader, runner, p.margin, p.n, p.samples)} ({p.lead.text()})"
 
 
 def _part_text(p: Part, spans: bool) -> str:
@@ -204,13 +200,12 @@ def paired_parts(job: PairedJob) -> list[Part]:
     serial = BackendLabel.parse(reactor).serial_baseline().render() if reactor else SERIAL
     for (lo_i, hi_i), (regime, g) in zip(job.regimes, frame.groupby("regime", sort=False)):
         t = job.table.iloc[lo_i:hi_i]
-        med = {lab: float(t[lab].median()) for lab in contenders if lab in t}
-        ranked = sorted(med, key=lambda lab: -med[lab])
-        leader = ranked[0] if ranked else None
-        runner = ranked[1] if len(ranked) > 1 else None
+        # the leader by the median of per-cycle ratios: the statistic its lead is printed in
+        leader, runner = leader_and_runner_up(t, contenders)
+        lead = _reading(g, leader, runner) if leader and runner else None
         parts.append(Part(
-            span="" if regime == "all" else str(regime), leader=leader, runner_up=runner,
-            lead=_reading(g, leader, runner) if leader and runner else None,
+            span="" if regime == "all" else str(regime), leader=leader, runner_up=runner, lead=lead,
+            word=verdict(lead.low, lead.high, job.margin) if lead else UNCLEAR, margin=job.margin, n=len(t),
             reactor=_reading(g, reactor, serial) if reactor and serial in contenders else None,
             ceiling=_reading(g[g["kind"] == "efficiency"], reactor, CEILING) if reactor else None,
             sync_ceiling=_reading(g[g["kind"] == "efficiency"], reactor, SYNC_CEILING) if reactor else None))
@@ -239,8 +234,7 @@ def paired_answer(rep: Report, job: PairedJob, twins: int = 1) -> Optional[Answe
     reactor = _reactor_label([lab for lab in job.labels if lab not in CEILINGS])
     best = paired_best_alternative({lab: float(job.table[lab].median()) for lab in job.labels if lab in job.table})
     if reactor and best:  # per-cycle ratios over the whole job (a ratio within a cycle cancels a host shift)
-        r = (job.table[reactor] / job.table[best]).replace([np.inf, -np.inf], np.nan).dropna().to_numpy(float)
-        med, lo, hi = median_interval(r).as_tuple()
+        med, lo, hi = median_interval(cycle_ratios(job.table, reactor, best)).as_tuple()
         answer.vs_best = Reading(reactor, best, med, lo, hi)
     return answer
 
@@ -256,7 +250,8 @@ def _speedup_reading(a: str, b: Optional[str], sp: Any) -> Optional[Reading]:
 def standalone_answer(rep: Report, h: Headline) -> Answer:
     share = math.nan if not np.isfinite(h.efficiency) else h.efficiency
     part = Part(span="", leader=h.leader, runner_up=h.runner_up,
-                lead=_speedup_reading(h.leader or "", h.runner_up, h.lead),
+                lead=_speedup_reading(h.leader or "", h.runner_up, h.lead), word=standalone_word(h.lead),
+                n=min(h.lead.n_a, h.lead.n_b) if h.lead is not None else None, samples="repetitions",
                 reactor=_speedup_reading(REACTOR, SERIAL, h.vs_serial),
                 ceiling=Reading(REACTOR, CEILING, share, math.nan, math.nan) if np.isfinite(share) else None,
                 sync_ceiling=(Reading(REACTOR, SYNC_CEILING, h.sync_efficiency, math.nan, math.nan)

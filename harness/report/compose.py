@@ -53,7 +53,8 @@ def figures_empty(rep: Report, what: str) -> str:
 
 
 def answer_intro(rep: Report) -> str:
-    return ("Per RL workload: who wins and by how much (a win only when the 95% interval of the lead excludes 1), "
+    return ("Per RL workload: who wins and by how much (a win only when the 95% interval of the lead clears 1 by "
+            "the job's margin; too few cycles give none), "
             "the reactor over serial and over the best alternative, and its share of the ceiling."
             + (" Shaded rows: paired jobs." if any(is_rl(j.scenario) for j in rep.paired or []) else ""))
 
@@ -92,7 +93,8 @@ def sections(rep: Report) -> list[Section]:
                 "ceiling (measured: `capacity`; synchronized: `capacity_lockstep`; assumed: serial x min(workers, "
                 "cores)). Columns: docs/report.md.", headline_table(rep, rl=True), key=WARNINGS_BEFORE),
         Section("Verdicts", "RL workloads, in words. Fastest only when the 95% interval of its lead over the "
-                "runner-up excludes 1; the reactor's standing by the same rule (docs/report.md)."
+                "runner-up clears 1 (by the job's margin where rows record one); the reactor's standing by the "
+                "same rule (docs/report.md)."
                 + (" Paired jobs (marked paired): each reactor executor against serial on the same interpreter."
                    if rep.paired else ""), verdict_lines(rep, rl=True), empty="no RL workload measured",
                 key="verdicts"),

@@ -7,14 +7,17 @@ What is compared:
 * paired jobs (matched by configuration, and by job folder where a run holds several of one configuration):
   each contender over serial on the same interpreter, as the report reads it (median of per-cycle ratios with
   its interval, `harness.report.paired.ratio_frame`, per regime where the host shifted); B / A is the ratio of
-  the two runs' medians of per-cycle ratios, its interval a bootstrap over both runs' cycles
-  (`harness.report.stats.speedup`): the runs are independent samples of the same paired quantity;
-* standalone jobs (matched by configuration and backend): the median throughput, B / A with the same
-  bootstrap over the two runs' repetitions. Two runs' standalone throughputs differ with the host as much as
-  with the code (docs/report.md): read them as that.
+  the two runs' medians of per-cycle ratios, its interval from the report's one interval method
+  (`harness.report.intervals.ratio_of_medians`: each run's order-statistic interval, corrected for dependence
+  between neighbouring cycles, at sqrt(95%), so both hold together with at least 95%);
+* standalone jobs (matched by configuration and backend): the median throughput, B / A with the same interval
+  over the two runs' repetitions. Two runs' standalone throughputs differ with the host as much as with the
+  code (docs/report.md): read them as that.
 
-A difference is *flagged* when the interval of B / A excludes 1 ("faster" / "slower" in B); otherwise the line
-says "same within the interval". Definitions: docs/report.md, "Comparing two runs".
+The verdict is the report's one rule (`harness.report.intervals.verdict`) with the larger of the two jobs'
+margins (0 for standalone rows): "faster in B" / "slower in B" (flagged), "equivalent within +-m%", "no clear
+difference", or "too few cycles" where a run has too few values for its interval. Definitions: docs/report.md,
+"Comparing two runs".
 """
 from __future__ import annotations
 
@@ -30,8 +33,9 @@ from harness.labels import BackendLabel
 from harness.report.build import make_report
 from harness.report.fmt import Table, num, ratio
 from harness.report.model import Report, all_rows, backend_name, name_of, scenario_order
-from harness.report.paired import PairedJob, ratio_frame
-from harness.report.stats import CEILINGS, speedup
+from harness.report.intervals import FASTER, SLOWER, ratio_of_medians, verdict as rule, verdict_phrase
+from harness.report.paired import PairedJob, cycle_ratios, ratio_frame
+from harness.report.stats import CEILINGS
 
 COMPARE_START = "<!-- compare:start -->"
 COMPARE_END = "<!-- compare:end -->"
@@ -51,19 +55,26 @@ class Line:
     low: float
     high: float
     scenario: str = ""
+    #: the margin the verdict clears (the larger of the two jobs' ``compare.margin``; 0 for standalone rows)
+    margin: float = 0.0
+
+    @property
+    def word(self) -> str:
+        return rule(self.low, self.high, self.margin)
 
     @property
     def change(self) -> str:
-        if not (np.isfinite(self.low) and np.isfinite(self.high)):
-            return "no interval"
-        return "faster in B" if self.low > 1 else "slower in B" if self.high < 1 else "same within the interval"
+        w = self.word
+        if w in (FASTER, SLOWER):
+            return f"{w} in B"
+        return verdict_phrase(w, "B", "A", self.margin, samples="cycles" if self.source == "paired" else "repetitions")
 
     @property
     def flagged(self) -> bool:
-        return self.change in ("faster in B", "slower in B")
+        return self.word in (FASTER, SLOWER)
 
     def text(self) -> str:
-        """pyperf's style: ``name: A -> B: 1.01x [0.95, 1.07] (same within the interval)``."""
+        """pyperf's style: ``name: A -> B: 1.01x [0.95, 1.07] (no clear difference)``."""
         return (f"{self.name}, {self.quantity} ({self.source}): {self.a_text} -> {self.b_text}: "
                 f"B/A {ratio(self.ratio, self.low, self.high)} ({self.change})")
 
@@ -132,13 +143,11 @@ def paired_lines(a: Report, b: Report) -> list[Line]:
             serial = BackendLabel.parse(lab).serial_baseline().render()
             if lab == serial or not {lab, serial} <= set(ja.table) or not {lab, serial} <= set(jb.table):
                 continue
-            ra = (ja.table[lab] / ja.table[serial]).to_numpy(float)
-            rb = (jb.table[lab] / jb.table[serial]).to_numpy(float)
-            sp = speedup(rb, ra)
+            med, lo, hi = ratio_of_medians(cycle_ratios(jb.table, lab, serial), cycle_ratios(ja.table, lab, serial))
             out.append(Line(config=ja.config, name=name_of(a, ja.config), scenario=ja.scenario,
                             quantity=f"{backend_name(lab)} / {backend_name(serial)}", source="paired",
                             a_text=_paired_reading(fa, ja, lab, serial), b_text=_paired_reading(fb, jb, lab, serial),
-                            ratio=sp.ratio, low=sp.low, high=sp.high))
+                            ratio=med, low=lo, high=hi, margin=max(ja.margin, jb.margin)))
     return out
 
 
@@ -152,13 +161,14 @@ def standalone_lines(a: Report, b: Report) -> list[Line]:
         gb = rb[(rb["config"] == config) & (rb["label"] == label)]
         if not len(gb):
             continue
+        ga, gb = ga.sort_values("repetition"), gb.sort_values("repetition")  # in time order (dependence)
         xa, xb = ga["throughput"].to_numpy(float), gb["throughput"].to_numpy(float)
-        sp = speedup(xb, xa)
+        med, lo, hi = ratio_of_medians(xb, xa)
         unit = str(ga["unit"].iloc[0])
         out.append(Line(config=config, name=name_of(a, config), scenario=str(ga["scenario"].iloc[0]),
                         quantity=f"{backend_name(label)} {unit}/s", source="standalone",
                         a_text=f"{num(np.median(xa))} ({xa.size} reps)", b_text=f"{num(np.median(xb))} ({xb.size} reps)",
-                        ratio=sp.ratio, low=sp.low, high=sp.high))
+                        ratio=med, low=lo, high=hi))
     return out
 
 
@@ -185,7 +195,7 @@ def to_markdown(c: Comparison, a_name: str = "A", b_name: str = "B") -> str:
     out += [f"- {line.replace(': A ', f': {a_name} ', 1).replace('; B ', f'; {b_name} ', 1)}" for line in c.changes]
     out += [""]
     out += [f"{len(flagged)} of {len(c.lines)} readings differ beyond their interval"
-            + (":" if flagged else " (the rest: the same within the interval)."), ""]
+            + (":" if flagged else " (none faster or slower by the rule)."), ""]
     out += [f"- {x.text()}".replace("in B", f"in {b_name}") for x in flagged] + ([""] if flagged else [])
     out.append(comparison_table(c, a_name, b_name).markdown())
     return "\n".join(out)

@@ -17,8 +17,9 @@ import numpy as np
 import pandas as pd
 
 from harness.labels import BackendLabel
-from harness.report.paired import PairedJob
-from harness.report.stats import SERIAL, median_ci
+from harness.report.intervals import median_interval, verdict as rule, word_phrase
+from harness.report.paired import PairedJob, cycle_ratios
+from harness.report.stats import SERIAL
 
 from harness.report.fmt import Table, num
 from harness.report.model import Section
@@ -85,9 +86,16 @@ def skipped_lines(rows: pd.DataFrame) -> list[str]:
     return sorted({f"{r['scenario']} on {r['label']}: {r['error']}" for _, r in sk.iterrows()})
 
 
-def _ci(x: pd.Series) -> str:
-    med, lo, hi = median_ci(x.replace([np.inf, -np.inf], np.nan).dropna().to_numpy(float))
-    return "" if not np.isfinite(med) else f"{med:.2f} [{lo:.2f}, {hi:.2f}]"
+def _ci(x: pd.Series, margin: float = 0.0) -> str:
+    """A ratio per cycle (``x``, in cycle order): the median with the paired interval
+    (`harness.report.intervals.median_interval`) and the report's one rule's verdict in words."""
+    values = x.replace([np.inf, -np.inf], np.nan).dropna().to_numpy(float)
+    reading = median_interval(values)
+    med, lo, hi = reading.as_tuple()
+    if not np.isfinite(med):
+        return ""
+    said = word_phrase(rule(lo, hi, margin), margin, int(values.size))
+    return f"{med:.2f} ({said})" if not reading.enough else f"{med:.2f} [{lo:.2f}, {hi:.2f}] ({said})"
 
 
 def _ft_labels(labels: list[str]) -> list[str]:
@@ -114,12 +122,13 @@ def ft_paired_table(jobs: list[PairedJob]) -> Table:
         serial_ft = next((lab for lab in ft if _base_label(lab) == SERIAL), None)
         for lab in ft:
             base = _base_label(lab)
+            m = job.margin
             out.append([job.scenario, str(job.workers), job.name[:60], base,
-                        _ci(t[base] / t[SERIAL]) if base in t and SERIAL in t and base != SERIAL else "",
-                        _ci(t[lab] / t[serial_ft]) if serial_ft and lab != serial_ft else "",
-                        _ci(t[lab] / t[base]) if base in t else "",
+                        _ci(t[base] / t[SERIAL], m) if base in t and SERIAL in t and base != SERIAL else "",
+                        _ci(t[lab] / t[serial_ft], m) if serial_ft and lab != serial_ft else "",
+                        _ci(t[lab] / t[base], m) if base in t else "",
                         str(len(t)), ", ".join(job.gil_enabled.get(lab, [])),
-                        _ci(t[lab] / t[PROCESSES_DEFAULT]) if PROCESSES_DEFAULT in t else ""])
+                        _ci(t[lab] / t[PROCESSES_DEFAULT], m) if PROCESSES_DEFAULT in t else ""])
     return Table(header, out)
 
 
@@ -132,7 +141,7 @@ def paired_scaling_lines(jobs: list[PairedJob]) -> list[str]:
         threads = BackendLabel("reactor", "threads", "ft").render()
         serial_ft = BackendLabel("reactor", "threads", "ft").serial_baseline().render()
         if threads in t and serial_ft in t:
-            per[(job.scenario, job.workers)] = median_ci((t[threads] / t[serial_ft]).to_numpy(float))
+            per[(job.scenario, job.workers)] = median_interval(cycle_ratios(t, threads, serial_ft)).as_tuple()
     out = []
     for (scen, w), (med, lo, hi) in sorted(per.items()):
         one = per.get((scen, 1))
@@ -151,7 +160,8 @@ def freethreaded_sections(rep: Any) -> list[Section]:
     if jobs:
         out += [Section("Free-threaded Python, paired", (
             "Paired jobs holding both interpreters (`python -m harness compare backends=[serial@ft,...]`): every "
-            "ratio is the median of per-cycle ratios with a 95% bootstrap interval over cycles. 'ft / serial ft': "
+            "ratio is the median of per-cycle ratios with its 95% interval over cycles (order statistics, widened for "
+            "dependence between neighbouring cycles) and the report's verdict by its one rule. 'ft / serial ft': "
             "does parallelism pay on the free-threaded interpreter; 'ft / default': the same backend on both "
             "(for serial, the interpreter's own single-thread cost); 'GIL on at end': `sys._is_gil_enabled()` "
             "after each block of the ft child."), ft_paired_table(jobs)),

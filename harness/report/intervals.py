@@ -37,7 +37,7 @@ def min_samples(confidence: float = CONFIDENCE) -> int:
 def lag1_autocorrelation(x: Iterable[float]) -> float:
     """The lag-1 autocorrelation of a series in time order (NaN with fewer than 3 values or no spread)."""
     a = _clean(x)
-    if a.size < 3 or np.ptp(a) == 0:
+    if a.size < 3 or np.ptp(a) <= 1e-12 * np.abs(a).max():  # no spread but float rounding: nothing to correlate
         return math.nan
     d = a - a.mean()
     return float(np.dot(d[:-1], d[1:]) / np.dot(d, d))
@@ -139,3 +139,53 @@ def verdict(low: float, high: float, margin: float = 0.0) -> str:
     if margin > 0 and low >= 1.0 - margin and high <= 1.0 + margin:
         return EQUIVALENT
     return UNCLEAR
+
+
+def verdict_phrase(word: str, a: str, b: str, margin: float = 0.0, n: Optional[int] = None,
+                   samples: str = "cycles") -> str:
+    """The verdict ``word`` (`verdict`) on a ratio a/b in words that name the winner: "a faster", "b faster",
+    "equivalent within +-m%", "no clear difference", "too few cycles (n)". Every table says a verdict through
+    this, so "too few" is never read as "within noise" and an equivalence names the margin it used."""
+    if word == FASTER:
+        return f"{a} faster"
+    if word == SLOWER:
+        return f"{b} faster"
+    return word_phrase(word, margin, n, samples)
+
+
+def word_phrase(word: str, margin: float = 0.0, n: Optional[int] = None, samples: str = "cycles") -> str:
+    """The verdict ``word`` on a ratio a/b said of a (``a 1.2x of b (faster)``): "faster", "slower",
+    "equivalent within +-m%", "no clear difference", "too few cycles (n)"."""
+    if word == EQUIVALENT:
+        return f"equivalent within +-{margin * 100:g}%"
+    if word == TOO_FEW:
+        return f"too few {samples}" + (f" ({n})" if n is not None else "")
+    return word
+
+
+def ratio_of_medians(b: Iterable[float], a: Iterable[float], confidence: float = CONFIDENCE,
+                     dependent: bool = True) -> tuple[float, float, float]:
+    """median(b) / median(a) of two independent series (two runs' per-cycle ratios, or their repetitions) with
+    an interval that keeps ``confidence``: each median's order-statistic interval (`median_interval`) at
+    sqrt(confidence), so both hold together with at least ``confidence`` (the runs are independent), and the
+    ratio's interval is [low_b / high_a, high_b / low_a]. NaN ends where either side has too few values for
+    its interval (the verdict is then "too few")."""
+    each = math.sqrt(confidence)
+    rb, ra = median_interval(b, each, dependent), median_interval(a, each, dependent)
+    if not (ra.median > 0 and math.isfinite(rb.median)):
+        return (math.nan, math.nan, math.nan)
+    med = rb.median / ra.median
+    if not (rb.enough and ra.enough) or ra.low <= 0:
+        return (med, math.nan, math.nan)
+    return (med, rb.low / ra.high, rb.high / ra.low)
+
+
+def no_winner_phrase(word: str, a: str, b: str, margin: float = 0.0, n: Optional[int] = None,
+                     samples: str = "cycles") -> str:
+    """Why a leader ``a`` over ``b`` is not called the winner, in the rule's words: "too few cycles (n) to tell
+    a from b", "a and b equivalent within +-m%", or "no clear difference between a and b"."""
+    if word == TOO_FEW:
+        return f"{verdict_phrase(word, a, b, margin, n, samples)} to tell {a} from {b}"
+    if word == EQUIVALENT:
+        return f"{a} and {b} {verdict_phrase(word, a, b, margin)}"
+    return f"no clear difference between {a} and {b}"

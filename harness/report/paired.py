@@ -27,6 +27,7 @@ from harness.report.changepoint import Split, change_points, regimes
 from harness.labels import BackendLabel
 from harness.report.stats import CEILING, CEILINGS, SERIAL, SYNC_CEILING, TOO_FEW, median_interval
 from harness.report.stats import verdict as rule
+from harness.report.intervals import verdict_phrase, word_phrase
 
 #: the ceiling whose series is searched for a host shift, in order of preference
 SHIFT_SERIES = (CEILING, SYNC_CEILING)
@@ -40,16 +41,38 @@ def split_paired(rows: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     return rows[paired].reset_index(drop=True), rows[~paired].reset_index(drop=True)
 
 
-def verdict(a: str, b: str, lo: float, hi: float, margin: float = 0.0) -> str:
-    """The report's rule on a ratio a/b (`harness.report.stats.verdict`) in words naming the winner."""
-    word = rule(lo, hi, margin)
-    if word == "faster":
-        return f"{a} faster"
-    if word == "slower":
-        return f"{b} faster"
-    if word == "equivalent":
-        return f"equivalent within +-{margin * 100:g}%"
-    return "no clear winner" if word != TOO_FEW else TOO_FEW
+def verdict(a: str, b: str, lo: float, hi: float, margin: float = 0.0, n: Optional[int] = None) -> str:
+    """The report's rule on a ratio a/b (`harness.report.intervals.verdict`) in words naming the winner
+    (`harness.report.intervals.verdict_phrase`)."""
+    return verdict_phrase(rule(lo, hi, margin), a, b, margin, n)
+
+
+def cycle_ratios(table: pd.DataFrame, a: str, b: str) -> np.ndarray:
+    """a's block over b's block, per cycle (finite values only)."""
+    return (table[a] / table[b]).replace([np.inf, -np.inf], np.nan).dropna().to_numpy(float)
+
+
+def leader_and_runner_up(table: pd.DataFrame, labels: list[str]) -> tuple[Optional[str], Optional[str]]:
+    """Who leads a paired job (or regime), by the statistic the lead is then given in: the median of per-cycle
+    ratios. The leader is the contender whose smallest median ratio over any other is largest (it is at least 1
+    over every other whenever one contender beats each other one head to head); the runner-up is the one it
+    leads by least. So the leader's ratio over the runner-up, as printed, is never below 1 where such a
+    contender exists, and the leader is never chosen by another statistic (median block throughput) than the
+    one its lead is read from."""
+    labels = [lab for lab in labels if lab in table]
+    if not labels:
+        return None, None
+    if len(labels) == 1:
+        return labels[0], None
+    best: Optional[tuple[float, str, str]] = None
+    for a in labels:
+        meds = {b: float(np.median(r)) for b in labels if b != a and (r := cycle_ratios(table, a, b)).size}
+        if not meds:
+            continue
+        closest = min(meds, key=lambda b: meds[b])
+        if best is None or meds[closest] > best[0]:
+            best = (meds[closest], a, closest)
+    return (best[1], best[2]) if best else (labels[0], None)
 
 
 def contenders(labels: list[str]) -> list[str]:
@@ -108,7 +131,7 @@ def _ratio_rows(job: PairedJob, lo_i: int, hi_i: int, regime: str) -> list[dict[
                     "cycles": int(r.size), "n_eff": reading.n_eff, "numerator": num, "denominator": den,
                     "kind": kind, "median": med, "ci_low": lo, "ci_high": hi, "half_width": half,
                     "margin": job.margin,
-                    "verdict": verdict(num, den, lo, hi, job.margin) if kind == "ratio" else ""})
+                    "verdict": verdict(num, den, lo, hi, job.margin, int(r.size)) if kind == "ratio" else ""})
     return out
 
 
@@ -239,16 +262,16 @@ def verdict_lines(jobs: list[PairedJob]) -> list[str]:
                 serial = _serial_on_same_interpreter(lab, j.labels) if lab.startswith("reactor:") else None
                 if serial is None:
                     continue
-                r = (t[lab] / t[serial]).replace([np.inf, -np.inf], np.nan).dropna().to_numpy(float)
+                r = cycle_ratios(t, lab, serial)
                 if r.size < 1:
                     continue
                 reading = median_interval(r)
                 med, lo, hi = reading.as_tuple()
-                word = rule(lo, hi, j.margin)
-                if word == TOO_FEW:
-                    parts.append(f"{lab} {med:#.3g}x of {serial} ({TOO_FEW}: {r.size})")
+                said = word_phrase(rule(lo, hi, j.margin), j.margin, int(r.size))
+                if rule(lo, hi, j.margin) == TOO_FEW:
+                    parts.append(f"{lab} {med:#.3g}x of {serial} ({said})")
                 else:
-                    parts.append(f"{lab} {med:#.3g}x [{lo:#.3g}, {hi:#.3g}] of {serial} ({word})")
+                    parts.append(f"{lab} {med:#.3g}x [{lo:#.3g}, {hi:#.3g}] of {serial} ({said})")
             if parts:
                 span = (f"cycles {int(j.table.index[lo_i])}-{int(j.table.index[hi_i - 1])}: "
                         if len(j.regimes) > 1 else "")

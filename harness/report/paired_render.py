@@ -115,8 +115,9 @@ def paired_sections(rep: Report) -> list[Section]:
     standalone = len(rep.results.rows)
     intro = (f"{n_rows} paired rows from {len(jobs)} paired job(s) (`python -m harness compare`: every backend "
              f"resident, one block each per cycle, docs/harness.md); the other sections read the {standalone} rows "
-             "of standalone jobs. A ratio here is the median of per-cycle ratios with a 95% bootstrap interval over "
-             "cycles; faster only when it excludes 1; efficiency is over the ceiling's block of the same cycle. "
+             "of standalone jobs. A ratio here is the median of per-cycle ratios with its 95% order-statistic interval "
+             "over cycles; faster or slower only when it clears 1 by the job's margin, equivalent when it lies "
+             "within it, too few cycles without an interval; efficiency is over the ceiling's block of the same cycle. "
              "Where the ceiling's series shifts, ratios are given per regime (docs/report.md, 'Paired jobs').")
     return [
         Section("Paired jobs", intro, shift_lines(jobs)),

@@ -23,7 +23,8 @@ def readme_section(rep: Report) -> str:
              "do not edit by hand -->", "",
              f"Measured on {machine_line(rows) if len(rows) else 'unknown machine'}, {when}: {counts(rep)}. "
              "Backends by the preset you type (`backend=reactor`, `ray_packed`...). Each ratio has its 95% "
-             "interval; a backend wins, or is called faster or slower, only when the interval excludes 1. The "
+             "interval; a backend wins, or is called faster or slower, only when the interval clears 1 by the job's "
+             "margin (paired jobs; 0 for standalone ones); too few cycles or repetitions give no verdict. The "
              "reactor's share of the ceiling: its throughput over what `workers` copies of the serial loop get "
              "here (synchronized: meeting once per round; measured: never meeting; assumed: serial x workers). "
              "Definitions: docs/report.md.", "",

@@ -17,7 +17,9 @@ from harness.report.model import (NO_STANDALONE, Report, backend_name, is_rl, ma
 from harness.report.paired import ratio_frame
 from harness.report.paired import verdict_lines as paired_verdict_lines
 from harness.report.stats import CEILING, CEILINGS, HEADLINE_PAIRS, SERIAL, SYNC_CEILING, implausible_ceilings
-from harness.report.verdict import PAPER_RAY, REACTOR, fmt_ratio
+from harness.report.intervals import verdict as rule, word_phrase
+from harness.report.stats import Speedup
+from harness.report.verdict import PAPER_RAY, REACTOR, fmt_ratio, standalone_word
 
 _name = name_of
 
@@ -212,8 +214,9 @@ def against_serial_table(rep: Report) -> Table:
         scen = rep.analysis.summary.drop_duplicates("config").set_index("config")["scenario"]
         for _, r in sp[sp["denominator"] == SERIAL].iterrows():
             lo, hi = r["ci_low"], r["ci_high"]
-            word = "bound" if r["numerator"] in CEILINGS else (
-                "faster" if lo > 1 else "slower" if hi < 1 else "no clear difference")
+            word = "bound" if r["numerator"] in CEILINGS else word_phrase(
+                standalone_word(Speedup(r["ratio"], lo, hi, math.nan, False, int(r["n_a"]), int(r["n_b"]))),
+                samples="repetitions", n=int(min(r["n_a"], r["n_b"])))
             rows.append(((scenario_order(scen.get(r["config"])), _name(rep, r["config"]), 0, r["numerator"]),
                          [_name(rep, r["config"]), "standalone", r["numerator"], ratio(r["ratio"], lo, hi), word], ""))
     frame = ratio_frame(rep.paired or [])
@@ -231,7 +234,8 @@ def against_serial_table(rep: Report) -> Table:
                 num_, den, med, lo, hi = den, num_, 1 / med, 1 / hi, 1 / lo
             if BackendLabel.parse(den).serial_baseline().render() != den:
                 continue
-            word = "faster" if lo > 1 else "slower" if hi < 1 else "no clear difference"
+            margin = float(r.get("margin", 0.0) or 0.0)
+            word = word_phrase(rule(lo, hi, margin), margin, int(r["cycles"]))
             job = by_job.get(r["job"])
             where = "paired" + ("" if r["regime"] == "all" else f", {r['regime']}")
             rows.append(((scenario_order(job.scenario if job else ""), _name(rep, r["config"]), 1, str(r["regime"]), num_),

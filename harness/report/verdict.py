@@ -7,11 +7,12 @@ ceiling), the paper's layout of Ray (``ray:actors``: one actor per role) and the
 its efficiency against the ceiling, and a one-line verdict.
 
 Verdict rule (docs/report.md): the contenders are the backends with ok rows that did the same work (equal
-checksums; the ceilings ``capacity:-`` and ``capacity:lockstep`` are not contenders). F is the one with the highest median throughput,
-S the runner-up. F is named *fastest* only when the 95% interval of F / S lies entirely above 1; otherwise
-the verdict names no winner ("no clear winner: F and S are within noise"). Every comparison the verdict
-states about the reactor follows the same rule: "faster" or "slower" only when the interval excludes 1,
-"indistinguishable" otherwise.
+checksums; the ceilings ``capacity:-`` and ``capacity:lockstep`` are not contenders). F is the one with the highest
+median throughput, S the runner-up; the lead is F / S, the ratio of those same medians. The words come from the
+report's one rule (`harness.report.intervals.verdict`, said by `~harness.report.intervals.verdict_phrase`): F is
+named *fastest* only when the interval of F / S lies above 1; otherwise "no clear difference" (or "too few
+repetitions" where a side has fewer than `MIN_REPETITIONS`: a bootstrap of fewer is no interval). The
+reactor's standing against F is said by the same rule. Standalone rows carry no margin: it is 0 here.
 """
 from __future__ import annotations
 
@@ -22,7 +23,9 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
-from harness.report.stats import CEILINGS, SERIAL, Speedup, _clean, _speedup, amdahl_bound, paired_trial_speedup
+from harness.report.intervals import EQUIVALENT, FASTER, SLOWER, TOO_FEW, no_winner_phrase, verdict as rule
+from harness.report.stats import (CEILINGS, MIN_REPETITIONS, SERIAL, Speedup, _clean, _speedup, amdahl_bound,
+                                  paired_trial_speedup)
 
 REACTOR = "reactor:processes"
 PAPER_RAY = "ray:actors"
@@ -46,11 +49,12 @@ def _num(v: float) -> str:
     return f"{v:.3g}" if abs(v) < 100 else f"{v:,.0f}"
 
 
-def decided(sp: Optional[Speedup]) -> int:
-    """+1 when the interval lies above 1, -1 when below, 0 when it holds 1 (or nothing was measured)."""
-    if sp is None or not np.isfinite(sp.low) or not np.isfinite(sp.high):
-        return 0
-    return 1 if sp.low > 1 else (-1 if sp.high < 1 else 0)
+def standalone_word(sp: Optional[Speedup], margin: float = 0.0) -> str:
+    """The rule's word (`harness.report.intervals.verdict`) on a standalone ratio of medians: its bootstrap
+    interval, or none (too few) where either side has fewer than `MIN_REPETITIONS` repetitions."""
+    if sp is None or min(sp.n_a, sp.n_b) < MIN_REPETITIONS:
+        return rule(math.nan, math.nan)
+    return rule(sp.low, sp.high, margin)
 
 
 @dataclass
@@ -86,18 +90,22 @@ def verdict_text(leader: Optional[str], runner_up: Optional[str], lead: Optional
         return None, "no ok rows"
     if runner_up is None:
         return None, f"only {leader} measured: no comparison"
-    winner = leader if decided(lead) > 0 else None
+    word = standalone_word(lead)
+    winner = leader if word == FASTER else None
     if winner is not None:
         head = f"fastest: {leader} ({fmt_ratio(lead)} of {runner_up})"
     else:
-        head = f"no clear winner: {leader} and {runner_up} are within noise ({leader} / {runner_up} = {fmt_ratio(lead)})"
+        n = min(lead.n_a, lead.n_b) if lead is not None else None
+        head = (f"{no_winner_phrase(word, leader, runner_up, n=n, samples='repetitions')} "
+                f"({leader} / {runner_up} = {fmt_ratio(lead)})")
     if not has_reactor:
         return winner, head + f"; {REACTOR} not measured"
     if leader == REACTOR:
         return winner, head
-    d = decided(reactor_vs_leader)
-    how = {1: "faster than", -1: "slower than", 0: "indistinguishable from"}[d]
-    return winner, f"{head}; reactor is {fmt_ratio(reactor_vs_leader)} of {leader} ({how} it)"
+    standing = standalone_word(reactor_vs_leader)
+    how = {FASTER: "faster than it", SLOWER: "slower than it", EQUIVALENT: "equivalent to it within the margin",
+           TOO_FEW: "too few repetitions to tell"}.get(standing, "no clear difference from it")
+    return winner, f"{head}; reactor is {fmt_ratio(reactor_vs_leader)} of {leader} ({how})"
 
 
 def headlines(rows: pd.DataFrame, summary: pd.DataFrame, invalid: set[str], unequal: set[tuple[str, str]]) -> list[Headline]:

@@ -182,9 +182,11 @@ def test_the_free_threaded_section_reads_paired_jobs_with_both_interpreters(tmp_
     section = text[text.index("## Free-threaded Python, paired"):]
     threads = next(line for line in section.splitlines() if "| reactor_threads |" in line and "| 2 |" in line)
     cells = [c.strip() for c in threads.strip("|").split("|")]
-    # default / serial 0.50, ft / serial ft 1.60, ft / default 2.24 (each with a zero-width interval)
-    assert cells[4:7] == ["0.50 [0.50, 0.50]", "1.60 [1.60, 1.60]", "2.24 [2.24, 2.24]"], cells
+    # default / serial 0.50, ft / serial ft 1.60, ft / default 2.24 (each with a zero-width interval), each with
+    # the report's one rule's verdict
+    assert cells[4:7] == ["0.50 [0.50, 0.50] (slower)", "1.60 [1.60, 1.60] (faster)",
+                          "2.24 [2.24, 2.24] (faster)"], cells
     assert cells[8] == "False"
     serial_line = next(line for line in section.splitlines() if "| serial |" in line and "| 2 |" in line)
-    assert "0.70 [0.70, 0.70]" in serial_line  # the interpreter's own single-thread cost
+    assert "0.70 [0.70, 0.70] (slower)" in serial_line  # the interpreter's own single-thread cost
     assert "gym: reactor_threads@ft at workers=2: 1.78x its workers=1" in section

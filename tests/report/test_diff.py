@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from harness.report.__main__ import main as cli_main
+from harness.report.build import make_report
 from harness.report.diff import COMPARE_END, COMPARE_START, compare_runs
 from harness.results import ResultsWriter, make_row
 from tests.report.synthetic import Jobs
@@ -47,8 +48,9 @@ def test_a_moved_reading_is_flagged_and_a_steady_one_is_not(tmp_path: Path) -> N
     assert moved.ratio == pytest.approx(0.8, rel=0.02) and moved.high < 1 and moved.change == "slower in B"
     steady = lines[("reactor_threads / serial", "paired")]
     assert steady.low <= 1 <= steady.high and not steady.flagged
+    # five repetitions a run: no order-statistic interval reaches sqrt(95%) a side, so no verdict either way
     alone = lines[("reactor env_steps/s", "standalone")]
-    assert alone.low <= 1 <= alone.high
+    assert not np.isfinite(alone.low) and alone.change == "too few repetitions" and not alone.flagged
     assert any(line.startswith("commit: A aaaa1111; B bbbb2222 (DIFFERS)") for line in c.changes)
     assert any(line.startswith("machine:") and "(same)" in line for line in c.changes)
 
@@ -77,3 +79,58 @@ def test_the_reference_readme_table_is_what_compare_prints() -> None:
     text = (root / "README.md").read_text()
     block = text[text.index(COMPARE_START):text.index(COMPARE_END)]
     assert "| run 2 / run 1 (95% interval) |" in block and "| gym CartPole-v1 w=2 local | reactor / serial (paired) |" in block
+
+
+def test_two_runs_are_compared_with_the_paired_interval_and_the_one_rule() -> None:
+    """B / A of two runs' medians of per-cycle ratios: each run's order-statistic interval at sqrt(95%), so
+    both hold together with 95%; the verdict is the report's one rule with the jobs' margin."""
+    from harness.report.diff import Line
+    from harness.report.intervals import median_interval, ratio_of_medians
+
+    a = [1.0, 1.1, 0.9, 1.05, 0.95, 1.02, 0.98, 1.01, 0.99, 1.03, 0.97, 1.0]
+    b = [v * 1.2 for v in a]
+    med, lo, hi = ratio_of_medians(b, a, dependent=False)
+    ea, eb = median_interval(a, 0.95 ** 0.5, dependent=False), median_interval(b, 0.95 ** 0.5, dependent=False)
+    assert ea.coverage * eb.coverage >= 0.95
+    assert (med, lo, hi) == pytest.approx((1.2, eb.low / ea.high, eb.high / ea.low))
+    assert (lo, hi) == pytest.approx((1.2 * 0.95 / 1.05, 1.2 * 1.05 / 0.95))  # ranks 2 and 11 of 12 (99.4%)
+    line = Line("c", "n", "reactor / serial", "paired", "", "", med, lo, hi, margin=0.01)
+    assert line.change == "faster in B" and line.flagged
+    same = Line("c", "n", "reactor / serial", "paired", "", "", 1.004, 0.995, 1.008, margin=0.01)
+    assert same.change == "equivalent within +-1%" and not same.flagged
+    inside = Line("c", "n", "reactor / serial", "paired", "", "", 1.01, 1.005, 1.02, margin=0.01)
+    assert inside.change == "no clear difference" and not inside.flagged  # clears 1, not the margin
+
+
+def test_runs_of_the_same_code_on_a_drifting_host_are_not_flagged(tmp_path: Path) -> None:
+    """The percentile bootstrap over cycles taken as independent flagged two runs of one commit; the paired
+    interval, widened for neighbouring cycles that move together, does not."""
+    rng = np.random.default_rng(2)
+
+    def run(folder: Path) -> None:
+        writer = ResultsWriter(folder)
+        base = {"scenario": "gym", "workers": 2, "num_envs": 15, "env_id": "CartPole-v1", "budget": "local",
+                "seed": 0, "threads_per_worker": 1, "params": {"num_envs": 15}, "unit": "env_steps",
+                "metadata": {"hostname": "h", "cpu_model": "m", "cpu_count": 2, "git_sha": "same"}}
+        drift = np.repeat(rng.normal(0, 0.03, 20), 3)  # the ratio itself drifts for 3 cycles at a time
+        for cycle in range(60):
+            serial = 30000.0
+            for (backend, variant), tp in ((("serial", "-"), serial),
+                                           (("reactor", "processes"), serial * 1.3 * (1 + drift[cycle]))):
+                writer.append(make_row({**base, "backend": backend, "variant": variant}, repetition=cycle,
+                                       cycle=cycle, block=2 * cycle + (backend == "reactor"), status="ok", units=1000,
+                                       seconds=1000 / tp, throughput=tp, checksum=f"c{cycle}",
+                                       extra={"paired": True, "block_rounds": 100, "margin": 0.01}))
+
+    run(tmp_path / "a")
+    run(tmp_path / "b")
+    c = compare_runs(tmp_path / "a", tmp_path / "b")
+    (line,) = c.lines
+    assert line.margin == 0.01 and np.isfinite(line.low) and line.low < 1 < line.high and not line.flagged, line
+    # what the former bootstrap (cycles resampled as independent) made of the same two runs: a false flag
+    from harness.report.stats import speedup
+
+    ra, rb = ((r.paired[0].table["reactor:processes"] / r.paired[0].table["serial:-"]).to_numpy(float)
+              for r in (make_report([tmp_path / "a"], figures=False), make_report([tmp_path / "b"], figures=False)))
+    old = speedup(rb, ra)
+    assert old.low > 1 or old.high < 1

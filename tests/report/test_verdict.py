@@ -7,7 +7,7 @@ from harness.report.build import make_report
 from harness.report.documents import to_html, to_markdown
 from harness.report.readme import readme_section
 from harness.report.stats import ratio_interval
-from harness.report.verdict import decided, verdict_text
+from harness.report.verdict import standalone_word, verdict_text
 from harness.report.stats import Speedup
 from tests.report.synthetic import Jobs
 
@@ -46,7 +46,7 @@ def test_overlapping_leaders_name_no_winner(jobs: Jobs) -> None:
     jobs.write("gym", "reactor", "processes", 2, [1010, 920, 1080, 960, 1040, 1000, 990, 1015, 985, 1002])
     h = _head(make_report([jobs.root], figures=False))
     assert h.fastest is None and h.lead.low <= 1 <= h.lead.high
-    assert h.verdict.startswith("no clear winner")
+    assert h.verdict.startswith("no clear difference between")
 
 
 def test_reactor_fastest_only_when_its_interval_excludes_one(jobs: Jobs) -> None:
@@ -86,15 +86,21 @@ def test_an_unpromised_backend_whose_checksums_match_counts(jobs: Jobs) -> None:
     assert h.best_alternative == "ale_vector:-" and h.fastest == "ale_vector:-"
 
 
-def test_decided_and_verdict_text_follow_the_interval() -> None:
+def test_standalone_verdicts_follow_the_one_rule() -> None:
     above, across, below = (Speedup(1.2, 1.1, 1.3, 0.01, True, 5, 5), Speedup(1.05, 0.97, 1.12, 0.3, False, 5, 5),
                             Speedup(0.8, 0.7, 0.9, 0.01, True, 5, 5))
-    assert (decided(above), decided(across), decided(below), decided(None)) == (1, 0, -1, 0)
+    assert [standalone_word(s) for s in (above, across, below, None)] == [
+        "faster", "no clear difference", "slower", "too few cycles"]
+    # two repetitions a side: a bootstrap of them is no interval, whatever it prints
+    assert standalone_word(Speedup(1.2, 1.1, 1.3, 0.3, False, 2, 5)) == "too few cycles"
     winner, text = verdict_text("serial:-", "reactor:processes", above, below, True)
     assert winner == "serial:-" and text == ("fastest: serial:- (1.2x [1.1, 1.3] of reactor:processes); "
                                              "reactor is 0.8x [0.7, 0.9] of serial:- (slower than it)")
     winner, text = verdict_text("ray:actors_packed", "serial:-", across, Speedup(0.99, 0.9, 1.1, 0.5, False, 5, 5), True)
-    assert winner is None and "indistinguishable from it" in text
+    assert winner is None and text.startswith("no clear difference between ray:actors_packed and serial:-")
+    assert "no clear difference from it" in text and "within noise" not in text
+    winner, text = verdict_text("serial:-", "reactor:processes", Speedup(1.5, 1.4, 1.6, 0.1, False, 2, 2), None, True)
+    assert winner is None and text.startswith("too few repetitions (2) to tell serial:- from reactor:processes")
 
 
 def test_ratio_interval_is_scipy_bootstrap_and_brackets_the_ratio() -> None:
