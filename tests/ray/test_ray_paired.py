@@ -70,8 +70,10 @@ def _extras(rows) -> list[dict]:
 def test_a_parked_ray_packed_resident_does_the_same_work_and_takes_no_cpu_during_serial_blocks(tmp_path):
     before = {e.name for e in SHM.iterdir()}
     out = tmp_path / "job"
+    # serial's blocks last about 0.1 s (1,500 rounds of 4 CartPoles): long enough that an idle Ray left running
+    # (35-50 ms of CPU per second here) would show
     proc, mark = compare(out, "scenario=gym", "budget=smoke", "workers=2", "backends=[serial,ray_packed]",
-                         "compare.block_rounds=20", "compare.precision=0.000001", "compare.max_seconds=2",
+                         "compare.block_rounds=1500", "compare.precision=0.000001", "compare.max_seconds=2",
                          "compare.min_cycles=6")
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = read_rows(out)
@@ -85,7 +87,9 @@ def test_a_parked_ray_packed_resident_does_the_same_work_and_takes_no_cpu_during
     # parked: Ray's processes (daemons, actors and the driver) are stopped during serial's blocks, recorded per
     # block; an idle, unparked Ray takes tens of milliseconds per second
     during = [e["others_cpu_ms_by"]["ray:actors_packed"] for e in serial_rows]
-    assert len(during) >= 6 and max(during) < 1.0, during
+    serial_s = rows.loc[rows["backend"] == "serial", "seconds"].sum()
+    assert len(during) >= 6 and serial_s > 0.3, (during, serial_s)
+    assert sum(during) / serial_s < 5.0, (during, serial_s)  # ms of Ray CPU per second of serial's blocks
     summary = json.loads((out / COMPARE_FILE).read_text())
     assert summary["status"] == "ok" and summary["leftover_processes"] == 0 and summary["leftover_shm"] == []
     assert marked_processes(mark) == []
