@@ -1,4 +1,4 @@
-"""``python -m harness.report [DIR ...] [--out OUT] [--readme README.md] [--all-runs] [--no-figures] [--link-figures]``
+"""``python -m harness.report [DIR ...] [--out OUT] [--readme README.md] [--all-runs] [--no-figures] [--link-figures] [--answer]``
 ``python -m harness.report --compare A B [--names A_NAME B_NAME] [--readme FILE] [--out OUT]``
 ``python -m harness.report --predict RUN_DIR [--machine REFERENCE_RUN]``
 
@@ -9,7 +9,8 @@ results/sweeps/) and writes report.html, report.md, summary.csv and figures into
 in that file with the answer and the headline tables. ``--predict`` prints, per workload and worker count of the
 run's reactor rows, the share of the synchronized ceiling measured and the share predicted for a core per
 process from the rows' per-process CPU costs (`harness.report.predict`), against ``--machine``'s measurements
-when given. ``--compare A B`` compares two runs instead (B over A per
+when given. ``--answer`` also prints the report's answer (its "The answer" section) to the terminal.
+``--compare A B`` compares two runs instead (B over A per
 configuration and backend, with intervals and what changed: `harness.report.diff`), prints it, writes it to
 ``--out``/compare.md when given, and with ``--readme`` rewrites that file's ``<!-- compare:start -->`` block.
 """
@@ -77,6 +78,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--link-figures", action="store_true",
                         help="report.html links figures/*.png instead of embedding them (the default for "
                              "archived runs)")
+    parser.add_argument("--answer", action="store_true",
+                        help="also print the report's answer (its \"The answer\" section) to the terminal")
     args = parser.parse_args(argv)
     t0 = time.perf_counter()
     if args.compare:
@@ -105,7 +108,18 @@ def main(argv: list[str] | None = None) -> int:
           f"{len(files.figures)} figure files in {files.out / 'figures'}  ({time.perf_counter() - t0:.1f} s)")
     if args.readme:
         print(f"README results section rewritten: {args.readme}")
+    if args.answer:
+        print("\n" + answer_section(files.markdown.read_text()))
     return 0
+
+
+def answer_section(markdown: str) -> str:
+    """The "## The answer" section of a report.md (heading to the next ``## ``), or a line saying it has none."""
+    start = markdown.find("\n## The answer")
+    if start < 0:
+        return "(the report has no answer: no RL workload with a reactor row)"
+    end = markdown.find("\n## ", start + 1)
+    return markdown[start + 1:end if end >= 0 else None].rstrip()
 
 
 def _predict(args: argparse.Namespace) -> int:
