@@ -74,7 +74,7 @@ PAPER_DIR ?= results/bench/paper
 # seconds (empty: the paper's rounds); the report lists the shortened rounds as a difference
 PAPER_JOB_SECONDS ?=
 
-.PHONY: selftest device-kit device-local install-envpool help python-ft install-ft test-ft bench-ft install test test-slow load soak bench bench-scaling bench-paired bench-paper bench-paper-local report results-readme archive clean $(addprefix bench-,$(SCENARIOS))
+.PHONY: compare-ray selftest device-kit device-local install-envpool help python-ft install-ft test-ft bench-ft install test test-slow load soak bench bench-scaling bench-paired bench-paper bench-paper-local report results-readme archive clean $(addprefix bench-,$(SCENARIOS))
 
 help: ## List every target
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 22
@@ -122,6 +122,18 @@ bench: install ## The local sweep of every scenario, the paired jobs (bench-pair
 	$(SUBMAKE) report BENCH_DIR=$(BENCH_DIR)
 	@$(PY) -m harness selftest --latest-line
 	$(FINISH)
+
+# ten minutes to an answer (issue 48): one paired job per RL workload (gym, atari, dqn, marl synthetic) holding
+# serial, the reactor, Ray at its best on few cores (ray_packed, ray_compiled_packed: parked between their blocks)
+# and the synchronized ceiling, COMPARE_RAY_SECONDS of cycles each after start-up, then the report with its answer
+# printed (scripts/compare_ray.py); exits 1 naming each failed workload, and checks that no process or /dev/shm
+# entry of its jobs is left. COMPARE_RAY_DIR: where (default results/compare-ray/<time>)
+COMPARE_RAY_BACKENDS ?= serial,reactor,ray_packed,ray_compiled_packed,capacity_lockstep
+COMPARE_RAY_SECONDS ?= gym=60,atari=60,dqn=60,marl=60
+COMPARE_RAY_WORKLOADS ?= gym,atari,dqn,marl
+COMPARE_RAY_DIR ?=
+compare-ray: install ## The reactor against Ray here in ~10 min: paired jobs on gym, atari, dqn, marl (serial, reactor, ray_packed, ray_compiled_packed, capacity_lockstep), then the answer table
+	$(PY) scripts/compare_ray.py --workers $(WORKERS) --backends $(COMPARE_RAY_BACKENDS) --seconds $(COMPARE_RAY_SECONDS) --workloads $(COMPARE_RAY_WORKLOADS)$(if $(COMPARE_RAY_DIR), --out $(COMPARE_RAY_DIR))
 
 # what this machine can resolve (docs/harness.md, "Known answers"): A/A paired jobs and injected effects
 SELFTEST_JOBS ?= 10
