@@ -77,6 +77,52 @@ SUBCOMMANDS = {
                "in one job (docs/harness.md, \"Paired blocks\")",
     "selftest": "python -m harness selftest: what this machine can resolve (A/A jobs; docs/report.md)",
 }
+#: what each budget is for and roughly how long a job takes on the 2-core development VM (a test checks every
+#: conf/budget option has a line)
+BUDGET_HELP = {
+    "smoke": "tiny sizes: a job in seconds (Ray's start-up adds 5-30 s); tests and trying things out",
+    "local": "the default and `make bench`'s: a standalone job 5 s to about a minute here, Ray's start-up included "
+             "(make bench: about an hour)",
+    "paper": "the paper's sizes (e.g. gym: 15 envs, 10,000 rounds): hours per job on a small machine, days for all "
+             "(make bench-paper prints an estimate first)",
+}
+#: what each backend preset is (a test checks every conf/backend option has a line; docs/harness.md has more)
+BACKEND_HELP = {
+    "serial": "the plain loop in one process: the reference every ratio is taken against",
+    "reactor": "the reactor runtime's processes executor, at most one process per usable core",
+    "reactor_per_worker": "the processes executor with one process per worker, even beyond the cores",
+    "reactor_threads": "the reactor runtime's threads executor: one process, a crew of `workers` threads",
+    "reactor_inline": "the reactor program's reactions run in the calling thread, one process",
+    "ray": "Ray, the paper's layout: one actor per role, ray.get over all actors per round",
+    "ray_compiled": "Ray Compiled Graph, one actor per role",
+    "ray_packed": "Ray actors packed one per worker: Ray at its best on few cores",
+    "ray_compiled_packed": "Ray Compiled Graph over one actor per worker",
+    "vector": "gymnasium's AsyncVectorEnv (gym, atari)",
+    "ale_vector": "ale-py's C++-threaded AtariVectorEnv (atari)",
+    "puffer": "PufferLib's Multiprocessing vectorizer (gym, atari; standalone jobs only)",
+    "puffer_overwork": "puffer with more workers than physical cores allowed (standalone jobs only)",
+    "envpool": "EnvPool (atari; make install-envpool): a labelled reference, not the same frames",
+    "rllib": "RLlib's own sampler, PPO's default module acting: a labelled reference, not the same work",
+    "rllib_random": "RLlib's sampler with random actions: a labelled reference, not the same work",
+    "capacity": "the measured ceiling: `workers` copies of the serial loop that never meet",
+    "capacity_lockstep": "the synchronized ceiling: the same copies meeting once per round",
+}
+#: the ``compare.*`` settings of a paired job (`harness.compare.CompareRanges`; a test checks every field has a line)
+COMPARE_HELP = {
+    "precision": "stop once the main ratio (the second backend over the first) is within +-this of its median (0.05)",
+    "max_seconds": "or after this many seconds of cycles (240), start-up not counted",
+    "min_cycles": "never stop before this many cycles (10; at least 6)",
+    "block_s": "seconds of the median backend's block, which sets the rounds per block (0.2)",
+    "block_rounds": "rounds per block instead (0: from block_s)",
+    "confidence": "of the intervals (0.95)",
+    "margin": "the resolution floor: a winner only where the interval clears 1 +- margin (0.01)",
+    "respawn_s": "restart every resident after this many seconds of cycles (0: never)",
+    "extra_work": "per listed backend, injected extra work (e.g. [0,0.03]: the second 3% slower; for A/A checks)",
+}
+#: what a paired job refuses (`harness.compare.job_configs`)
+COMPARE_REFUSES = ("puffer and puffer_overwork (PufferLib's workers busy-wait: measure them in standalone jobs); "
+                   "a Ray or RLlib resident joining an existing cluster (backend.address: a paired job stops its "
+                   "processes between blocks, so it starts its own instance)")
 
 
 def options(group: str) -> list[str]:
@@ -85,21 +131,56 @@ def options(group: str) -> list[str]:
     return sorted(p.stem for p in (Path(CONF_DIR) / group).glob("*.yaml"))
 
 
+def _budget_sizes(name: str) -> str:
+    """``rounds x repetitions`` of ``conf/budget/<name>.yaml`` (before a scenario's sizes override them)."""
+    try:
+        b = OmegaConf.load(Path(CONF_DIR) / "budget" / f"{name}.yaml")
+        return (f"{b.rounds} rounds x {b.repetitions} repetitions after {b.warmup_rounds} warm-up, timeout "
+                f"{b.timeout_s:g} s; ")
+    except Exception:  # noqa: BLE001 - a help line must not fail
+        return ""
+
+
+def _yaml_comment(group: str, name: str) -> str:
+    """The first comment line of ``conf/<group>/<name>.yaml`` (a preset without a line in the tables above)."""
+    try:
+        first = (Path(CONF_DIR) / group / f"{name}.yaml").read_text().splitlines()[0]
+    except (OSError, IndexError):
+        return ""
+    return first.lstrip("# ").strip() if first.startswith("#") else ""
+
+
 def help_text() -> str:
-    """``python -m harness --help``: the groups' real options, the run's keys, the subcommands."""
+    """``python -m harness --help``: the groups' real options, what each budget and backend preset is, the run's
+    keys, the subcommands, and a paired job's settings and refusals."""
     from harness.config import RunConfig
     import dataclasses
 
     lines = ["reactorbench: one job = one scenario on one backend under one budget, measured in a child process.",
              "", "usage:", "  python -m harness [group=option ...] [key=value ...]        one job",
              "  python -m harness -m backend=a,b workers=1,2 [...]            a sweep (every combination)",
-             *[f"  {text}" for text in SUBCOMMANDS.values()], "", "groups (group=option):"]
+             *[f"  {text}" for text in SUBCOMMANDS.values()],
+             "  make compare-ray: the reactor against Ray on gym, atari, dqn and marl in paired jobs, then the answer "
+             "table (about 10 min on 2 cores; README, Quick start)",
+             "", "groups (group=option):"]
     for group in GROUPS:
         lines.append(f"  {group}: {', '.join(options(group))}")
     lines += ["", "  each group's knobs: <group>.<key>=value (scenarios/configs.py, backends/<name>.py, "
-              "harness/config.py)", "", "keys:"]
+              "harness/config.py)", "",
+              "budgets (budget=...; rounds and repetitions as below unless conf/sizes/<scenario>_<budget>.yaml sets "
+              "the scenario's own):"]
+    lines += [f"  {name}: {_budget_sizes(name)}{BUDGET_HELP.get(name, '')}" for name in options("budget")]
+    lines += ["", "backend presets (backend=...; start-up is never timed: Ray's takes 5-30 s here, the others' under "
+              "a second):"]
+    lines += [f"  {name}: {BACKEND_HELP.get(name) or _yaml_comment('backend', name)}" for name in options("backend")]
+    lines += ["", "keys:"]
     fields = [f.name for f in dataclasses.fields(RunConfig) if f.name not in GROUPS]
     lines += [f"  {name}: {KEY_HELP.get(name, '')}" for name in fields]
+    lines += ["", "compare (python -m harness compare backends=[a,b,...] ...): one paired job, every backend resident, "
+              "alternating blocks; it runs compare.max_seconds of cycles after start-up (about 5 min a job with the "
+              "defaults and Ray) or less once compare.precision is reached. Settings:"]
+    lines += [f"  compare.{name}: {text}" for name, text in COMPARE_HELP.items()]
+    lines += [f"  refuses: {COMPARE_REFUSES}"]
     lines += ["", "docs/harness.md has the details; `--cfg job` prints a job's composed config; `--hydra-help`: "
               "Hydra's own options."]
     return "\n".join(lines)
