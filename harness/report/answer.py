@@ -21,7 +21,8 @@ import pandas as pd
 
 from harness.labels import BackendLabel
 from harness.report.fmt import num, percent, ratio
-from harness.report.model import Report, backend_name, is_rl, name_of, scenario_order, short_machine
+from harness.report.model import (Report, backend_name, is_rl, name_of, natural_key, scenario_order,
+                                  short_machine)
 from harness.report.paired import PairedJob, cycle_ratios, leader_and_runner_up, ratio_frame
 from harness.report.intervals import FASTER, UNCLEAR, median_interval, no_winner_phrase, verdict
 from harness.report.stats import CEILING, CEILINGS, SERIAL, SYNC_CEILING
@@ -140,13 +141,54 @@ def _part_text(p: Part, spans: bool) -> str:
     return ", ".join(out)
 
 
+#: how far the never-meeting ceiling may fall below the synchronized one before it is flagged (the slack of
+#: `harness.report.stats.implausible_ceilings`): k copies that never meet cannot do less than k that meet
+CEILING_SLACK = 0.05
+#: said beside a share above 100%: the backend beat what was measured as its bound
+OVER_CEILING = "over 100%: not a bound here"
+#: said where the never-meeting ceiling measured below the synchronized one
+CEILINGS_INVERTED = "never-meeting ceiling below the synchronized one"
+
+
+def share_flag(share: float) -> str:
+    """`OVER_CEILING` for a share of a ceiling above 100%, else ""."""
+    return OVER_CEILING if np.isfinite(share) and share > 1.0 else ""
+
+
+def ceilings_inverted(share_measured: float, share_sync: float) -> bool:
+    """Whether the measured (never-meeting) ceiling lies below the synchronized one by more than `CEILING_SLACK`:
+    the reactor's share of it is then the larger share."""
+    return bool(np.isfinite(share_measured) and np.isfinite(share_sync) and share_sync > 0
+                and share_measured > share_sync * (1 + CEILING_SLACK))
+
+
+def ceiling_flags(p: Part) -> list[str]:
+    """What a reader must know about a part's ceilings: a share above 100%, a never-meeting ceiling below the
+    synchronized one. Said beside the shares and in the warnings (`harness.report.tables.warnings`)."""
+    out = []
+    for r, what in ((p.sync_ceiling, "synchronized"), (p.ceiling, p.ceiling_source)):
+        if r is not None and share_flag(r.median):
+            out.append(f"{percent(r.median)} of the {what} ceiling: {OVER_CEILING}")
+    if (p.ceiling is not None and p.sync_ceiling is not None and p.ceiling_source == "measured"
+            and ceilings_inverted(p.ceiling.median, p.sync_ceiling.median)):
+        out.append(CEILINGS_INVERTED)
+    return out
+
+
 def _shares(p: Part, short: bool = False) -> str:
     shares = []
     if p.sync_ceiling is not None:
-        shares.append(f"{percent(p.sync_ceiling.median)} " + ("synchronized" if short else "of the synchronized ceiling"))
+        flag = share_flag(p.sync_ceiling.median)
+        shares.append(f"{percent(p.sync_ceiling.median)} " + ("synchronized" if short else "of the synchronized ceiling")
+                      + (f" ({flag})" if flag else ""))
     if p.ceiling is not None:
+        flag = share_flag(p.ceiling.median)
         shares.append(f"{percent(p.ceiling.median)} " + (p.ceiling_source if short else
-                                                         f"of the {p.ceiling_source} ceiling"))
+                                                         f"of the {p.ceiling_source} ceiling")
+                      + (f" ({flag})" if flag else ""))
+    if p.ceiling is not None and p.sync_ceiling is not None and p.ceiling_source == "measured" \
+            and ceilings_inverted(p.ceiling.median, p.sync_ceiling.median):
+        shares.append(f"({CEILINGS_INVERTED})")
     return (", " if short else " and ").join(shares)
 
 
@@ -294,4 +336,4 @@ def answers(rep: Report, rl: Optional[bool] = True) -> list[Answer]:
     out += [standalone_answer(rep, h) for c, h in heads.items() if c not in seen]
     if rl is not None:
         out = [a for a in out if a.rl == rl]
-    return sorted(out, key=lambda a: (scenario_order(a.scenario), a.workload))
+    return sorted(out, key=lambda a: (scenario_order(a.scenario), natural_key(a.workload)))

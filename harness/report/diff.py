@@ -32,7 +32,7 @@ import pandas as pd
 from harness.labels import BackendLabel
 from harness.report.build import make_report
 from harness.report.fmt import Table, num, ratio
-from harness.report.model import Report, all_rows, backend_name, name_of, scenario_order
+from harness.report.model import Report, all_rows, backend_name, name_of, natural_key, scenario_order
 from harness.report.intervals import FASTER, SLOWER, ratio_of_medians, verdict as rule, verdict_phrase
 from harness.report.paired import PairedJob, cycle_ratios, ratio_frame
 from harness.report.stats import CEILINGS
@@ -177,7 +177,7 @@ def compare_runs(a: Path | str, b: Path | str, all_runs: bool = False) -> Compar
     ra = make_report([a], all_runs=all_runs, figures=False)
     rb = make_report([b], all_runs=all_runs, figures=False)
     lines = paired_lines(ra, rb) + standalone_lines(ra, rb)
-    lines.sort(key=lambda x: (x.source != "paired", scenario_order(x.scenario), x.name, x.quantity))
+    lines.sort(key=lambda x: (x.source != "paired", scenario_order(x.scenario), natural_key(x.name), x.quantity))
     return Comparison(a=str(a), b=str(b), changes=what_changed(ra, rb), lines=lines)
 
 

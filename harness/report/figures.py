@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import io
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -198,17 +199,36 @@ def _pairs_to_plot(speedups: pd.DataFrame) -> list[tuple[str, str]]:
     return sorted(p for p in have if p[1] == SERIAL) or sorted(have)[:4]
 
 
+def natural_key(text: Any) -> tuple:
+    """A name's sort key in which numbers sort as numbers (``w=2`` before ``w=16``): the text split into runs
+    of digits (as ints) and the rest (as strings), which alternate, so keys of any two names compare."""
+    return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", str(text)))
+
+
 #: the RL workloads: their figures never share an axis with the microbenchmarks' (ratios of 100x and more)
 RL = ("gym", "atari", "dqn", "marl")
 
 
 def speedup_bars(speedups: pd.DataFrame, rows: pd.DataFrame) -> list[Plot]:
     """Speedup bars per configuration (grouped by scenario) with interval whiskers, RL workloads and
-    microbenchmarks in two figures; hatched = not significant."""
+    microbenchmarks in two figures; hatched = no verdict by the report's one rule."""
     if not len(speedups):
         return []
     rl = speedups["scenario"].isin(RL)
     return _speedup_bars(speedups[rl], rows, "speedups") + _speedup_bars(speedups[~rl], rows, "speedups_micro")
+
+
+def _decided(r: pd.Series) -> bool:
+    """Whether the report's one rule calls this standalone speedup faster or slower (`harness.report.verdict.
+    standalone_word`): the bars are hatched by what the tables say, not by a rank test that cannot reach p < 0.05
+    at 3 + 3 repetitions."""
+    from harness.report.intervals import FASTER, SLOWER
+    from harness.report.stats import Speedup
+    from harness.report.verdict import standalone_word
+
+    sp = Speedup(float(r["ratio"]), float(r["ci_low"]), float(r["ci_high"]), math.nan, False, int(r["n_a"]),
+                 int(r["n_b"]))
+    return standalone_word(sp) in (FASTER, SLOWER)
 
 
 def _speedup_bars(speedups: pd.DataFrame, rows: pd.DataFrame, name: str) -> list[Plot]:
@@ -218,7 +238,7 @@ def _speedup_bars(speedups: pd.DataFrame, rows: pd.DataFrame, name: str) -> list
     sel = speedups[np.array([(a, b) in pairs for a, b in zip(speedups["numerator"], speedups["denominator"])], dtype=bool)]
     vary = varying_params(rows)
     meta = _config_meta(rows)
-    configs = sorted(set(sel["config"]), key=lambda c: (meta.loc[c, "scenario"], c))
+    configs = sorted(set(sel["config"]), key=lambda c: (meta.loc[c, "scenario"], natural_key(c)))
     fig = Figure(figsize=(min(16.0, max(6.0, 0.45 * len(configs) * len(pairs) + 2)), 4.6), layout="constrained")
     ax = fig.subplots()
     width = 0.8 / len(pairs)
@@ -232,7 +252,8 @@ def _speedup_bars(speedups: pd.DataFrame, rows: pd.DataFrame, name: str) -> list
             if c in ps.index:
                 r = ps.loc[c]
                 xs.append(i + (j - (len(pairs) - 1) / 2) * width)
-                ys.append(r["ratio"]); lo.append(r["ci_low"]); hi.append(r["ci_high"]); sig.append(bool(r["significant"]))
+                ys.append(r["ratio"]); lo.append(r["ci_low"]); hi.append(r["ci_high"])
+                sig.append(_decided(r))
         if not xs:
             continue
         ys_a = np.array(ys, float)
@@ -248,7 +269,7 @@ def _speedup_bars(speedups: pd.DataFrame, rows: pd.DataFrame, name: str) -> list
     log_axis(ax, "y")
     handles = [Patch(facecolor=pair_color[(a, b)], edgecolor="black", label=f"{shown(a)} / {shown(b)}")
                for a, b in pairs]
-    handles.append(Patch(facecolor="white", edgecolor="black", hatch="//", label="not significant"))
+    handles.append(Patch(facecolor="white", edgecolor="black", hatch="//", label="no verdict (rule)"))
     ax.set_xticks(range(len(configs)))
     ax.set_xticklabels([config_title(meta.loc[c], vary, 24) for c in configs], fontsize=7, rotation=30, ha="right")
     ax.set_ylabel("speedup (ratio of median throughputs)")
@@ -256,8 +277,9 @@ def _speedup_bars(speedups: pd.DataFrame, rows: pd.DataFrame, name: str) -> list
     ax.grid(True, axis="y", which="both", alpha=0.3)
     scen = ", ".join(sorted({str(meta.loc[c, "scenario"]) for c in configs}))
     return [Plot(name, f"{scen}: speedups (ratio of median throughputs, unit/s over unit/s)", fig,
-                 "Ratio of medians with 95% bootstrap interval; hatched bars: not significant (Mann-Whitney U, "
-                 "p >= 0.05); invalid configurations (checksum mismatch) are left out.")]
+                 "Ratio of medians with 95% bootstrap interval; hatched bars: no verdict by the report's one rule "
+                 "(the interval holds 1, or a side has fewer than 3 repetitions), as the tables say; invalid "
+                 "configurations (checksum mismatch) are left out.")]
 
 
 def _latency_frame(rows: pd.DataFrame, latencies: pd.DataFrame, kind: str) -> pd.DataFrame:

@@ -12,7 +12,7 @@ import pandas as pd
 
 from harness.labels import BackendLabel
 from harness.report.analysis import Analysis
-from harness.report.figures import Plot, describe, varying_params
+from harness.report.figures import Plot, describe, natural_key, varying_params  # noqa: F401 (natural_key)
 from harness.report.load import ResultSet
 
 #: the RL workloads, in the order the report answers them; every other scenario is a microbenchmark

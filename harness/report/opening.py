@@ -11,7 +11,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from harness.report.figures import Plot, _config_meta, color, config_title, log_axis, marker, shown, varying_params
+from harness.report.figures import (Plot, _config_meta, color, config_title, log_axis, marker, natural_key, shown,
+                                    varying_params)
 from harness.report.stats import CEILING, CEILINGS, SERIAL, SYNC_CEILING, amdahl_bound
 
 #: how the bounds are drawn in the opening picture: (marker, colour, label)
@@ -64,7 +65,7 @@ def against_serial_plot(frame: pd.DataFrame, bounds: dict[str, dict[str, float]]
         return []
     order = scenario_order or (lambda s: 0)
     groups = sorted(dict.fromkeys(frame["group"]), key=lambda gname: (order(frame.loc[frame["group"] == gname,
-                                                                                        "scenario"].iloc[0]), gname))
+                                                                                        "scenario"].iloc[0]), natural_key(gname)))
     plots = []
     chunk: list[str] = []
     chunks: list[list[str]] = []

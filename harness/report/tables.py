@@ -13,7 +13,7 @@ import pandas as pd
 from harness.report.jobline import outlying_rows
 from harness.report.fmt import Table, interval, num, percent, ratio, ratio_text
 from harness.report.model import (NO_STANDALONE, Report, backend_name, is_rl, machine_line, name_of,
-                                  scenario_order)
+                                  natural_key, scenario_order)
 from harness.report.paired import ratio_frame
 from harness.report.paired import verdict_lines as paired_verdict_lines
 from harness.report.stats import CEILING, CEILINGS, HEADLINE_PAIRS, SERIAL, SYNC_CEILING, implausible_ceilings
@@ -34,7 +34,7 @@ def warnings(rep: Report) -> list[str]:
     if not len(rows):
         if not rep.paired:
             out.append("the result files hold no rows")
-        return out
+        return out + ceiling_warnings(rep)
     for _, m in a.mixed.iterrows():
         out.append(f"mixed environment in one comparison: {_name(rep, m['config'])}: {m['mixed']}")
     if rows["machine"].nunique() > 1 and not len(a.mixed):
@@ -87,14 +87,31 @@ def warnings(rep: Report) -> list[str]:
         folders = sorted({Path(s).parent.name for s in reused["source"]})
         out.append(f"{len(reused)} row(s) of {len(folders)} job(s) reused from an earlier run of the same config and "
                    f"code (resume): {', '.join(folders[:20])}{' ...' if len(folders) > 20 else ''}")
+    out += ceiling_warnings(rep)
     if rep.superseded_runs:
         out.append(f"{rep.superseded_runs} older run(s) of an already measured configuration and backend set aside "
                    "(the latest run is used; --all-runs pools them)")
     return out
 
 
-def _key(rep: Report, config: str, scenario: str) -> tuple[int, str]:
-    return (scenario_order(scenario), _name(rep, config))
+def ceiling_warnings(rep: Report) -> list[str]:
+    """One warning per answer line whose shares of the ceilings cannot be read as shares of a bound
+    (`harness.report.answer.ceiling_flags`): the same flags the answer shows beside the numbers."""
+    from harness.report.answer import answers, ceiling_flags
+
+    out = []
+    for ans in answers(rep, rl=None):
+        for part in ans.parts:
+            for flag in ceiling_flags(part):
+                span = f" ({part.span})" if part.span else ""
+                out.append(f"{ans.workload}{span}: the reactor at {flag}: the ceiling and the reactor ran at "
+                           "different machine speeds (standalone jobs one after the other, or a host that changed "
+                           "within the job); read the share as a reading of the host, not of the code")
+    return out
+
+
+def _key(rep: Report, config: str, scenario: str) -> tuple:
+    return (scenario_order(scenario), natural_key(_name(rep, config)))
 
 
 def _wanted(scenario: object, rl: bool | None) -> bool:
@@ -113,6 +130,8 @@ def headline_table(rep: Report, compact: bool = False, rl: bool | None = None) -
     jobs add their rows (marked paired, one per regime where the host shifted): medians of their blocks,
     ratios and efficiencies as medians of per-cycle ratios. ``rl``: RL workloads only (True), microbenchmarks
     only (False) or both (None)."""
+    from harness.report.answer import CEILINGS_INVERTED, ceilings_inverted, share_flag
+
     out: list[tuple[tuple[int, str], list[str], str]] = []
     for h in rep.analysis.headlines or []:
         if not _wanted(h.scenario, rl):
@@ -120,9 +139,13 @@ def headline_table(rep: Report, compact: bool = False, rl: bool | None = None) -
         med = h.medians
         best = (f"{h.best_alternative}: {num(med[h.best_alternative])}" if h.best_alternative else "-")
         eff = (f"{h.efficiency:.0%} of {h.ceiling_source} ceiling ({num(h.capacity)}x serial)"
+               + (f" ({share_flag(h.efficiency)})" if share_flag(h.efficiency) else "")
                if np.isfinite(h.efficiency) else "-")
         if np.isfinite(h.sync_efficiency):
             eff += f"; {h.sync_efficiency:.0%} of synchronized ({num(h.sync_capacity)}x)"
+            eff += f" ({share_flag(h.sync_efficiency)})" if share_flag(h.sync_efficiency) else ""
+            if h.ceiling_source == "measured" and ceilings_inverted(h.efficiency, h.sync_efficiency):
+                eff += f" ({CEILINGS_INVERTED})"
         cells = [_name(rep, h.config), h.unit, num(med.get(SERIAL)), best, num(med.get(PAPER_RAY)),
                  num(med.get(REACTOR)), fmt_ratio(h.vs_serial), fmt_ratio(h.vs_best), fmt_ratio(h.vs_paper_ray), eff]
         if not compact:
@@ -159,7 +182,8 @@ def _paired_reading(frame: pd.DataFrame, a: str, b: str) -> str:
 
 def paired_headline_rows(rep: Report, compact: bool = False) -> list[tuple[list[str], str, str]]:
     """The headline's rows from paired jobs: (cells, scenario, config), one per job and regime."""
-    from harness.report.answer import paired_best_alternative, paired_parts  # (answer imports this module's neighbours)
+    from harness.report.answer import (CEILINGS_INVERTED, ceiling_flags, paired_best_alternative,  # (answer imports
+                                       paired_parts, share_flag)  # this module's neighbours)
 
     out = []
     frame = ratio_frame(rep.paired or [])
@@ -182,7 +206,11 @@ def paired_headline_rows(rep: Report, compact: bool = False) -> list[tuple[list[
                 sel = effs[(effs["numerator"] == REACTOR) & (effs["denominator"] == ceiling)]
                 if len(sel):
                     e = sel.iloc[0]
-                    shares.append(f"{percent(e['median'])} [{percent(e['ci_low'])}, {percent(e['ci_high'])}] of {what}")
+                    flag = share_flag(float(e["median"]))
+                    shares.append(f"{percent(e['median'])} [{percent(e['ci_low'])}, {percent(e['ci_high'])}] of {what}"
+                                  + (f" ({flag})" if flag else ""))
+            if part is not None and CEILINGS_INVERTED in ceiling_flags(part):
+                shares.append(f"({CEILINGS_INVERTED})")
             span = "" if regime == "all" else f", {regime}"
             cells = [f"{_name(rep, job.config)} (paired, {job.cycles} cycles{span})", unit, num(med.get(SERIAL)),
                      f"{best}: {num(med[best])}" if best else "-", num(med.get(PAPER_RAY)), num(med.get(REACTOR)),
@@ -241,7 +269,7 @@ def against_serial_table(rep: Report) -> Table:
             rows.append(((scenario_order(job.scenario if job else ""), _name(rep, r["config"]), 1, str(r["regime"]), num_),
                          [_name(rep, r["config"]), where, num_ + ("" if den == SERIAL else f" (over {den})"),
                           ratio(med, lo, hi), word], "paired"))
-    rows.sort(key=lambda t: tuple(str(x) for x in t[0]))
+    rows.sort(key=lambda t: tuple(natural_key(x) for x in t[0]))
     return Table(["configuration", "measured", "backend", "over serial (95% interval)", "verdict"],
                  [c for _, c, _ in rows], [k for _, _, k in rows],
                  empty="no configuration with serial and another backend")
@@ -253,7 +281,7 @@ def verdict_lines(rep: Report, rl: bool | None = None) -> list[str]:
     heads = sorted((h for h in rep.analysis.headlines or [] if _wanted(h.scenario, rl)),
                    key=lambda h: _key(rep, h.config, h.scenario))
     jobs = [j for j in rep.paired or [] if _wanted(j.scenario, rl)]
-    jobs.sort(key=lambda j: (scenario_order(j.scenario), j.name))
+    jobs.sort(key=lambda j: (scenario_order(j.scenario), natural_key(j.name)))
     return [f"{_name(rep, h.config)}: {h.verdict}" for h in heads] + paired_verdict_lines(jobs)
 
 
@@ -313,7 +341,7 @@ def scenario_tables(rep: Report) -> list[tuple[str, Table]]:
                   "stability", "efficiency (ceiling)", "p50 ms", "p99 ms", "startup s", "peak RSS MB", "peak shm MB"] + (
                       ["overhead ms/round"] if has_overhead else [])
         cells, classes = [], []
-        g = g.assign(_c=[_name(rep, c) for c in g["config"]]).sort_values(["_c", "workers", "label"])
+        g = g.assign(_c=[natural_key(_name(rep, c)) for c in g["config"]]).sort_values(["_c", "workers", "label"])
         for _, r in g.iterrows():
             row = [r["_c"], r["label"], f"{r['n_ok']}/{r['n_error']}/{r['n_timeout']}", num(r["median"]),
                    interval(r["ci_low"], r["ci_high"]), r["unit"] or "-",

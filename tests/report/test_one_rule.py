@@ -24,7 +24,7 @@ BASE = {"scenario": "gym", "workers": 2, "num_envs": 15, "env_id": "CartPole-v1"
 
 
 def paired_job(folder: Path, series: dict[tuple[str, str], Sequence[float]], margin: Optional[float] = None,
-               interpreters: Optional[dict[tuple[str, str], str]] = None) -> None:
+               interpreters: Optional[dict[tuple[str, str], str]] = None, workers: int = 2) -> None:
     """A paired job whose blocks have exactly these throughputs, cycle by cycle (one series per backend)."""
     writer = ResultsWriter(folder)
     n = len(next(iter(series.values())))
@@ -36,7 +36,7 @@ def paired_job(folder: Path, series: dict[tuple[str, str], Sequence[float]], mar
             if margin is not None:
                 extra["margin"] = margin
             interp = (interpreters or {}).get((backend, variant))
-            row = {**BASE, "backend": backend, "variant": variant}
+            row = {**BASE, "backend": backend, "variant": variant, "workers": workers}
             if interp:
                 row["interpreter"] = interp
             writer.append(make_row(row, repetition=cycle, cycle=cycle, block=block, status="ok", units=1000,
