@@ -35,6 +35,7 @@ from harness.resource_checks import fit_errors
 from harness.config import BudgetConfig, ConfigRangeError, range_errors, range_of, register_configs
 from harness.cycles import CompareSettings, backend_key, run_compare
 from harness.interpreter import interpreter_errors, skip_reason
+from harness.resume import PAIRED_JOB_FILES, set_aside
 from harness.runner import MeasurementFailed, backend_variant
 
 CONF_DIR = str(Path(__file__).resolve().parents[1] / "conf")
@@ -183,6 +184,12 @@ def main(cfg: DictConfig) -> None:
         if not cfg.quiet:
             print(f"{label}: {text}", file=sys.stderr, flush=True)
 
+    # a rerun into a folder that holds an earlier paired job sets that job's files aside (as standalone jobs do,
+    # `harness.resume`): appending would put two runs' cycles into one results.csv
+    moved = set_aside(job_dir, PAIRED_JOB_FILES)
+    if moved:
+        print(f"{label}: an earlier paired job in {job_dir} set aside: "
+              + ", ".join(path.name for path in moved), file=sys.stderr, flush=True)
     outcome = run_compare(jobs, job_dir, settings, int(cfg.seed), log=log)
     ratio = ""
     if outcome.main_ratio is not None and outcome.main_pair is not None:

@@ -29,6 +29,9 @@ from harness.results import LATENCIES_FILE, RESULTS_FILE
 
 #: files of one measurement (set aside together, so a re-run starts from an empty folder)
 JOB_FILES = (RESULTS_FILE, LATENCIES_FILE, "memory.csv", "error.txt", REUSED_FILE)
+#: files of one paired job (``python -m harness compare``, `harness.cycles`): its rows, its summary, its error
+#: (a paired job is never reused: a rerun into its folder sets these aside, so two runs are never appended)
+PAIRED_JOB_FILES = (RESULTS_FILE, LATENCIES_FILE, "memory.csv", "error.txt", "compare.json")
 #: the values of ``resume``: reuse finished jobs of a clean tree, never reuse, reuse even from a dirty tree
 RESUME_MODES = ("true", "false", "dirty-ok")
 
@@ -104,11 +107,12 @@ def mark_reused(job_dir: Path, rows: int, dirty_ok: bool = False) -> None:
     path.write_text(json.dumps(record, indent=1) + "\n")
 
 
-def set_aside(job_dir: Path) -> list[Path]:
-    """Rename the job's earlier result files to ``<stem>.superseded-<time><suffix>``; returns the new paths."""
+def set_aside(job_dir: Path, names: tuple[str, ...] = JOB_FILES) -> list[Path]:
+    """Rename the job's earlier result files (``names``) to ``<stem>.superseded-<time><suffix>``; returns the new
+    paths."""
     stamp = _dt.datetime.now().strftime("%Y%m%dT%H%M%S%f")
     moved = []
-    for name in JOB_FILES:
+    for name in names:
         path = job_dir / name
         if path.exists():
             target = path.with_name(f"{path.stem}.superseded-{stamp}{path.suffix}")

@@ -43,7 +43,7 @@ def make_report(paths: Iterable[Path | str], all_runs: bool = False, figures: bo
     results = load_results(paths)
     # paired jobs (harness compare) are read apart: each is a whole reading, never pooled with standalone jobs
     paired_rows, results.rows = split_paired(results.rows)
-    paired = analyze_paired(paired_rows, config_names(paired_rows) if len(paired_rows) else {})
+    paired = analyze_paired(paired_rows, config_names(paired_rows) if len(paired_rows) else {}, results.problems)
     superseded = 0
     if not all_runs:
         results.rows, superseded = latest_runs(results.rows)

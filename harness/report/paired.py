@@ -149,12 +149,42 @@ def _host_frame(rows: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(recs).set_index("cycle") if recs else pd.DataFrame()
 
 
-def analyze_paired(rows: pd.DataFrame, names: Optional[dict[str, str]] = None) -> list[PairedJob]:
-    """Every paired job in ``rows`` (rows from `harness.report.load`; only ``ok`` rows with a cycle count)."""
+def runs_of_job(g: pd.DataFrame) -> pd.Series:
+    """Which run each row of one paired job's file belongs to (0, 1, ... in file order): a job writes its blocks
+    with ``block`` counting up from 0, so a block number that does not grow starts another run appended to the
+    same ``results.csv`` (a job rerun into a folder before its earlier files were set aside)."""
+    block = pd.to_numeric(g["block"], errors="coerce") if "block" in g else pd.Series(np.nan, index=g.index)
+    known = block.dropna()  # a row without a block number belongs to the run before it
+    run = known.le(known.shift()).cumsum()
+    return run.reindex(g.index).ffill().fillna(0).astype(int)
+
+
+def analyze_paired(rows: pd.DataFrame, names: Optional[dict[str, str]] = None,
+                   problems: Optional[list[str]] = None) -> list[PairedJob]:
+    """Every paired job in ``rows`` (rows from `harness.report.load`; only ``ok`` rows with a cycle count).
+
+    Cycles of two runs are never pivoted together: a job folder whose file holds several runs (`runs_of_job`)
+    is read from its last run only, and one whose cycles still repeat a backend is refused; either is said in
+    ``problems`` (the report's warnings)."""
     paired, _ = split_paired(rows)
-    paired = paired[paired["status"] == "ok"]
     jobs = []
     for job_id, g in paired.groupby("job", sort=True):
+        run = runs_of_job(g)
+        earlier = int(run.max()) if len(run) else 0
+        if earlier:
+            g = g[run == run.max()]
+            if problems is not None:
+                problems.append(f"paired job {job_id}: its results.csv holds {earlier + 1} runs appended one after "
+                                "the other (a rerun into the same folder): only the last run is read, never "
+                                "cycles of two runs together")
+        g = g[g["status"] == "ok"]
+        if not len(g):
+            continue
+        if g.duplicated(["cycle", "label"]).any():
+            if problems is not None:
+                problems.append(f"paired job {job_id}: a backend has two blocks in one cycle (two runs mixed in one "
+                                "file?): the job is not read")
+            continue
         table = g.pivot_table(index="cycle", columns="label", values="throughput", aggfunc="first")
         table = table.dropna()  # a cycle counts only with every backend's block
         labels = list(dict.fromkeys(g.sort_values("block")["label"]))
