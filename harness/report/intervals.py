@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Iterable, Optional
 
 import numpy as np
+from scipy import special as _sp
 from scipy import stats as _st
 
 CONFIDENCE = 0.95
@@ -78,7 +79,7 @@ class MedianInterval:
     #: values, and how many independent values they are worth (`effective_size`)
     n: int
     n_eff: float
-    #: the interval's coverage for independent values of that effective number (exact, distribution-free)
+    #: the drawn interval's coverage at that effective size (`drawn_ranks`; exact for independent values)
     coverage: float
 
     def as_tuple(self) -> tuple[float, float, float]:
@@ -89,31 +90,57 @@ class MedianInterval:
         return np.isfinite(self.low) and np.isfinite(self.high)
 
 
+def rank_coverage(k: float, m: float) -> float:
+    """The coverage of [x_(k), x_(m+1-k)] for the median of m independent values: 1 - 2 P(B <= k - 1) with
+    B ~ Binomial(m, 1/2), written as a regularized incomplete beta function so that it also holds for a
+    fractional effective size m and the fractional rank k a rank of the whole series falls on there."""
+    if not (1 <= k <= (m + 1) / 2):
+        return math.nan
+    return float(1.0 - 2.0 * _sp.betainc(m - k + 1.0, k, 0.5))
+
+
+def drawn_ranks(n: int, n_eff: float, confidence: float = CONFIDENCE) -> Optional[tuple[int, int, float]]:
+    """(k, n + 1 - k, coverage): the ranks of the whole series of ``n`` values that bound its median with at least
+    ``confidence`` when the series is worth ``n_eff`` independent values, and that coverage, of these very ranks.
+
+    Rank k of n sits at quantile level k / (n + 1), which on n_eff values is the (fractional) rank
+    k (n_eff + 1) / (n + 1) (at least 1: a rank outside the n_eff values' minimum covers at least as much as it);
+    its coverage there is `rank_coverage`. k is the largest rank that keeps the coverage
+    at or above ``confidence``, and never above the independent series' rank (`order_statistic_ranks` of n): the
+    correction for dependence only widens. None when not even [min, max] reaches ``confidence``."""
+    indep = order_statistic_ranks(n, confidence)
+    if indep is None:
+        return None
+    n_eff = min(float(n), float(n_eff))
+    for k in range(indep[0], 0, -1):
+        # a rank below 1 there lies outside the n_eff values' minimum: at least [min, max]'s coverage
+        c = rank_coverage(max(1.0, k * (n_eff + 1.0) / (n + 1.0)), n_eff)
+        if np.isfinite(c) and c >= confidence - 1e-12:
+            return k, n + 1 - k, c
+    return None
+
+
 def median_interval(x: Iterable[float], confidence: float = CONFIDENCE, dependent: bool = True) -> MedianInterval:
     """The median of ``x`` (a series in time order, e.g. per-cycle ratios) with a distribution-free interval.
 
     For m independent values the interval [x_(k), x_(m+1-k)] holds the median with at least ``confidence``
     whatever the distribution (`order_statistic_ranks`); unlike a percentile bootstrap it keeps that promise
     at small m (a bootstrap of 3 values covers 75%). Neighbouring cycles are not independent on a host whose
-    speed drifts, so with ``dependent`` the ranks are those of the series' effective size (`effective_size`),
-    placed at the same quantile levels of the whole series: a correlated series gets a wider interval.
-    Below `min_samples` effective values there is no interval (low and high are NaN)."""
+    speed drifts, so with ``dependent`` the series counts as its effective size (`effective_size`) and the
+    interval is drawn at the ranks of the whole series that keep ``confidence`` there (`drawn_ranks`): never
+    narrower than the independent interval, its coverage that of the ranks drawn. Without such ranks (not even
+    [min, max] reaches ``confidence``) there is no interval (low and high are NaN)."""
     a = _clean(x)
     if a.size == 0:
         return MedianInterval(math.nan, math.nan, math.nan, 0, 0.0, math.nan)
     med = float(np.median(a))
     n_eff = effective_size(a) if dependent else float(a.size)
-    m = int(math.floor(n_eff + 1e-9))
-    ranks = order_statistic_ranks(m, confidence)
+    ranks = drawn_ranks(int(a.size), n_eff, confidence)
     if ranks is None:
         return MedianInterval(med, math.nan, math.nan, int(a.size), n_eff, math.nan)
     k, k_hi, coverage = ranks
-    if m == a.size:
-        s = np.sort(a)
-        lo, hi = float(s[k - 1]), float(s[k_hi - 1])
-    else:  # the same quantile levels k / (m + 1) on the whole series (the Weibull plotting position)
-        lo, hi = (float(v) for v in np.quantile(a, [k / (m + 1), k_hi / (m + 1)], method="weibull"))
-    return MedianInterval(med, lo, hi, int(a.size), n_eff, coverage)
+    s = np.sort(a)
+    return MedianInterval(med, float(s[k - 1]), float(s[k_hi - 1]), int(a.size), n_eff, coverage)
 
 
 def half_width(median: float, low: float, high: float) -> float:
