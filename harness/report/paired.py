@@ -150,13 +150,20 @@ def _host_frame(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def runs_of_job(g: pd.DataFrame) -> pd.Series:
-    """Which run each row of one paired job's file belongs to (0, 1, ... in file order): a job writes its blocks
-    with ``block`` counting up from 0, so a block number that does not grow starts another run appended to the
-    same ``results.csv`` (a job rerun into a folder before its earlier files were set aside)."""
+    """Which run each row of one paired job's file belongs to (0, 1, ... in file order): a job numbers its blocks
+    by their time (``block``, counting up from 0) and writes them cycle by cycle, a cycle's rows in the listing
+    order of its backends (not in block order: the order within a cycle is shuffled), so every block of a cycle
+    comes after every block of the cycle written before it; a cycle whose blocks do not (block numbers that start
+    again) starts another run appended to the same ``results.csv`` (a job rerun into a folder before its earlier
+    files were set aside). Without a ``cycle`` column, each row is its own cycle."""
     block = pd.to_numeric(g["block"], errors="coerce") if "block" in g else pd.Series(np.nan, index=g.index)
-    known = block.dropna()  # a row without a block number belongs to the run before it
-    run = known.le(known.shift()).cumsum()
-    return run.reindex(g.index).ffill().fillna(0).astype(int)
+    cycle = pd.to_numeric(g["cycle"], errors="coerce") if "cycle" in g else pd.Series(np.arange(len(g)), g.index)
+    known = block.notna() & cycle.notna()  # a row without a block number belongs to the run before it
+    b, c = block[known], cycle[known]
+    segment = c.ne(c.shift()).cumsum()  # consecutive rows of one cycle
+    lo, hi = b.groupby(segment).min(), b.groupby(segment).max()
+    run = lo.le(hi.shift()).cumsum()
+    return segment.map(run).reindex(g.index).ffill().fillna(0).astype(int)
 
 
 def analyze_paired(rows: pd.DataFrame, names: Optional[dict[str, str]] = None,
