@@ -188,7 +188,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"compare-ray: {name} ok in {took:.0f} s", flush=True)
     if len(failed) < len(names):
         print("compare-ray: the report ...", flush=True)
-        rc = subprocess.run(report, cwd=ROOT, env=env).returncode
+        # (matplotlib's warnings about empty legends would bury the answer)
+        rc = subprocess.run(report, cwd=ROOT, env={**env, "PYTHONWARNINGS": "ignore"}).returncode
         if rc != 0:
             failed.append(f"the report (exit {rc})")
         elif (out / "report" / "report.md").exists():
