@@ -129,7 +129,7 @@ bench: install ## The local sweep of every scenario, the paired jobs (bench-pair
 # printed (scripts/compare_ray.py); exits 1 naming each failed workload, and checks that no process or /dev/shm
 # entry of its jobs is left. COMPARE_RAY_DIR: where (default results/compare-ray/<time>)
 COMPARE_RAY_BACKENDS ?= serial,reactor,ray_packed,ray_compiled_packed,capacity_lockstep
-COMPARE_RAY_SECONDS ?= gym=60,atari=60,dqn=60,marl=60
+COMPARE_RAY_SECONDS ?= gym=120,atari=60,dqn=90,marl=60
 COMPARE_RAY_WORKLOADS ?= gym,atari,dqn,marl
 COMPARE_RAY_DIR ?=
 compare-ray: install ## The reactor against Ray here in ~10 min: paired jobs on gym, atari, dqn, marl (serial, reactor, ray_packed, ray_compiled_packed, capacity_lockstep), then the answer table
