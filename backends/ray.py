@@ -264,9 +264,15 @@ class RayBackend(Backend):
 
     # ---------------------------------------------------------------- teardown
     def stop(self) -> None:
-        """Tear the graph down, kill the actors, stop Ray if this job started it (never hangs on a dead actor)."""
+        """Tear the graph down, kill the actors, stop Ray if this job started it (never hangs on a dead actor).
+
+        Raises:
+            RayRoleError: a role raised in its ``close`` (after everything is torn down: the job must not end
+                "ok" when a role failed at its end, as under every other backend).
+        """
         import ray
 
+        close_error: BaseException | None = None
         try:
             if self.failed:  # a hung or dead actor must not make teardown wait: kill first
                 self._kill_actors(ray)
@@ -279,12 +285,16 @@ class RayBackend(Backend):
             if not self.failed and self.actors and ray.is_initialized():
                 try:
                     ray.get([a.close.remote() for a in self.actors], timeout=10)
-                except Exception:  # noqa: BLE001 - closing is best effort; the actors die next
+                except ray.exceptions.RayTaskError as exc:  # a role's own exception in close: reported below
+                    close_error = self._explain(exc, "close")
+                except Exception:  # noqa: BLE001 - a hung or dead actor: it is killed next
                     pass
             self._kill_actors(ray)
         finally:
             if ray.is_initialized() or self.instance.owned:
                 self.instance.shutdown()
+        if close_error is not None:
+            raise close_error
 
     def _kill_actors(self, ray: Any) -> None:
         if ray.is_initialized():

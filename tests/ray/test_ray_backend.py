@@ -237,6 +237,20 @@ def test_compiled_envs_per_actor_2_matches_serial_and_teardown_leaves_no_ray_pro
     assert our_ray_processes() == []  # stop() alone (no harness kill_tree) left nothing behind
 
 
+def test_a_role_that_raises_in_close_fails_stop_after_everything_is_torn_down():
+    """Under Ray as under every backend a role's error at its end is the job's error (it was swallowed as best
+    effort, so such a job ended "ok"); Ray is still shut down and nothing is left."""
+    from backends.ray import RayRoleError
+
+    scenario_cfg = config_object(FaultConfig, {"num_workers": 2, "kind": "close"})
+    with pytest.raises(RayRoleError, match="EnvCrashed: worker 1 failed to close after 5 rounds"):
+        run_in_process(config_object(RayConfig, {"mode": "actors"}), scenario_cfg, 5)
+    import ray
+
+    assert not ray.is_initialized()
+    assert our_ray_processes() == []
+
+
 def test_actor_that_raises_gives_an_error_row_with_its_message(tmp_path):
     proc = run_cli("scenario=fault", "scenario.kind=error", "backend=ray", "budget=smoke",
                    run_dir=tmp_path, timeout=300)
