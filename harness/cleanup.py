@@ -45,6 +45,24 @@ def first_pid(name: str) -> int | None:
     return int(m.group()) if m else None
 
 
+def tagged_processes(var: str, value: str) -> dict[int, str]:
+    """pid -> name of every process whose environment carries ``var=value``: what a job started with that tag in
+    its environment left running (Ray's daemons and workers inherit the environment of the job that started them).
+
+    Args:
+        var: the environment variable's name.
+        value: its value for the job in question.
+    """
+    out = {}
+    for proc in psutil.process_iter(["pid", "name"]):
+        try:
+            if proc.environ().get(var) == value:
+                out[proc.pid] = proc.info["name"]
+        except (psutil.Error, OSError):
+            continue
+    return out
+
+
 @dataclass
 class ShmLedger:
     """``/dev/shm`` as found before a job, plus the entries the job's processes were seen mapping."""

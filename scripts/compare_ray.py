@@ -81,15 +81,9 @@ def leftovers(tag_value: str, shm_before: dict[str, int]) -> list[str]:
     owner (the pid in the name) is gone or is one of the tagged processes."""
     import psutil
 
-    from harness.cleanup import first_pid, shm_snapshot
+    from harness.cleanup import first_pid, shm_snapshot, tagged_processes
 
-    tagged = {}
-    for proc in psutil.process_iter(["pid", "name"]):
-        try:
-            if proc.environ().get(TAG) == tag_value:
-                tagged[proc.pid] = proc.info["name"]
-        except (psutil.Error, OSError):
-            continue
+    tagged = tagged_processes(TAG, tag_value)
     out = [f"process {pid} ({name})" for pid, name in sorted(tagged.items())]
     for name, inode in sorted(shm_snapshot().items()):
         if shm_before.get(name) == inode:

@@ -19,7 +19,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from harness.cleanup import first_pid
+from harness.cleanup import first_pid, tagged_processes
 from harness.cycles import COMPARE_FILE
 from tests.conftest import read_rows
 
@@ -42,14 +42,7 @@ def compare(run_dir: Path, *overrides: str, timeout: float = 600) -> tuple[subpr
 
 def marked_processes(mark: str) -> list[str]:
     """Processes whose environment carries ``mark``: what a job left running."""
-    out = []
-    for proc in psutil.process_iter(["pid", "name"]):
-        try:
-            if f"{MARK}={mark}".encode() in Path(f"/proc/{proc.pid}/environ").read_bytes():
-                out.append(f"{proc.pid} {proc.info['name']}")
-        except (OSError, psutil.Error):
-            continue
-    return out
+    return [f"{pid} {name}" for pid, name in tagged_processes(MARK, mark).items()]
 
 
 def orphaned_shm(before: set[str]) -> list[str]:
