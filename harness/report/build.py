@@ -48,7 +48,8 @@ def make_report(paths: Iterable[Path | str], all_runs: bool = False, figures: bo
     if not all_runs:
         results.rows, superseded = latest_runs(results.rows)
     analysis = analyze(results.rows)
-    paper = side_by_side(results.rows, analysis.speedups, summary=analysis.summary)
+    paper = side_by_side(results.rows, analysis.speedups, summary=analysis.summary, paired=paired,
+                         paired_rows=paired_rows)
     plots, notes = (all_plots(analysis.summary, analysis.speedups, results.rows, results.latencies,
                               analysis.unequal) if figures
                     else ([], ["figures not drawn (--no-figures)"]))

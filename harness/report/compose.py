@@ -38,6 +38,12 @@ def resolution(rep: Report) -> Optional[Section]:
     return resolution_section(rep)
 
 
+def selftest_run(rep: Report) -> bool:
+    from harness.report.resolution import selftest_run as is_selftest
+
+    return is_selftest(rep)
+
+
 def _standalone_empty(rep: Report, what: str) -> str:
     """What a standalone section says when it has nothing: why, instead of "(none)"."""
     if not rep.standalone and rep.paired:
@@ -76,10 +82,14 @@ def sections(rep: Report) -> list[Section]:
     micro_overview = [p for p in rep.plots if p.name.startswith("relative_to_serial_micro")]
     micro_lines = verdict_lines(rep, rl=False)
     has_micro = bool(answer_table(rep, rl=False).rows)
+    resolves = resolution(rep)
+    # a self-test's own report opens with what the machine resolves, not with its A/A pairs as an answer
+    opens = [resolves] if resolves is not None and selftest_run(rep) else []
     out: list[Optional[Section]] = [
+        *opens,
         Section("The answer", answer_intro(rep), answer_table(rep, rl=True), key="answer", note=answer_note(rep)),
         *scaling_sections(rep),  # a many-core run's scaling curve, measured and predicted
-        resolution(rep),
+        None if opens else resolves,
         Section("Every backend against serial", "Each backend's throughput over serial's, with its 95% interval: "
                 "from standalone jobs (ratios of medians of repetitions) and from paired jobs (medians of "
                 "per-cycle ratios, per regime where the host shifted).", overview,
@@ -117,7 +127,9 @@ def sections(rep: Report) -> list[Section]:
                            reference_lines(rep), key="references"))
     out += [
         Section("The paper side by side", f"{PAPER_CITATION}. Measured: reactor / ray (`backend=ray`: one actor per "
-                "role, the paper's layout), and beside it reactor / the fastest Ray layout measured.",
+                "role, the paper's layout), and beside it reactor / the fastest Ray layout measured: from paired jobs "
+                "where the run holds them (the median of per-cycle ratios, its interval and the rule's word), else "
+                "from standalone jobs; each cell says which.",
                 paper_table(rep), empty=_standalone_empty(rep, "the paper's comparison needs Ray's standalone jobs"),
                 key="paper"),
         Section("Geometric means", "Per scenario over its configurations, then over the RL workloads and, apart, "

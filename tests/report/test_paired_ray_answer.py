@@ -21,7 +21,8 @@ SPEEDS = ((("serial", "-"), 1, 1.0), (("reactor", "processes"), 1, 1.8), (("ray"
           (("serial", "-"), 2, 2.5))
 
 
-def _paired_job(folder: Path, cycles: int = 30) -> None:
+def _paired_job(folder: Path, cycles: int = 30, speeds=SPEEDS) -> None:
+    """A paired gym job of ``speeds`` ((backend, variant), copy, throughput over serial's) with 1% noise per block."""
     rng = np.random.default_rng(5)
     writer = ResultsWriter(folder)
     base = {"scenario": "gym", "workers": 2, "num_envs": 15, "env_id": "CartPole-v1", "budget": "local", "seed": 0,
@@ -30,7 +31,7 @@ def _paired_job(folder: Path, cycles: int = 30) -> None:
     block = 0
     for cycle in range(cycles):
         serial = 20000 * rng.uniform(0.8, 1.2)
-        for (b, v), copy, k in SPEEDS:
+        for (b, v), copy, k in speeds:
             tp = serial * k * rng.normal(1, 0.01)
             writer.append(make_row({**base, "backend": b, "variant": v, "copy": copy}, repetition=cycle, cycle=cycle,
                                    block=block, status="ok", units=1000, seconds=1000 / tp, throughput=tp,
