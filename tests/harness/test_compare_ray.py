@@ -132,3 +132,27 @@ def test_the_reactor_over_each_ray_layout_is_read_from_the_report(tmp_path: Path
     assert len(lines) == 2, text
     assert "reactor / ray_packed = 3x [3, 3] (12 cycles; reactor faster)" in lines[0]
     assert "reactor / ray_compiled_packed = 1.5x [1.5, 1.5] (12 cycles; reactor faster)" in lines[1]
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs GNU make")
+@pytest.mark.parametrize("paper_ray", [None, ""])
+def test_make_bench_paired_holds_ray_at_its_best_everywhere_and_the_papers_layout_where_it_fits(tmp_path: Path,
+                                                                                                paper_ray):
+    """Every workload's paired job holds both packed layouts; the paper's layout (`ray`) only atari, marl and dqn,
+    whose rounds fit (the Makefile's rule, docs/ray.md); ``PAIRED_PAPER_RAY=`` leaves it out of all."""
+    stamp = tmp_path / "installed"
+    extra = [] if paper_ray is None else [f"PAIRED_PAPER_RAY={paper_ray}"]
+    done = subprocess.run(["make", "--no-print-directory", "-n", "-o", str(stamp), f"STAMP={stamp}",
+                           f"BENCH_DIR={tmp_path}", "bench-paired-jobs", *extra], cwd=ROOT, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    held = {}
+    for ln in done.stdout.splitlines():
+        if "harness compare" in ln:
+            words = shlex.split(ln.split("; try ", 1)[-1])
+            scenario = next(w.split("=", 1)[1] for w in words if w.startswith("scenario="))
+            held[scenario] = next(w for w in words if w.startswith("backends=["))[len("backends=["):-1].split(",")
+    assert sorted(held) == ["atari", "dqn", "gym", "marl"]
+    assert all(set(RAY_LAYOUTS) <= set(b) for b in held.values())
+    with_paper = {s for s, b in held.items() if "ray" in b}
+    assert with_paper == (set() if paper_ray == "" else {"atari", "dqn", "marl"})
