@@ -12,7 +12,7 @@
 #   * paired jobs (python -m harness compare): serial, reactor and capacity_lockstep alternating in one job, on
 #     gym, atari, marl (synthetic) and dqn at each worker count, each ended after PAIRED_SECONDS of cycles;
 #   * standalone jobs (python -m harness -m): the reactor, PufferLib's Multiprocessing (puffer) and ale-py's
-#     AtariVectorEnv (ale_vector, atari) at each worker count, serial at workers=1, gymnasium's AsyncVectorEnv
+#     AtariVectorEnv (ale_vector, atari) at each worker count; serial and gymnasium's AsyncVectorEnv
 #     (vector: one process per env whatever `workers` says) at the widest count only. Ray is not carried (its
 #     wheel alone is over what may travel).
 # A job starts only while the budget leaves room for it, the report and the tarball (a job that would not fit is
@@ -39,6 +39,7 @@ if [ "$LOCAL" = 1 ]; then
   WORKERS=${WORKERS:-"1 2"}
   BUDGET_S=${BUDGET_S:-540}
   PAIRED_SECONDS=${PAIRED_SECONDS:-3}
+  MIN_CYCLES=${MIN_CYCLES:-6}
   REPS=${REPS:-2}
   ROUNDS_GYM=${ROUNDS_GYM:-200} ROUNDS_ATARI=${ROUNDS_ATARI:-30}
   NICE=${NICE:-"nice -n 10"}
@@ -47,9 +48,10 @@ if [ "$LOCAL" = 1 ]; then
 else
   PY=${PY:-python3}
   INSTALL=${INSTALL:-1}
-  WORKERS=${WORKERS:-"16 1 4 8 2"}
+  WORKERS=${WORKERS:-"16 4 8"}
   BUDGET_S=${BUDGET_S:-510}
   PAIRED_SECONDS=${PAIRED_SECONDS:-6}
+  MIN_CYCLES=${MIN_CYCLES:-20}  # per paired job, whatever PAIRED_SECONDS says: the cells' intervals need them
   REPS=${REPS:-3}
   ROUNDS_GYM=${ROUNDS_GYM:-600} ROUNDS_ATARI=${ROUNDS_ATARI:-100}
   NICE=${NICE:-}
@@ -142,7 +144,7 @@ paired() {  # scenario workers [overrides...]
   local scenario=$1 w=$2; shift 2
   job $((PAIRED_SECONDS + 12)) $((PAIRED_SECONDS + 90)) "$PY" -m harness compare "scenario=$scenario" \
     "backends=[serial,reactor,capacity_lockstep]" "workers=$w" budget=local "compare.max_seconds=$PAIRED_SECONDS" \
-    compare.min_cycles=6 "${common[@]}" "$@" "hydra.run.dir=$OUT_DIR/paired/${scenario}/w$w"
+    "compare.min_cycles=$MIN_CYCLES" "${common[@]}" "$@" "hydra.run.dir=$OUT_DIR/paired/${scenario}/w$w${TAG:-}"
 }
 standalone() {  # scenario workers backends rounds estimate [overrides...]
   local scenario=$1 w=$2 backends=$3 rounds=$4 estimate=$5; shift 5
@@ -156,9 +158,12 @@ for w in $WORKERS; do
   paired atari "$w" "scenario.num_envs=$NUM_ENVS"
   paired marl "$w" scenario.env=synthetic "scenario.num_agents=$NUM_ENVS"
   paired dqn "$w"
+  if [ "$w" = "$WIDEST" ]; then  # four envs per worker, as users run vectorized envs
+    TAG=-e$((4 * w)) paired gym "$w" "scenario.num_envs=$((4 * w))"
+    TAG=-e$((4 * w)) paired atari "$w" "scenario.num_envs=$((4 * w))"
+  fi
   gym=reactor,$puffer atari=reactor,$puffer,ale_vector
-  [ "$w" = 1 ] && gym=serial,$gym atari=serial,$atari
-  [ "$w" = "$WIDEST" ] && gym=$gym,vector atari=$atari,vector
+  [ "$w" = "$WIDEST" ] && gym=serial,$gym,vector atari=serial,$atari,vector
   standalone gym "$w" "$gym" "$ROUNDS_GYM" 20 "scenario.num_envs=$NUM_ENVS"
   standalone atari "$w" "$atari" "$ROUNDS_ATARI" 30 "scenario.num_envs=$NUM_ENVS"
 done

@@ -94,10 +94,14 @@ def test_device_sweep_dry_run_plans_every_job_with_existing_presets():
     paired = [s for s in steps if " compare " in s]
     standalone = [s for s in steps if " -m harness -m " in s]
     workers = [int(re.search(r"workers=(\d+)", s).group(1)) for s in paired]
-    assert workers[0] == 16 and sorted(set(workers)) == [1, 2, 4, 8, 16]
-    for w in (1, 2, 4, 8, 16):
+    assert workers[0] == 16 and sorted(set(workers)) == [4, 8, 16]  # issue 46: 16, 8 and 4, the widest first
+    for w in (4, 8, 16):
         scenarios = {re.search(r"scenario=(\w+)", s).group(1) for s in paired if f"workers={w} " in s}
         assert scenarios == {"gym", "atari", "marl", "dqn"}
+    assert all("compare.min_cycles=20" in s for s in paired)  # at least 20 cycles per cell
+    wide = {re.search(r"scenario=(\w+)", s).group(1) for s in paired
+            if "workers=16 " in s and "scenario.num_envs=64" in s}
+    assert wide == {"gym", "atari"}  # four envs per worker at the widest count
     assert all("backends=[serial,reactor,capacity_lockstep]" in s for s in paired)
     presets = set()
     for s in standalone:
