@@ -197,7 +197,7 @@ cdef class RecordCodec:
 
     cpdef read(self):
         """The record as a tuple or list (a bare one: its scalar): scalars decoded, arrays as
-        read-only views over the segment (or copies, for a ``copy`` reader)."""
+        read-only arrays over the segment, the same objects on every read (or copies, for a ``copy`` reader)."""
         cdef Py_ssize_t i
         cdef int kind
         if self.container == BARE:
@@ -218,7 +218,9 @@ cdef class RecordCodec:
                 vals[i] = (<long long*>(self.base + self.offs[i]))[0] != 0
             elif kind == F_ARRAY:
                 arr = self.arrays[i]
-                vals[i] = arr.copy() if self.copy else arr.view()
+                # the segment's own read-only array, the same object every round (a new view per read
+                # shows the same bytes and costs an allocation per field and round)
+                vals[i] = arr.copy() if self.copy else arr
         return tuple(vals) if self.container == TUPLE else vals
 
 
@@ -392,7 +394,7 @@ cdef class SlotHotReader(_SlotHeader):
         """The slot's current value (see ``transport.SlotReader``)."""
         if self.mode != 0 and self.words[1] == self.layout:
             if self.mode == 2:
-                return self.arr.copy() if self.copy else self.arr.view()
+                return self.arr.copy() if self.copy else self.arr
             if self.mode == 3:
                 return self.rec.read()
             return None
