@@ -157,6 +157,50 @@ def measured_shares(rows: pd.DataFrame) -> dict[tuple[str, int, int], float]:
     return paired_ratios(rows, _is_reactor_processes, _capacity_mask)
 
 
+#: how far the synchronized ceiling may rise above ``workers`` copies before it is flagged (per-cycle noise)
+CEILING_SLACK = 0.10
+
+
+def _extra_median(rows: pd.DataFrame, key: str) -> float:
+    values = [float(e[key]) for e in rows["extra_dict"] if isinstance(e, dict) and e.get(key)]
+    return float(np.median(values)) if values else np.nan
+
+
+def ceiling_excess(serial: pd.DataFrame, ceiling: pd.DataFrame, workers: int, speedup: float) -> str:
+    """Why a synchronized ceiling above ``workers`` copies (more than k serial copies can give) came out so, read
+    from the rows' own CPU columns; "" for a ceiling within ``workers * (1 + CEILING_SLACK)``.
+
+    k copies that each do serial's work at most k times serial's rate; a ceiling above it means the serial rows
+    and a copy did not do the same thing per unit of work. Two causes show in the rows: serial spent more CPU time
+    per unit (``tree_cpu_ms_per_unit``: other work, or slower cores), or serial's process tree was busy for only a
+    part of its wall time (``tree_cpu_cores_busy`` below one core: it waited, for a core or for something else).
+
+    Args:
+        serial: serial's ok rows of the paired job(s) at this workload, bank and worker count.
+        ceiling: the synchronized ceiling's (``capacity:lockstep``) ok rows there.
+        workers: the copies the ceiling ran.
+        speedup: the ceiling over serial (median of per-cycle ratios).
+    """
+    if not np.isfinite(speedup) or speedup <= workers * (1 + CEILING_SLACK):
+        return ""
+    head = f"ceiling {speedup:.1f}x above {workers} copies"
+    s_cpu, c_cpu = _extra_median(serial, "tree_cpu_ms_per_unit"), _extra_median(ceiling, "tree_cpu_ms_per_unit")
+    s_busy = _extra_median(serial, "tree_cpu_cores_busy")
+    c_busy = _extra_median(ceiling, "tree_cpu_cores_busy") / workers
+    if np.isnan(s_cpu) or np.isnan(c_cpu):
+        return f"{head}; the rows have no CPU columns to say why (rerun with this code)"
+    parts = [f"CPU per unit serial {s_cpu:.3g} ms, a copy {c_cpu:.3g} ms"]
+    if not np.isnan(s_busy):
+        parts.append(f"serial busy {s_busy:.2f} of a core" + ("" if np.isnan(c_busy) else f", a copy {c_busy:.2f}"))
+    if s_cpu > c_cpu * (1 + CEILING_SLACK):
+        why = "serial spent more CPU per unit than a copy (unequal work, or slower cores for serial)"
+    elif not np.isnan(s_busy) and s_busy < 1 - CEILING_SLACK:
+        why = "serial waited for part of its rounds (equal CPU per unit, its tree busy less than one core)"
+    else:
+        why = "not explained by the CPU columns"
+    return f"{head}: {why} ({'; '.join(parts)})"
+
+
 def serial_round_us(serial: pd.DataFrame) -> float:
     """Serial's round in microseconds of CPU time (its rows' ``tree_cpu_ms_per_unit``: like the reactor's costs,
     not inflated by other load on the host), median over its rows; wall time where no row has the CPU time.
@@ -245,6 +289,9 @@ def predict_rows(rows: pd.DataFrame, machine: pd.DataFrame | None = None) -> pd.
         else:
             ceiling, ceiling_from = float(workers), "ideal"
         measured = ref_share.get(key) if machine is not None else run_share.get(key)
+        at = (rows["scenario"] == scenario) & (rows["num_envs"] == bank) & (rows["workers"] == workers)
+        excess = ceiling_excess(serial[serial["workers"] == workers], rows[at & _capacity_mask(rows)], int(workers),
+                                run_ceiling[key]) if key in run_ceiling else ""
         predicted = speedup / ceiling if ceiling > 0 else np.nan
         lines.append({
             "workload": key[0], "bank": key[1], "workers": key[2],
@@ -254,6 +301,7 @@ def predict_rows(rows: pd.DataFrame, machine: pd.DataFrame | None = None) -> pd.
             "predicted_round_us": predicted_round, "serial_round_us": serial_round,
             "predicted_speedup": speedup, "ceiling_speedup": ceiling, "ceiling_from": ceiling_from,
             "handoff_us": float(np.median(hand)) if hand else np.nan, "handoff_from": "+".join(sorted(sources)) or "-",
+            "ceiling_check": excess,
         })
     out = pd.DataFrame(lines)
     if not out.empty:
@@ -286,4 +334,6 @@ def format_lines(table: pd.DataFrame) -> str:
                    f"  {num(r['error'], '+.0%')}  {num(r['predicted_round_us'], '.1f')} {num(r['serial_round_us'], '.1f')} "
                    f"{num(r['predicted_speedup'], '.2f')} {r['ceiling_speedup']:.2f}({r['ceiling_from']}) "
                    f"{num(r['handoff_us'], '.1f')}({r['handoff_from']})")
-    return "\n".join(out)
+    checks = [f"{r['workload']} {r['workers']}: {r['ceiling_check']}" for r in table.to_dict("records")
+              if r.get("ceiling_check")]
+    return "\n".join(out + checks)

@@ -117,3 +117,32 @@ def test_a_many_core_run_s_report_opens_with_its_scaling_curve_after_the_answer(
     assert cells[("gym", "16")][4] == "0.41" and cells[("atari", "16")][4] == "0.49"
     # recorded before the CPU column: measured only, no prediction claimed
     assert cells[("gym", "16")][5] == "-"
+
+
+def _ceiling_rows(serial_extra, ceiling_extra, ceiling_throughput):
+    rows = []
+    for cycle in range(6):
+        rows.append(_row("serial", "-", 4, cycle, 1000.0, serial_extra))
+        rows.append(_row("capacity", "lockstep", 4, cycle, ceiling_throughput, ceiling_extra))
+        rows.append(_row("reactor", "processes-max1024", 4, cycle, 2000.0, _costs([1300, 1000, 1000, 1000], 6.0)))
+    return pd.DataFrame(rows)
+
+
+def test_a_ceiling_above_its_copies_is_flagged_with_the_cause_its_cpu_columns_show():
+    # within k copies (and the slack): no flag
+    ok = predict_rows(_ceiling_rows({"tree_cpu_ms_per_unit": 1.0}, {"tree_cpu_ms_per_unit": 1.0}, 4200.0))
+    assert ok.loc[0, "ceiling_check"] == ""
+    # 5.6x from 4 copies, equal CPU per unit, serial's tree busy 0.6 of a core: serial waited
+    waited = predict_rows(_ceiling_rows({"tree_cpu_ms_per_unit": 1.0, "tree_cpu_cores_busy": 0.6},
+                                        {"tree_cpu_ms_per_unit": 1.0, "tree_cpu_cores_busy": 3.9}, 5600.0))
+    check = waited.loc[0, "ceiling_check"]
+    assert "above 4 copies" in check and "serial waited" in check and "a copy 0.97" in check
+    # serial spent 1.4x the CPU per unit of a copy: unequal work
+    unequal = predict_rows(_ceiling_rows({"tree_cpu_ms_per_unit": 1.4, "tree_cpu_cores_busy": 1.0},
+                                         {"tree_cpu_ms_per_unit": 1.0}, 5600.0))
+    assert "more CPU per unit" in unequal.loc[0, "ceiling_check"]
+    # rows from before the CPU columns: flagged, and said that they cannot tell why
+    old = predict_rows(_ceiling_rows({}, {}, 5600.0))
+    assert "no CPU columns" in old.loc[0, "ceiling_check"]
+    from harness.report.predict import format_lines
+    assert "gym 4: ceiling 5.6x above 4 copies" in format_lines(waited)
