@@ -17,6 +17,7 @@ from omegaconf import DictConfig, OmegaConf
 from harness.resource_checks import fit_errors
 from harness.config import ConfigRangeError, check_ranges, register_configs
 from harness.interpreter import interpreter_errors
+from harness.margin import DEFAULT_MARGIN
 from harness.progress import JobProgress
 from harness.resume import decide
 from harness.runner import MeasurementFailed, backend_variant, job_spec, run_measurement
@@ -115,7 +116,8 @@ COMPARE_HELP = {
     "block_s": "seconds of the median backend's block, which sets the rounds per block (0.2)",
     "block_rounds": "rounds per block instead (0: from block_s)",
     "confidence": "of the intervals (0.95)",
-    "margin": "the resolution floor: a winner only where the interval clears 1 +- margin (0.01)",
+    "margin": "the resolution floor: a winner only where the interval clears 1 +- margin (unset: this machine's "
+              f"margin as `make selftest` stored it in results/machine/, else {DEFAULT_MARGIN:g})",
     "respawn_s": "restart every resident after this many seconds of cycles (0: never)",
     "extra_work": "per listed backend, injected extra work (e.g. [0,0.03]: the second 3% slower; for A/A checks)",
 }

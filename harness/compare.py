@@ -24,7 +24,7 @@ import dataclasses
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, List
+from typing import Any, List, Optional
 
 import hydra
 from hydra.core.config_store import ConfigStore
@@ -54,7 +54,8 @@ class CompareRanges(CompareSettings):
     block_s: float = field(default=0.2, metadata={"range": {"gt": 0}})
     block_rounds: int = field(default=0, metadata={"range": {"ge": 0}})
     confidence: float = field(default=0.95, metadata={"range": {"gt": 0, "le": 0.999}})
-    margin: float = field(default=0.01, metadata={"range": {"ge": 0, "le": 0.5}})
+    #: null (the default): this machine's self-test margin, else `harness.margin.DEFAULT_MARGIN`
+    margin: Optional[float] = field(default=None, metadata={"range": {"ge": 0, "le": 0.5}})
     respawn_s: float = field(default=0.0, metadata={"range": {"ge": 0}})
     #: per position in ``backends``: the injected extra work of that resident (`harness.child.ExtraWork`),
     #: e.g. ``backends=[serial,serial] compare.extra_work=[0,0.03]``; empty: none

@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import math
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Optional
 
@@ -34,6 +34,7 @@ import numpy as np
 from harness.cleanup import ShmLedger, end_job
 from harness.hostwatch import CoreProbe, cpu_ns, cpus_of, steal_seconds
 from harness.labels import label_of
+from harness.margin import DEFAULT_MARGIN, resolve_margin
 from harness.metadata import job_metadata, load_average
 from harness.report.intervals import MedianInterval, half_width, median_interval, min_samples
 from harness.resident import ChildFailed, Resident, settle
@@ -62,8 +63,9 @@ class CompareSettings:
     #: time, so an offset a resident owes to its process does not last the whole job (rows: ``extra.epoch``)
     respawn_s: float = 0.0
     #: the machine's resolution floor: a ratio is called faster or slower only where its interval clears
-    #: 1 +- margin (`harness.report.stats.verdict`; measure it with ``python -m harness selftest``)
-    margin: float = 0.01
+    #: 1 +- margin (`harness.report.intervals.verdict`); None: this machine's margin as its last self-test
+    #: measured it (`machine_margin`), else `DEFAULT_MARGIN`
+    margin: Optional[float] = None
 
 
 @dataclass
@@ -180,7 +182,11 @@ def backend_key(cfg: dict[str, Any]) -> str:
 
 def run_compare(jobs: list[dict[str, Any]], job_dir: Path, settings: CompareSettings, seed: int,
                 log: Callable[[str], None] = lambda s: None) -> CompareOutcome:
-    """Measure ``jobs`` (one composed job config per backend, identical but for ``backend``) paired."""
+    """Measure ``jobs`` (one composed job config per backend, identical but for ``backend``) paired. The margin
+    is resolved once, before anything runs (`resolve_margin`): every row and ``compare.json`` record it and its
+    source."""
+    margin, margin_source = resolve_margin(settings.margin)
+    settings = replace(settings, margin=margin)
     job_dir.mkdir(parents=True, exist_ok=True)
     writer = ResultsWriter(job_dir)
     bases = {}
@@ -242,7 +248,7 @@ def run_compare(jobs: list[dict[str, Any]], job_dir: Path, settings: CompareSett
             n_rounds, calibration = calibrate(residents, warm, settings.block_s)
         outcome.calibration_rounds = calibration
         outcome.block_rounds = n_rounds
-        log(f"blocks of {n_rounds} rounds")
+        log(f"blocks of {n_rounds} rounds; verdicts clear a margin of +-{margin * 100:.3g}% ({margin_source})")
         rng = np.random.default_rng(seed)
         position = 0
         ratios: list[float] = []
@@ -309,6 +315,7 @@ def run_compare(jobs: list[dict[str, Any]], job_dir: Path, settings: CompareSett
                               "cpus": b["cpus"], "epoch": epoch,
                               "settle_ms": b["settle_ms"], "stopped_by": reason,
                               "precision_target": settings.precision, "margin": settings.margin,
+                              "margin_source": margin_source,
                               "confidence": settings.confidence})
                 writer.append(make_row(bases[key], repetition=cycle, cycle=cycle, block=b["position"],
                                        status="ok", checksum=msg["checksum"], extra=extra,
@@ -335,7 +342,8 @@ def run_compare(jobs: list[dict[str, Any]], job_dir: Path, settings: CompareSett
                        error=f"{current}: {outcome.message}")
         writer.append(err)
     _tear_down(residents, probe, ledger)
-    summary = {**asdict(settings), "backends": keys, "status": outcome.status, "message": outcome.message,
+    summary = {**asdict(settings), "margin_source": margin_source, "settings": asdict(settings), "backends": keys,
+               "status": outcome.status, "message": outcome.message,
                "cycles": outcome.cycles, "block_rounds": outcome.block_rounds,
                "calibration_rounds": outcome.calibration_rounds, "leftover_processes": outcome.leftover_processes,
                "leftover_shm": outcome.leftover_shm, "stopped_by": outcome.stopped_by,

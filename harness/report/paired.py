@@ -102,6 +102,8 @@ class PairedJob:
     shift_series: str
     #: the resolution floor verdicts clear (``compare.margin``, recorded in the rows; 0 in older rows)
     margin: float = 0.0
+    #: where the margin came from (``selftest <date>``, ``compare.margin``, ``default``; `harness.margin`)
+    margin_source: str = ""
     #: CPU model, cores, git commit and the load average when the job started (from the rows' metadata)
     machine: str = ""
     splits: list[Split] = field(default_factory=list)
@@ -130,7 +132,7 @@ def _ratio_rows(job: PairedJob, lo_i: int, hi_i: int, regime: str) -> list[dict[
         out.append({"job": job.job, "config": job.config, "name": job.name, "regime": regime,
                     "cycles": int(r.size), "n_eff": reading.n_eff, "numerator": num, "denominator": den,
                     "kind": kind, "median": med, "ci_low": lo, "ci_high": hi, "half_width": half,
-                    "margin": job.margin,
+                    "margin": job.margin, "margin_source": job.margin_source,
                     "verdict": verdict(num, den, lo, hi, job.margin, int(r.size)) if kind == "ratio" else ""})
     return out
 
@@ -213,6 +215,8 @@ def analyze_paired(rows: pd.DataFrame, names: Optional[dict[str, str]] = None,
                         precision_target=float(first.get("precision_target", math.nan)), table=table,
                         host=_host_frame(g), shift_series=series, machine=machine,
                         margin=float(first.get("margin", 0.0) or 0.0),
+                        margin_source=str(first.get("margin_source") or ("" if first.get("margin") is None
+                                                                          else "compare.margin")),
                         workers=int(g["workers"].iloc[0]), scenario=str(g["scenario"].iloc[0]))
         if "gil_enabled" in g:
             job.gil_enabled = {str(lab): sorted({str(v) for v in gg["gil_enabled"] if str(v) not in ("", "nan")})
@@ -264,7 +268,8 @@ def shift_lines(jobs: list[PairedJob]) -> list[str]:
     for j in jobs:
         stop = {"precision": f"the main ratio reached +-{j.precision_target * 100:g}%",
                 "time": "the time budget ended"}.get(j.stopped_by, j.stopped_by or "unknown")
-        head = f"{j.name} ({j.machine}): {j.cycles} cycles of {j.block_rounds} rounds, stopped because {stop}"
+        head = (f"{j.name} ({j.machine}): {j.cycles} cycles of {j.block_rounds} rounds, stopped because {stop}; "
+                f"margin +-{j.margin * 100:.3g}%" + (f" ({j.margin_source})" if j.margin_source else ""))
         if not j.shift_series:
             out.append(head + "; no ceiling in the job, host shifts not searched")
         elif j.splits:
