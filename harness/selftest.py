@@ -1,27 +1,41 @@
-"""``python -m harness selftest``: what this machine can resolve, checked against known answers.
+"""``python -m harness selftest``: what this machine can resolve, checked against known answers, as jobs ship.
 
-A harness that prints "95%" must show that its intervals keep the promise on the machine at hand. The
-self-test runs paired jobs (`harness.compare`) whose answer is known:
+A harness that prints "95%" must show that its verdicts keep the promise on the machine at hand, read the way
+the report reads the jobs users run. The self-test runs paired jobs (`harness.compare`) whose answer is known,
+with what ``make bench-paired`` runs: the same stop rule (``compare.precision``, the Makefile's PAIRED_PRECISION;
+``selftest.seconds`` is ``compare.max_seconds``), the same respawn setting and margin (``compare.*`` as shipped:
+none is set here), and the ceilings as residents (``selftest.residents``, ``[capacity_lockstep,capacity]``: the
+report splits a job into regimes where the uncoordinated ceiling's series shifts, and gives a verdict per regime;
+without a ceiling no job would ever be split, and the self-test would validate a reading no report makes):
 
-* **A/A**: one backend against an identical copy of itself (``backends=[serial,serial]``): any verdict is
-  false. Over many jobs the share of false verdicts estimates the real error rate of the intervals (about
-  5% promised), with its own binomial (Clopper-Pearson) interval.
+* **A/A**: one backend against an identical copy of itself (``backends=[b, b, ...]``): any verdict is false. A
+  job's A/A verdict is what the report says of the pair, per regime, at the margin the job ran with
+  (`harness.margin.resolve_margin`): called when any regime says faster or slower. Over many jobs the share of
+  false verdicts, with its binomial (Clopper-Pearson) interval, is the real error rate of the verdicts.
+* **The margin**: the offset a single job shows between identical residents is how far its A/A median (of
+  per-cycle ratios, over all its cycles) lies from 1. The margin is its 95th percentile over the jobs
+  (``numpy.quantile(|median - 1|, 0.95)``, linear between order statistics; with 10 jobs, between the two largest
+  offsets): the offset that 95% of jobs stay within. Stored per machine (`harness.margin`, results/machine/) when
+  the jobs ran as shipped and there were at least `MIN_JOBS_TO_STORE`; paired jobs use it from then on. The
+  false-verdict rate at the measured margin is read leave-one-out (each job at the margin of the other jobs), so
+  it is not the in-sample rate, which is below 5% by construction.
 * **Injected effects**: further copies that spend a calibrated extra share of their round time
-  (``compare.extra_work``, `harness.child.ExtraWork`): each must be called slower. The detection rate per
-  effect says how small a difference this machine resolves in ``selftest.seconds``.
+  (``compare.extra_work``, `harness.child.ExtraWork`), named by their effect (``serial +2%``): each must be called
+  slower (in some regime, and faster in none). The detection rate per effect says how small a difference this
+  machine resolves in jobs of this length.
 
-Every job holds the A/A pair and the effects as residents of one paired job (``backends=[b, b, b, b]``,
-``compare.extra_work=[0, 0, e1, e2]``), so they sample the same seconds of the host. The same A/A pair is
-also measured the old way, as standalone jobs one after the other (two ``python -m harness`` jobs, a ratio
-of medians with a percentile bootstrap), for contrast. Each job's per-cycle ratios are read again with the
-interval the harness used before (a percentile bootstrap of the median, cycles independent) so the report
-shows how often that interval would have called a false winner on the same data.
+Every job holds the A/A pair, the effects and the ceilings as residents of one paired job (``backends=[b, b, b,
+b, capacity_lockstep, capacity]``, ``compare.extra_work=[0, 0, e1, e2, 0, 0]``), so they sample the same seconds
+of the host. The same A/A pair is also measured the old way, as standalone jobs one after the other
+(``selftest.standalone``), and each job's pooled A/A ratios read again with the interval alone (margin 0), with
+cycles taken as independent and with the former percentile bootstrap, for contrast.
 
 Results: ``<out>/job_<i>/`` (each paired job's rows), ``<out>/standalone_<i>/`` and ``<out>/selftest.json``,
-whose summary the report shows as "What this machine can resolve" (`harness.report.resolution`).
+whose summary the report opens with as "What this machine can resolve" (`harness.report.resolution`).
 
-    python -m harness selftest [selftest.jobs=10] [selftest.seconds=30] [selftest.effects=[0.02,0.05]]
-        [selftest.standalone=true] [selftest.out=results/selftest/<time>] [scenario=gym workers=2 ...]
+    python -m harness selftest [selftest.jobs=10] [selftest.seconds=240] [selftest.effects=[0.02,0.05]]
+        [selftest.residents=[capacity_lockstep,capacity]] [selftest.standalone=true] [selftest.store=true]
+        [selftest.out=results/selftest/<time>] [scenario=gym workers=2 compare.precision=0.05 ...]
     python -m harness selftest --reanalyze <out>     (read the jobs again with this version's statistics)
     python -m harness selftest --latest-line         (the newest self-test's line, as `make bench` prints it)
 """
@@ -32,7 +46,7 @@ import math
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Optional
@@ -40,14 +54,23 @@ from typing import Any, Optional
 import numpy as np
 import pandas as pd
 
-from harness.labels import BackendLabel
+from harness.cycles import COMPARE_FILE, CompareSettings
+from harness.margin import machine_file
 from harness.metadata import job_metadata
 from harness.report import stats
+from harness.report.resolution import DETECTION_GOAL
 
 ROOT = Path(__file__).resolve().parents[1]
 SELFTEST_FILE = "selftest.json"
-#: detection rate an effect needs to count as resolved
-DETECTION_GOAL = 0.80
+#: the fewest jobs whose 95th percentile is stored as the machine's margin (fewer: the largest of a handful)
+MIN_JOBS_TO_STORE = 10
+#: the ceilings ``make bench-paired`` holds (PAIRED_BACKENDS): residents of every self-test job as shipped
+SHIPPED_RESIDENTS = ("capacity_lockstep", "capacity")
+#: the ``compare.*`` settings that make a job's procedure (its stop rule, respawning, blocks); a self-test whose
+#: jobs ran with other values than `CompareSettings`'s defaults (what ships) measures something else: not stored
+PROCEDURE = ("precision", "min_cycles", "block_s", "block_rounds", "confidence", "respawn_s")
+#: set by the self-test itself, not to be passed through
+OWN_KEYS = ("backends", "compare.extra_work", "compare.max_seconds")
 
 
 @dataclass
@@ -55,17 +78,27 @@ class SelftestSettings:
     """``selftest.*`` options."""
 
     jobs: int = 10
-    seconds: float = 30.0
+    #: each job's ``compare.max_seconds`` (as shipped: `CompareSettings.max_seconds`, the Makefile's PAIRED_SECONDS)
+    seconds: float = CompareSettings.max_seconds
     effects: list[float] = field(default_factory=lambda: [0.02, 0.05])
     backend: str = "serial"
-    standalone: bool = True
+    #: further residents of every job, beside the A/A pair and the effects: the ceilings, as shipped
+    residents: list[str] = field(default_factory=lambda: list(SHIPPED_RESIDENTS))
+    standalone: bool = False
     out: str = ""
-    #: the margin (resolution floor) verdicts are read with besides margin 0
-    margin: float = 0.01
-    #: residents restarted every this many seconds, in reverse start order (``compare.respawn_s``; 0: never):
-    #: an offset a resident owes to its process then changes sides within each job
-    respawn_s: float = 20.0
     confidence: float = 0.95
+    #: store the measured margin as this machine's (`harness.margin`) when the jobs ran as shipped
+    store: bool = True
+
+    @classmethod
+    def of(cls, recorded: dict[str, Any]) -> "SelftestSettings":
+        """Settings as a ``selftest.json`` recorded them (keys of older versions dropped)."""
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in recorded.items() if k in known})
+
+
+def _list(value: str) -> list[str]:
+    return [v.strip() for v in value.strip("[]").split(",") if v.strip()]
 
 
 def parse_args(argv: list[str]) -> tuple[SelftestSettings, list[str]]:
@@ -79,8 +112,9 @@ def parse_args(argv: list[str]) -> tuple[SelftestSettings, list[str]]:
         if not key.startswith("selftest."):
             if not eq:
                 raise ValueError(f"{arg!r}: expected key=value")
-            if key in ("backends", "compare.extra_work"):
-                raise ValueError(f"{key} is set by the self-test (use selftest.backend and selftest.effects)")
+            if key in OWN_KEYS:
+                raise ValueError(f"{key} is set by the self-test (use selftest.backend, selftest.residents, "
+                                 "selftest.effects and selftest.seconds)")
             passed.append(arg)
             continue
         name = key[len("selftest."):]
@@ -88,19 +122,20 @@ def parse_args(argv: list[str]) -> tuple[SelftestSettings, list[str]]:
             raise ValueError(f"{arg!r}: unknown self-test option (known: {', '.join(sorted(known))})")
         try:
             if name == "effects":
-                parsed: Any = [float(v) for v in value.strip("[]").split(",") if v.strip()]
+                parsed: Any = [float(v) for v in _list(value)]
                 if any(not 0 < v <= 1 for v in parsed):
                     raise ValueError("each effect must be in (0, 1]")
+            elif name == "residents":
+                parsed = _list(value)
             elif name in ("jobs",):
                 parsed = int(value)
                 if parsed < 1:
                     raise ValueError("must be >= 1")
-            elif name in ("seconds", "margin", "confidence", "respawn_s"):
+            elif name in ("seconds", "confidence"):
                 parsed = float(value)
-                can_be_0 = name in ("margin", "respawn_s")
-                if parsed < 0 or (parsed == 0 and not can_be_0):
-                    raise ValueError("must be >= 0" if can_be_0 else "must be > 0")
-            elif name == "standalone":
+                if parsed <= 0:
+                    raise ValueError("must be > 0")
+            elif name in ("standalone", "store"):
                 if value.lower() not in ("true", "false"):
                     raise ValueError("must be true or false")
                 parsed = value.lower() == "true"
@@ -117,17 +152,19 @@ def _python() -> str:
 
 
 def compare_command(settings: SelftestSettings, passed: list[str], job_dir: Path) -> list[str]:
+    """One self-test job: the backend, its A/A copy, one copy per effect, then the residents; every ``compare.*``
+    setting but the length as shipped (or as ``passed`` says)."""
     n = 2 + len(settings.effects)
-    backends = ",".join([settings.backend] * n)
-    shares = ",".join(["0", "0", *(f"{e:g}" for e in settings.effects)])
+    backends = ",".join([settings.backend] * n + list(settings.residents))
+    shares = ",".join(["0", "0", *(f"{e:g}" for e in settings.effects), *(["0"] * len(settings.residents))])
     return [_python(), "-m", "harness", "compare", *passed, f"backends=[{backends}]",
             f"compare.extra_work=[{shares}]", f"compare.max_seconds={settings.seconds:g}",
-            "compare.precision=1e-9", f"compare.margin={settings.margin:g}", f"compare.respawn_s={settings.respawn_s:g}",
-            f"compare.confidence={settings.confidence:g}", "quiet=true", f"hydra.run.dir={job_dir}"]
+            "quiet=true", f"hydra.run.dir={job_dir}"]
 
 
 def standalone_command(settings: SelftestSettings, passed: list[str], job_dir: Path) -> list[str]:
-    return [_python(), "-m", "harness", *passed, f"backend={settings.backend}", "quiet=true", "resume=false",
+    job_keys = [a for a in passed if not a.startswith("compare.")]
+    return [_python(), "-m", "harness", *job_keys, f"backend={settings.backend}", "quiet=true", "resume=false",
             f"hydra.run.dir={job_dir}"]
 
 
@@ -141,44 +178,95 @@ def _run(cmd: list[str], log: Path) -> None:
 
 # ---------------------------------------------------------------- reading one job
 
-def pair_ratios(rows: pd.DataFrame, num: str, den: str) -> np.ndarray:
-    """Per-cycle throughput ratios ``num`` / ``den`` of a paired job's rows, in cycle order."""
-    ok = rows[rows["status"] == "ok"].copy()
-    ok["label"] = [BackendLabel.from_row(b, v, c).render() for b, v, c in zip(ok["backend"], ok["variant"], ok["copy"])]
-    table = ok.pivot_table(index="cycle", columns="label", values="throughput", aggfunc="first").dropna()
-    return (table[num] / table[den]).to_numpy(float)
+def effect_name(backend: str, share: float) -> str:
+    """An injected copy as a reader names it: ``serial +2%``."""
+    return f"{backend} +{share * 100:g}%"
 
 
-def read_pair(r: np.ndarray, confidence: float, margin: float) -> dict[str, Any]:
-    """One pair's readings: the harness's interval (order statistics, dependence-aware), the same without the
-    dependence correction, and the percentile bootstrap the harness used before, each with its verdict."""
+def called(word: str) -> bool:
+    return word in (stats.FASTER, stats.SLOWER)
+
+
+def job_word(regimes: list[dict[str, Any]], margin: float) -> str:
+    """What the report says of a pair over a job's regimes (`harness.report.intervals.verdict` per regime, at
+    ``margin``): ``faster`` or ``slower`` when some regime says so and none says the opposite, ``faster and
+    slower`` when regimes disagree (called all the same), ``equivalent`` when every regime is, else ``no clear
+    difference`` (or ``too few cycles`` when every regime had too few)."""
+    words = [stats.verdict(r["low"], r["high"], margin) for r in regimes]
+    hits = {w for w in words if called(w)}
+    if len(hits) == 2:
+        return "faster and slower"
+    if hits:
+        return hits.pop()
+    if words and all(w == stats.EQUIVALENT for w in words):
+        return stats.EQUIVALENT
+    if words and all(w == stats.TOO_FEW for w in words):
+        return stats.TOO_FEW
+    return stats.UNCLEAR
+
+
+def read_pair(r: np.ndarray, confidence: float, regimes: list[np.ndarray] | None = None) -> dict[str, Any]:
+    """One pair's readings: per regime, the interval the report draws (order statistics, dependence-aware);
+    over all cycles, the same (its median is the job's offset), without the dependence correction, and the
+    percentile bootstrap the harness used before, each with its word at margin 0 (the interval alone)."""
     new = stats.median_interval(r, confidence)
     plain = stats.median_interval(r, confidence, dependent=False)
     old = stats.median_ci(r, confidence=confidence)
+    parts = []
+    for x in (regimes if regimes is not None else [r]):
+        reading = stats.median_interval(x, confidence)
+        parts.append({"cycles": int(x.size), "median": reading.median, "low": reading.low, "high": reading.high})
     return {"cycles": int(r.size), "median": new.median, "low": new.low, "high": new.high, "n_eff": new.n_eff,
-            "half_width": stats.half_width(*new.as_tuple()),
-            "verdict": stats.verdict(new.low, new.high), "verdict_margin": stats.verdict(new.low, new.high, margin),
+            "half_width": stats.half_width(*new.as_tuple()), "regimes": parts,
+            "verdict": stats.verdict(new.low, new.high),
             "independent_low": plain.low, "independent_high": plain.high,
             "verdict_independent": stats.verdict(plain.low, plain.high),
             "bootstrap_low": old[1], "bootstrap_high": old[2],
             "verdict_bootstrap": stats.verdict(old[1], old[2]) if r.size >= 2 else stats.TOO_FEW}
 
 
+def copy_labels(rows: pd.DataFrame, first: str) -> dict[int, str]:
+    """The report's label of each copy (1, 2, ...) of the self-test's backend, whose first copy is labelled
+    ``first``: read from the rows (``copy`` column), whatever the label says of a copy or its effect."""
+    ok = rows[rows["status"] == "ok"]
+    head = ok[ok["label"] == first]
+    if not len(head):
+        raise ValueError(f"no rows of {first} in the job")
+    same = ok[(ok["backend"] == head["backend"].iloc[0]) & (ok["variant"] == head["variant"].iloc[0])]
+    return {int(c): str(g["label"].iloc[0]) for c, g in same.groupby("copy")}
+
+
 def read_job(job_dir: Path, settings: SelftestSettings) -> dict[str, Any]:
+    """A self-test job as the report reads it (`harness.report.paired.analyze_paired`: its cycles, regimes and
+    margin), each copy over the first: the A/A copy (``aa``) and one per effect (``effect_<share>``)."""
     from harness.report.load import load_results
+    from harness.report.paired import analyze_paired
 
     rows = load_results([job_dir]).rows
-    first = BackendLabel.parse(rows["label"].iloc[0]).first_copy()
-    out: dict[str, Any] = {"job": job_dir.name}
-    out["aa"] = read_pair(pair_ratios(rows, str(BackendLabel(first.name, first.variant, first.interpreter, 2)),
-                                      str(first)), settings.confidence, settings.margin)
+    recorded = json.loads((job_dir / COMPARE_FILE).read_text())
+    labels = copy_labels(rows, recorded["backends"][0])
+    problems: list[str] = []
+    (job,) = analyze_paired(rows, problems=problems)
+    t = job.table
+
+    def pair(k: int) -> dict[str, Any]:
+        num, den = labels[k], labels[1]
+        ratio = lambda tt: (tt[num] / tt[den]).replace([np.inf, -np.inf], np.nan).dropna().to_numpy(float)  # noqa: E731
+        return read_pair(ratio(t), settings.confidence, [ratio(t.iloc[lo:hi]) for lo, hi in job.regimes])
+
+    ran = recorded.get("settings", recorded)  # the compare.* settings (older files: their top level)
+    out: dict[str, Any] = {"job": job_dir.name, "margin": job.margin, "margin_source": job.margin_source,
+                           "stopped_by": job.stopped_by, "cycles": job.cycles, "regimes": len(job.regimes),
+                           "compare": {k: ran.get(k) for k in PROCEDURE + ("max_seconds",)},
+                           "problems": problems}
+    out["aa"] = pair(2)
     for i, e in enumerate(settings.effects):
-        lab = BackendLabel(first.name, first.variant, first.interpreter, 3 + i)
-        out[f"effect_{e:g}"] = read_pair(pair_ratios(rows, str(lab), str(first)), settings.confidence,
-                                         settings.margin)
-        extra = rows[rows["label"] == str(lab)]["extra_dict"]
-        out[f"effect_{e:g}"]["calibrated_ms_per_round"] = float(np.median(
-            [x.get("extra_work_ms_per_round", math.nan) for x in extra])) if len(extra) else math.nan
+        reading = pair(3 + i)
+        extra = [x for x in rows.loc[(rows["label"] == labels[3 + i]) & (rows["status"] == "ok"), "extra_dict"]]
+        reading["name"] = effect_name(settings.backend, e)
+        reading["calibrated_ms_per_round"] = float(np.median(
+            [x.get("extra_work_ms_per_round", math.nan) for x in extra])) if extra else math.nan
+        out[f"effect_{e:g}"] = reading
     meta = rows["meta"].iloc[0]
     out["started_at"] = meta.get("started_at")
     out["load_avg"] = meta.get("load_avg")
@@ -208,37 +296,70 @@ def rate(k: int, n: int, confidence: float = 0.95) -> dict[str, Any]:
     return {"k": int(k), "n": int(n), "rate": k / n, "low": float(ci.low), "high": float(ci.high)}
 
 
-def _called(v: str) -> bool:
-    return v in (stats.FASTER, stats.SLOWER)
+def measured_margin(offsets: np.ndarray) -> float:
+    """The margin from the jobs' A/A offsets (|job median - 1|): their 95th percentile (`numpy.quantile`, linear
+    between order statistics)."""
+    return float(np.quantile(offsets, 0.95)) if offsets.size else math.nan
+
+
+def _regimes(reading: dict[str, Any]) -> list[dict[str, Any]]:
+    return reading.get("regimes") or [reading]  # selftest.json of older versions: the pooled reading only
+
+
+def not_as_shipped(jobs: list[dict[str, Any]], settings: SelftestSettings) -> list[str]:
+    """How the jobs' procedure differed from what ships (nothing: they ran as ``make bench-paired`` runs)."""
+    shipped = CompareSettings()
+    why = []
+    for key in PROCEDURE:
+        ran = {j.get("compare", {}).get(key) for j in jobs}
+        if ran != {getattr(shipped, key)}:
+            why.append(f"compare.{key}={'/'.join(str(v) for v in sorted(ran, key=str))} "
+                       f"(shipped: {getattr(shipped, key)})")
+    missing = [r for r in SHIPPED_RESIDENTS if r not in settings.residents]
+    if missing:
+        why.append(f"without the ceiling resident(s) {', '.join(missing)}")
+    return why
 
 
 def summarize(jobs: list[dict[str, Any]], standalone: list[dict[str, Any]], settings: SelftestSettings,
               machine: dict[str, Any]) -> dict[str, Any]:
     aa = [j["aa"] for j in jobs]
-    s: dict[str, Any] = {"settings": asdict(settings), "machine": machine, "jobs": len(jobs),
+    n = len(aa)
+    s: dict[str, Any] = {"settings": asdict(settings), "machine": machine, "jobs": n,
                          "started": jobs[0].get("started_at") if jobs else None,
                          "ended": jobs[-1].get("started_at") if jobs else None}
-    s["aa_false"] = {key: rate(sum(_called(a[key]) for a in aa), len(aa))
-                     for key in ("verdict", "verdict_margin", "verdict_independent", "verdict_bootstrap")}
+    offsets = np.array([abs(a["median"] - 1.0) for a in aa], dtype=float)
+    margin = measured_margin(offsets)
+    loo = [measured_margin(np.delete(offsets, i)) if n > 1 else math.nan for i in range(n)]
+    ran = sorted({(float(j.get("margin", math.nan)), str(j.get("margin_source") or "?")) for j in jobs})
+    s["margin"] = {"value": margin, "jobs": n, "how": "95th percentile of |A/A job median - 1| (numpy.quantile, "
+                                                      "linear)",
+                   "offset_p50": float(np.median(offsets)) if n else math.nan,
+                   "offset_max": float(offsets.max()) if n else math.nan,
+                   "ran_with": [{"margin": m, "source": src} for m, src in ran]}
+    s["aa_false"] = {
+        # what the report said of each job, per regime, at the margin it ran with: the headline
+        "as_run": rate(sum(called(job_word(_regimes(j["aa"]), j.get("margin", 0.0))) for j in jobs), n),
+        # each job at the margin measured from the other jobs (out of sample)
+        "measured_margin": rate(sum(called(job_word(_regimes(a), m)) for a, m in zip(aa, loo)), n)
+        if n > 1 else rate(0, 0),
+        "verdict": rate(sum(called(a["verdict"]) for a in aa), n),
+        "verdict_independent": rate(sum(called(a["verdict_independent"]) for a in aa), n),
+        "verdict_bootstrap": rate(sum(called(a["verdict_bootstrap"]) for a in aa), n)}
     s["aa_too_few"] = int(sum(a["verdict"] == stats.TOO_FEW for a in aa))
     s["aa_half_width_median"] = float(np.median([a["half_width"] for a in aa])) if aa else math.nan
-    meds = np.array([a["median"] for a in aa], dtype=float)
-    # the jobs are independent: an order-statistic interval of their A/A medians bounds the systematic offset
-    # between identical residents (placement, layout, start order), whatever each job's own noise
-    offset = stats.median_interval(meds, settings.confidence, dependent=False)
-    s["aa_offset"] = {"median": offset.median, "low": offset.low, "high": offset.high,
-                      "abs_p50": float(np.median(np.abs(meds - 1))) if meds.size else math.nan,
-                      "abs_p95": float(np.quantile(np.abs(meds - 1), 0.95)) if meds.size else math.nan}
-    # the floor: the largest systematic offset the jobs cannot exclude (a verdict inside it is not about code);
-    # without enough jobs for an interval, the spread of single jobs stands in
-    s["floor"] = (max(offset.high - 1.0, 1.0 - offset.low) if offset.enough else s["aa_offset"]["abs_p95"])
+    s["cycles_median"] = float(np.median([j.get("cycles", a["cycles"]) for j, a in zip(jobs, aa)])) if aa else math.nan
+    s["stopped_by"] = {k: sum(j.get("stopped_by") == k for j in jobs) for k in ("precision", "time")}
+    s["split_jobs"] = int(sum(int(j.get("regimes", 1)) > 1 for j in jobs))
     s["effects"] = {}
     smallest = None
     for e in settings.effects:
-        reads = [j[f"effect_{e:g}"] for j in jobs]
-        det = rate(sum(r["verdict"] == stats.SLOWER for r in reads), len(reads))
-        det_m = rate(sum(r["verdict_margin"] == stats.SLOWER for r in reads), len(reads))
-        s["effects"][f"{e:g}"] = {"detected": det, "detected_margin": det_m,
+        key = f"effect_{e:g}"
+        reads = [j[key] for j in jobs]
+        det = rate(sum(job_word(_regimes(j[key]), j.get("margin", 0.0)) == stats.SLOWER for j in jobs), n)
+        det_m = rate(sum(job_word(_regimes(r), margin) == stats.SLOWER for r in reads), n) if n else rate(0, 0)
+        s["effects"][f"{e:g}"] = {"name": effect_name(settings.backend, e), "detected": det,
+                                  "detected_measured_margin": det_m,
                                   "measured_median": float(np.median([r["median"] for r in reads])),
                                   "expected": 1.0 / (1.0 + e),
                                   "half_width_median": float(np.median([r["half_width"] for r in reads]))}
@@ -246,25 +367,52 @@ def summarize(jobs: list[dict[str, Any]], standalone: list[dict[str, Any]], sett
             smallest = e
     s["smallest_detected"] = smallest
     if standalone:
-        s["standalone_false"] = rate(sum(_called(x["verdict"]) for x in standalone), len(standalone))
+        s["standalone_false"] = rate(sum(called(x["verdict"]) for x in standalone), len(standalone))
         s["standalone_ratios"] = [x["ratio"] for x in standalone]
+    s["not_as_shipped"] = not_as_shipped(jobs, settings)
     s["line"] = summary_line(s)
     return s
 
 
+def _pct_ci(r: dict[str, Any]) -> str:
+    return f"{r['k']}/{r['n']} ({r['rate']:.0%}, 95% CI {r['low']:.0%}-{r['high']:.0%})" if r.get("n") else "-"
+
+
 def summary_line(s: dict[str, Any]) -> str:
-    """One line for `make bench`'s output and the report's opening."""
-    f = s["aa_false"]["verdict"]
-    parts = [f"A/A false verdicts {f['k']}/{f['n']} ({f['rate']:.0%}, 95% CI {f['low']:.0%}-{f['high']:.0%})",
-             f"A/A interval +-{s['aa_half_width_median'] * 100:.1f}% after {s['settings']['seconds']:g} s",
-             f"floor {s['floor'] * 100:.1f}%"]
-    for e, d in s["effects"].items():
-        parts.append(f"{float(e) * 100:g}% effect detected {d['detected']['k']}/{d['detected']['n']}")
-    if "standalone_false" in s:
-        g = s["standalone_false"]
-        parts.append(f"standalone A/A (old way) false verdicts {g['k']}/{g['n']}")
+    """One line for `make bench`'s output and the report's opening: the margin, the A/A false rate with its
+    interval, detection per effect."""
+    m = s["margin"]
+    ran = ", ".join(f"+-{r['margin'] * 100:.3g}% ({r['source']})" for r in m["ran_with"])
+    parts = [f"margin +-{m['value'] * 100:.2f}% (95th percentile of |A/A - 1| over {m['jobs']} jobs)",
+             f"A/A false verdicts {_pct_ci(s['aa_false']['as_run'])} at the margin the jobs ran with ({ran})"]
+    for d in s["effects"].values():
+        parts.append(f"{d['name']} detected {d['detected']['k']}/{d['detected']['n']}")
+    if s.get("not_as_shipped"):
+        parts.append("NOT as shipped: " + ", ".join(s["not_as_shipped"]))
     cpu = s["machine"].get("cpu_model", "?")
     return f"What this machine resolves ({cpu}, {s['machine'].get('cpu_count', '?')} CPUs): " + "; ".join(parts)
+
+
+def store_margin(summary: dict[str, Any], out: Path, settings: SelftestSettings) -> str:
+    """Store the measured margin as this machine's (`harness.margin.machine_file`) when the jobs ran as shipped,
+    there were enough of them and ``selftest.store`` allows it; what was done, in words."""
+    if not settings.store:
+        return "not stored (selftest.store=false)"
+    if summary["not_as_shipped"]:
+        return "not stored: the jobs did not run as shipped (" + ", ".join(summary["not_as_shipped"]) + ")"
+    if summary["jobs"] < MIN_JOBS_TO_STORE:
+        return f"not stored: {summary['jobs']} jobs (at least {MIN_JOBS_TO_STORE} set a machine's margin)"
+    value = summary["margin"]["value"]
+    if not math.isfinite(value):
+        return "not stored: no margin measured"
+    path = machine_file(summary["machine"])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    day = str(summary.get("ended") or datetime.now().isoformat())[:10]
+    record = {"margin": value, "source": f"selftest {day}", "how": summary["margin"]["how"],
+              "jobs": summary["jobs"], "selftest": str(out), "line": summary["line"],
+              "machine": summary["machine"], "scenario_overrides": summary.get("passed", [])}
+    path.write_text(json.dumps(record, indent=1, default=str) + "\n")
+    return f"stored as this machine's margin: {path}"
 
 
 def latest_summary(root: Path = ROOT / "results" / "selftest") -> Optional[Path]:
@@ -275,13 +423,14 @@ def latest_summary(root: Path = ROOT / "results" / "selftest") -> Optional[Path]
 
 def reanalyze(out: Path) -> dict[str, Any]:
     """Read a finished self-test's job folders again (with this version's statistics) and rewrite its
-    ``selftest.json``: the measurement stays, the reading is redone."""
+    ``selftest.json``: the measurement stays, the reading is redone (the machine's stored margin is not touched)."""
     old = json.loads((out / SELFTEST_FILE).read_text())
-    settings = SelftestSettings(**old["settings"])
+    settings = SelftestSettings.of(old["settings"])
     jobs = [read_job(d, settings) for d in sorted(out.glob("job_*")) if d.is_dir() and (d / "results.csv").exists()]
     standalone = [read_standalone(d / "a", d / "b", settings.confidence) for d in sorted(out.glob("standalone_*"))
                   if (d / "b" / "results.csv").exists()]
     summary = summarize(jobs, standalone, settings, old["machine"])
+    summary["passed"], summary["stored"] = old.get("passed", []), old.get("stored", "")
     summary["per_job"], summary["standalone"] = jobs, standalone
     (out / SELFTEST_FILE).write_text(json.dumps(summary, indent=1, default=str) + "\n")
     return summary
@@ -302,16 +451,16 @@ def main(argv: list[str]) -> int:
         print(f"selftest: {exc}", file=sys.stderr)
         return 2
     out = Path(settings.out or ROOT / "results" / "selftest" / datetime.now().strftime("%Y-%m-%d_%H-%M-%S"))
-    out.mkdir(parents=True, exist_ok=True)
-    check = [_python(), "-m", "harness", "compare", *passed, f"backends=[{settings.backend},{settings.backend}]",
-             "--cfg", "job"]
+    check = compare_command(settings, passed, out / "check")[:-2] + ["--cfg", "job"]
     done = subprocess.run(check, cwd=ROOT, capture_output=True, text=True)
     if done.returncode != 0:  # a bad key or value fails here, before any job runs
         print(f"selftest: {done.stderr.strip()[-2000:]}", file=sys.stderr)
         return 2
+    out.mkdir(parents=True, exist_ok=True)
     machine = {k: v for k, v in job_metadata({}).items() if k in ("cpu_model", "cpu_count", "hostname", "git_sha")}
     jobs, standalone = [], []
     t0 = time.monotonic()
+    summary: dict[str, Any] = {}
     for i in range(settings.jobs):
         job_dir = out / f"job_{i:03d}"
         _run(compare_command(settings, passed, job_dir), out / f"job_{i:03d}.log")
@@ -321,15 +470,21 @@ def main(argv: list[str]) -> int:
             _run(standalone_command(settings, passed, a), out / f"standalone_{i:03d}_a.log")
             _run(standalone_command(settings, passed, b), out / f"standalone_{i:03d}_b.log")
             standalone.append(read_standalone(a, b, settings.confidence))
-        aa = jobs[-1]["aa"]
-        print(f"selftest {i + 1}/{settings.jobs} ({time.monotonic() - t0:.0f} s): A/A {aa['median']:.4f} "
-              f"[{aa['low']:.4f}, {aa['high']:.4f}] {aa['verdict']}; "
-              + "; ".join(f"{e:g}: {jobs[-1][f'effect_{e:g}']['median']:.4f} {jobs[-1][f'effect_{e:g}']['verdict']}"
-                          for e in settings.effects), file=sys.stderr, flush=True)
+        j = jobs[-1]
+        print(f"selftest {i + 1}/{settings.jobs} ({time.monotonic() - t0:.0f} s): {j['cycles']} cycles "
+              f"(stopped by {j['stopped_by']}), A/A {j['aa']['median']:.4f} "
+              f"{job_word(_regimes(j['aa']), j['margin'])} at +-{j['margin'] * 100:.3g}% ({j['margin_source']}); "
+              + "; ".join(f"{j[f'effect_{e:g}']['name']}: {j[f'effect_{e:g}']['median']:.4f} "
+                          f"{job_word(_regimes(j[f'effect_{e:g}']), j['margin'])}" for e in settings.effects),
+              file=sys.stderr, flush=True)
         summary = summarize(jobs, standalone, settings, machine)
+        summary["passed"] = passed
         summary["per_job"] = jobs
         summary["standalone"] = standalone
         (out / SELFTEST_FILE).write_text(json.dumps(summary, indent=1, default=str) + "\n")
+    summary["stored"] = store_margin(summary, out, settings)
+    (out / SELFTEST_FILE).write_text(json.dumps(summary, indent=1, default=str) + "\n")
     print(summary["line"])
+    print(f"margin {summary['stored']}")
     print(f"-> {out / SELFTEST_FILE}")
     return 0

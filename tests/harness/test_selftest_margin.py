@@ -1,0 +1,297 @@
+"""The self-test as shipped (issue 47, items 3-5, 8): its A/A verdicts read from recorded cycles the way the report
+reads any paired job (per regime, at the job's margin), the margin it measures (the 95th percentile of the per-job
+A/A offset) stored per machine and used by paired jobs unless ``compare.margin`` says otherwise, the injected cost
+measured apart from how it was computed, and what ``make selftest`` runs against what ``make bench-paired`` runs."""
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import time
+from pathlib import Path
+from typing import Optional, Sequence
+
+import numpy as np
+import pytest
+
+from harness import margin as machine
+from harness import selftest
+from harness.child import ExtraWork
+from harness.cycles import COMPARE_FILE, CompareSettings
+from harness.report import stats
+from harness.report.resolution import opening_rows
+from harness.results import ResultsWriter, make_row
+
+REPO = Path(__file__).resolve().parents[2]
+BASE = {"scenario": "gym", "workers": 2, "num_envs": 15, "env_id": "CartPole-v1", "budget": "local", "seed": 0,
+        "threads_per_worker": 1, "params": {"num_envs": 15}, "unit": "env_steps",
+        "metadata": {"hostname": "box", "cpu_model": "Test CPU", "cpu_count": 2, "started_at": "2026-12-01T00:00"}}
+SHIPPED = {k: getattr(CompareSettings(), k) for k in selftest.PROCEDURE}
+
+
+def recorded_job(folder: Path, aa: Sequence[float], effects: dict[float, Sequence[float]],
+                 ceiling: Optional[Sequence[float]] = None, margin: float = 0.01, source: str = "default",
+                 compare: Optional[dict] = None) -> Path:
+    """A self-test job as `harness.cycles` writes it, with recorded cycles: serial at 1000/s, its copy at
+    ``aa[c]`` x that, each effect copy at ``effects[e][c]`` x that, and the ceilings (``ceiling[c]`` x 2000/s)."""
+    writer = ResultsWriter(folder)
+    n = len(aa)
+    ceiling = ceiling if ceiling is not None else [1.0] * n
+    residents = [("serial", 1, 0.0, [1.0] * n), ("serial", 2, 0.0, aa)]
+    residents += [("serial", 3 + i, e, r) for i, (e, r) in enumerate(effects.items())]
+    residents += [("capacity", 1, 0.0, [2 * c for c in ceiling])]
+    block = 0
+    for cycle in range(n):
+        for backend, copy, share, factors in residents:
+            tp = 1000.0 * float(factors[cycle])
+            extra = {"paired": True, "block_rounds": 50, "stopped_by": "precision" if cycle == n - 1 else "",
+                     "margin": margin, "margin_source": source, "precision_target": 0.05}
+            if share:
+                extra.update({"extra_work": share, "extra_work_ms_per_round": 1.0})
+            writer.append(make_row({**BASE, "backend": backend, "variant": "-", "copy": copy}, repetition=cycle,
+                                   cycle=cycle, block=block, status="ok", units=1000, seconds=1000 / tp,
+                                   throughput=tp, checksum=f"c{cycle}", extra=extra))
+            block += 1
+    settings = {**SHIPPED, **(compare or {}), "max_seconds": 240.0}
+    (folder / COMPARE_FILE).write_text(json.dumps({**settings, "block_rounds": 50, "settings": settings,
+                                                   "backends": ["serial:-", "serial:-#2"]}))
+    return folder
+
+
+def wiggle(n: int, level: float, spread: float = 0.004) -> list[float]:
+    """n cycle ratios around ``level``: a fixed alternating pattern (no randomness), median exactly ``level``."""
+    return [level + spread * (1 if i % 2 else -1) * (1 + i % 3) / 3 for i in range(n)]
+
+
+SETTINGS = selftest.SelftestSettings(jobs=12, effects=[0.5])
+
+
+def read(folder: Path) -> dict:
+    return selftest.read_job(folder, SETTINGS)
+
+
+# ---------------------------------------------------------------- A/A verdicts from recorded cycles
+
+
+def test_an_aa_pair_that_stays_at_1_gives_no_verdict_and_an_offset_does(tmp_path: Path) -> None:
+    calm = read(recorded_job(tmp_path / "calm", wiggle(30, 1.0), {0.5: wiggle(30, 1 / 1.5)}))
+    assert selftest.job_word(calm["aa"]["regimes"], calm["margin"]) == stats.EQUIVALENT
+    assert calm["aa"]["median"] == pytest.approx(1.0)
+    assert (calm["margin"], calm["margin_source"]) == (0.01, "default")
+    # the injected copy, named by its effect, is called slower
+    assert calm["effect_0.5"]["name"] == "serial +50%"
+    assert selftest.job_word(calm["effect_0.5"]["regimes"], calm["margin"]) == stats.SLOWER
+    # a copy 3% faster in every cycle is a false verdict at a 1% margin, none at a 5% one
+    off = read(recorded_job(tmp_path / "off", wiggle(30, 1.03), {0.5: wiggle(30, 1 / 1.5)}))
+    assert selftest.job_word(off["aa"]["regimes"], 0.01) == stats.FASTER
+    assert selftest.job_word(off["aa"]["regimes"], 0.05) == stats.EQUIVALENT
+    assert off["aa"]["median"] == pytest.approx(1.03)
+
+
+def test_an_aa_verdict_is_read_per_regime_where_the_ceiling_shifts(tmp_path: Path) -> None:
+    """The report splits a job where the ceiling's series shifts and says a verdict per regime: a copy 6% faster in
+    the second half only is a false verdict there, while over all cycles its interval holds 1. Without the
+    ceiling resident (pooled cycles) the self-test would not see it."""
+    aa = wiggle(20, 1.0) + wiggle(20, 1.06)
+    job = read(recorded_job(tmp_path / "job", aa, {0.5: wiggle(40, 1 / 1.5)}, ceiling=[1.0] * 20 + [0.5] * 20))
+    assert job["regimes"] == 2 and [r["cycles"] for r in job["aa"]["regimes"]] == [20, 20]
+    assert [stats.verdict(r["low"], r["high"], 0.01) for r in job["aa"]["regimes"]] == [stats.EQUIVALENT,
+                                                                                       stats.FASTER]
+    assert not selftest.called(stats.verdict(job["aa"]["low"], job["aa"]["high"], 0.01))  # pooled: none
+    assert selftest.job_word(job["aa"]["regimes"], 0.01) == stats.FASTER
+    regimes = job["aa"]["regimes"]
+    assert selftest.job_word([regimes[1], {**regimes[0], "low": 0.9, "high": 0.95}], 0.01) == "faster and slower"
+
+
+def test_the_summary_measures_the_margin_and_counts_false_verdicts_out_of_sample(tmp_path: Path) -> None:
+    levels = [1.0, 1.002, 0.998, 1.004, 0.996, 1.006, 0.994, 1.008, 0.992, 1.01, 0.99, 1.03]
+    jobs = [read(recorded_job(tmp_path / f"job_{i:03d}", wiggle(30, lv, 0.001), {0.5: wiggle(30, 0.9)}))
+            for i, lv in enumerate(levels)]
+    s = selftest.summarize(jobs, [], SETTINGS, {"cpu_model": "Test CPU", "cpu_count": 2})
+    offsets = sorted(abs(lv - 1) for lv in levels)  # 0 .. 0.01 (twice), 0.03
+    # the 95th percentile of 12 offsets: 0.95 * 11 = 10.45 places it 45% of the way from the 11th to the 12th
+    assert s["margin"]["value"] == pytest.approx(offsets[10] + 0.45 * (offsets[11] - offsets[10]))
+    assert s["margin"]["jobs"] == 12 and s["margin"]["ran_with"] == [{"margin": 0.01, "source": "default"}]
+    # as run (margin 1%): only the copy 3% off is called
+    assert (s["aa_false"]["as_run"]["k"], s["aa_false"]["as_run"]["n"]) == (1, 12)
+    lo, hi = s["aa_false"]["as_run"]["low"], s["aa_false"]["as_run"]["high"]
+    assert lo == pytest.approx(0.0021, abs=1e-4) and hi == pytest.approx(0.3848, abs=1e-4)  # Clopper-Pearson 1/12
+    # leave-one-out: the 3% job read at the margin of the other eleven (at most 1%) is still called
+    assert s["aa_false"]["measured_margin"]["k"] == 1
+    assert s["aa_false"]["verdict"]["k"] == 12 - 1  # margin 0: every narrow interval off 1 is called
+    # a 0.9 effect copy is detected in every job, named by its effect
+    assert s["effects"]["0.5"]["detected"]["k"] == 12 and s["effects"]["0.5"]["name"] == "serial +50%"
+    assert s["not_as_shipped"] == [] and s["stopped_by"]["precision"] == 12
+    rows = opening_rows({**s, "stored": "stored"})
+    assert rows[0][0].startswith("margin") and "A/A false verdicts" in rows[1][0] and "1/12" in rows[1][1]
+    assert rows[3][0].startswith("serial +50%")
+    assert s["line"].startswith("What this machine resolves") and "serial +50% detected 12/12" in s["line"]
+
+
+# ---------------------------------------------------------------- the margin, stored per machine
+
+
+def test_a_shipped_selftest_stores_the_margin_paired_jobs_then_use(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("REACTORBENCH_MACHINE_DIR", str(tmp_path / "machine"))
+    assert machine.resolve_margin(None) == (machine.DEFAULT_MARGIN, "default")
+    assert machine.resolve_margin(0.02) == (0.02, "compare.margin")
+    jobs = [read(recorded_job(tmp_path / f"job_{i:03d}", wiggle(30, 1 + 0.002 * i, 0.001), {0.5: wiggle(30, 0.9)}))
+            for i in range(10)]
+    s = selftest.summarize(jobs, [], SETTINGS, {"cpu_model": "Test CPU", "cpu_count": 2, "hostname": "box"})
+    s["ended"] = "2026-12-01T10:00"
+    said = selftest.store_margin(s, tmp_path, SETTINGS)
+    meta = {"hostname": "box", "cpu_model": "Test CPU", "cpu_count": 2}
+    assert said.startswith("stored") and machine.machine_file(meta).exists()
+    assert machine.machine_margin(meta)["margin"] == pytest.approx(s["margin"]["value"])
+    monkeypatch.setattr(machine, "machine_metadata", lambda: meta)
+    assert machine.resolve_margin(None) == (pytest.approx(s["margin"]["value"]), "selftest 2026-12-01")
+    assert machine.resolve_margin(0.0) == (0.0, "compare.margin")  # given, even 0, wins
+    other = {**meta, "hostname": "elsewhere"}
+    assert machine.machine_margin(other) is None  # another machine never reads it
+
+
+def test_a_selftest_not_run_as_shipped_or_too_short_stores_nothing(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("REACTORBENCH_MACHINE_DIR", str(tmp_path / "machine"))
+    jobs = [read(recorded_job(tmp_path / f"job_{i:03d}", wiggle(30, 1.0), {0.5: wiggle(30, 0.9)},
+                              compare={"precision": 1e-9})) for i in range(10)]
+    s = selftest.summarize(jobs, [], SETTINGS, {"cpu_model": "Test CPU", "cpu_count": 2, "hostname": "box"})
+    assert s["not_as_shipped"] == ["compare.precision=1e-09 (shipped: 0.05)"] and "NOT as shipped" in s["line"]
+    assert selftest.store_margin(s, tmp_path, SETTINGS).startswith("not stored: the jobs did not run as shipped")
+    few = selftest.summarize(jobs[:3], [], selftest.SelftestSettings(effects=[0.5], residents=[]), s["machine"])
+    assert "without the ceiling resident(s) capacity_lockstep, capacity" in few["not_as_shipped"]
+    shipped = [read(recorded_job(tmp_path / f"ok_{i}", wiggle(30, 1.0), {0.5: wiggle(30, 0.9)})) for i in range(3)]
+    s3 = selftest.summarize(shipped, [], SETTINGS, s["machine"])
+    assert selftest.store_margin(s3, tmp_path, SETTINGS) == "not stored: 3 jobs (at least 10 set a machine's margin)"
+    assert not (tmp_path / "machine").exists()
+
+
+def test_a_stored_margin_outside_its_range_or_unreadable_is_not_used(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("REACTORBENCH_MACHINE_DIR", str(tmp_path))
+    meta = {"hostname": "box", "cpu_model": "Test CPU", "cpu_count": 2}
+    monkeypatch.setattr(machine, "machine_metadata", lambda: meta)
+    path = machine.machine_file(meta)
+    for text in ("not json", json.dumps({"margin": 0.9}), json.dumps({"margin": "nan"}), json.dumps({})):
+        path.write_text(text)
+        assert machine.resolve_margin(None) == (machine.DEFAULT_MARGIN, "default")
+    assert re.fullmatch(r"[a-z0-9.-]+", machine.machine_id(meta)) and "test-cpu" in machine.machine_id(meta)
+
+
+def test_the_default_margin_is_written_once() -> None:
+    """One default: `harness.margin.DEFAULT_MARGIN`; the settings leave the margin unset (resolved per machine)."""
+    assert CompareSettings().margin is None
+    from harness.compare import CompareRanges
+
+    assert CompareRanges().margin is None
+    hits = []
+    for path in [*REPO.glob("harness/**/*.py"), REPO / "conf" / "compare.yaml"]:
+        text = path.read_text()
+        hits += [f"{path.name}: {line.strip()}" for line in text.splitlines()
+                 if re.search(r"margin\w*\s*[:=].*\b0\.01\b", line, re.IGNORECASE)]
+    assert hits == ["margin.py: DEFAULT_MARGIN = 0.01"], hits
+
+
+# ---------------------------------------------------------------- what make selftest runs is what ships
+
+
+def _make_n(target: str, *assignments: str) -> str:
+    stamp = "/nonexistent/installed"  # `-o` keeps make from running the install for this stamp
+    out = subprocess.run(["make", "-n", "--no-print-directory", "-o", stamp, f"STAMP={stamp}", target, *assignments],
+                         cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs GNU make")
+def test_make_selftest_runs_jobs_as_make_bench_paired_runs_them() -> None:
+    paired = next(line for line in _make_n("bench-paired-jobs").splitlines() if "scenario=gym" in line)
+    shipped = dict(re.findall(r"(compare\.\w+)=(\S+)", paired))
+    shipped_backends = re.search(r"backends=\[([^\]]+)\]", paired).group(1).split(",")
+    line = next(x for x in _make_n("selftest").splitlines() if "harness selftest" in x)
+    args = dict(re.findall(r'"?([\w.]+)=([^" ]+)"?', line))
+    # the same stop rule and the ceilings bench-paired holds; nothing else of compare.* set (respawn, margin shipped)
+    assert args["compare.precision"] == shipped["compare.precision"]
+    assert float(shipped["compare.precision"]) == CompareSettings().precision
+    assert float(shipped["compare.max_seconds"]) == CompareSettings().max_seconds == selftest.SelftestSettings().seconds
+    ceilings = [b for b in shipped_backends if b.startswith("capacity")]
+    assert args["selftest.residents"].strip("[]").split(",") == ceilings == list(selftest.SHIPPED_RESIDENTS)
+    assert not [k for k in args if k.startswith("compare.") and k != "compare.precision"]
+    # the issue's long targets are documented commands of the same target
+    as_shipped = _make_n("selftest", "SELFTEST_JOBS=40", "SELFTEST_SECONDS=240")
+    assert "selftest.jobs=40 selftest.seconds=240" in as_shipped and "compare.precision=0.05" in as_shipped
+
+
+def test_a_job_list_puts_the_pair_and_effects_first_then_the_residents() -> None:
+    settings = selftest.SelftestSettings(effects=[0.02, 0.05])
+    cmd = selftest.compare_command(settings, ["workers=2", "compare.precision=0.05"], Path("/tmp/x"))
+    assert "backends=[serial,serial,serial,serial,capacity_lockstep,capacity]" in cmd
+    assert "compare.extra_work=[0,0,0.02,0.05,0,0]" in cmd and "compare.max_seconds=240" in cmd
+    assert not [a for a in cmd if a.startswith(("compare.respawn_s", "compare.margin"))]
+    with pytest.raises(ValueError, match="compare.max_seconds is set by the self-test"):
+        selftest.parse_args(["compare.max_seconds=5"])
+    with pytest.raises(ValueError, match="selftest.residents"):
+        selftest.parse_args(["backends=[serial,reactor]"])
+    assert selftest.parse_args(["selftest.residents=[]"])[0].residents == []
+    assert selftest.main(["selftest.jobs=1", "nosuch=1"]) == 2  # refused by composition before any job ran
+    assert selftest.standalone_command(settings, ["workers=2", "compare.precision=0.05"], Path("/tmp/x"))[3:4] == \
+        ["workers=2"]
+
+
+# ---------------------------------------------------------------- the injected cost, measured apart
+
+
+def test_extra_work_costs_the_asked_share_of_a_round_measured_by_the_process_clock() -> None:
+    """The warm-up rounds cost a known CPU time (4 ms each, spent here); after calibration each round's extra
+    cost is measured here, around the wrapper's call (process CPU time), not read back from its own fields."""
+    round_s, share = 0.004, 0.25
+    extra = ExtraWork(share, warmup_rounds=5)
+    for _ in range(5):
+        t0 = time.process_time()
+        while time.process_time() - t0 < round_s:
+            pass
+        extra.before_tick()
+    spent = []
+    for _ in range(15):
+        t0 = time.process_time()
+        extra.before_tick()
+        spent.append(time.process_time() - t0)
+    measured = float(np.median(spent))
+    assert 0.6 * share * round_s < measured < 1.5 * share * round_s, measured
+
+
+# ---------------------------------------------------------------- end to end: a 50% slowdown is detected
+
+
+def test_the_selftest_detects_an_injected_50_percent_slowdown_end_to_end(tmp_path: Path) -> None:
+    """One self-test job, run as the command runs it, with a stored margin for this machine: the job records that
+    margin and its source, and the copy that spends 50% more per round is called slower (through the rows, the
+    report's reading and the verdict: the test fails where any of them loses the effect)."""
+    import os
+    import sys
+
+    stored = tmp_path / "machine"
+    stored.mkdir()
+    meta = {k: v for k, v in machine.machine_metadata().items() if k in ("hostname", "cpu_model", "cpu_count")}
+    (stored / f"{machine.machine_id(meta)}.json").write_text(json.dumps({"margin": 0.037,
+                                                                         "source": "selftest 2026-12-01"}))
+    out = tmp_path / "st"
+    done = subprocess.run([sys.executable, "-m", "harness", "selftest", "selftest.jobs=1", "selftest.seconds=1",
+                           "selftest.effects=[0.5]", f"selftest.out={out}", "scenario=gym", "budget=smoke",
+                           "budget.warmup_rounds=3", "workers=1", "compare.block_rounds=200",
+                           "compare.precision=1e-9", "compare.min_cycles=20"],
+                          cwd=REPO, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "REACTORBENCH_MACHINE_DIR": str(stored)})
+    assert done.returncode == 0, done.stderr
+    s = json.loads((out / selftest.SELFTEST_FILE).read_text())
+    (job,) = s["per_job"]
+    assert (job["margin"], job["margin_source"]) == (0.037, "selftest 2026-12-01")
+    effect = job["effect_0.5"]
+    assert effect["cycles"] >= 10 and effect["calibrated_ms_per_round"] > 0
+    assert effect["median"] < 0.85  # 1 / 1.5 = 0.667 expected
+    assert selftest.job_word(effect["regimes"], job["margin"]) == stats.SLOWER
+    assert s["effects"]["0.5"]["detected"]["k"] == 1 and "serial +50% detected 1/1" in done.stdout
+    assert "not stored" in done.stdout  # one job, block_rounds set: the stored margin stays
+    assert json.loads((stored / f"{machine.machine_id(meta)}.json").read_text())["margin"] == 0.037
+    again = selftest.reanalyze(out)
+    same = lambda a, b: json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)  # noqa: E731 NaN-tolerant
+    assert same(again["aa_false"], s["aa_false"]) and same(again["per_job"][0]["effect_0.5"], effect)
