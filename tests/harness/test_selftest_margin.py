@@ -295,3 +295,26 @@ def test_the_selftest_detects_an_injected_50_percent_slowdown_end_to_end(tmp_pat
     again = selftest.reanalyze(out)
     same = lambda a, b: json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)  # noqa: E731 NaN-tolerant
     assert same(again["aa_false"], s["aa_false"]) and same(again["per_job"][0]["effect_0.5"], effect)
+
+
+# ---------------------------------------------------------------- the self-test's report
+
+
+def test_the_report_of_a_selftest_opens_with_what_the_machine_resolves(tmp_path: Path) -> None:
+    """Its first section is the margin, the A/A false rate and each effect by name, not the A/A pairs as an answer;
+    a report of other folders that holds a self-test keeps the answer first."""
+    from harness.report.build import make_report
+    from harness.report.compose import sections
+
+    out = tmp_path / "st"
+    jobs = [read(recorded_job(out / f"job_{i:03d}", wiggle(30, 1.0 + 0.002 * i, 0.001), {0.5: wiggle(30, 0.9)}))
+            for i in range(3)]
+    s = selftest.summarize(jobs, [], SETTINGS, {"cpu_model": "Test CPU", "cpu_count": 2})
+    (out / selftest.SELFTEST_FILE).write_text(json.dumps({**s, "per_job": jobs}, default=str))
+    first = [x for x in sections(make_report([out], figures=False)) if x is not None][0]
+    assert first.title == "What this machine can resolve"
+    assert first.intro.startswith("margin +-") and "serial +50% detected 3/3" in first.intro
+    assert first.content.rows[0][0].startswith("margin") and "A/A false verdicts" in first.content.rows[1][0]
+    # a run that holds a self-test among its folders: the answer first, what the machine resolves after it
+    titles = [x.title for x in sections(make_report([tmp_path], figures=False)) if x is not None]
+    assert titles[0] == "The answer" and "What this machine can resolve" in titles[1:]
