@@ -44,7 +44,9 @@ def opening_rows(summary: dict[str, Any]) -> list[list[str]]:
     injected effect's detection, named by its effect (``serial +2%``)."""
     if "margin" not in summary:  # a selftest.json of an older version: its floor, read the way it was then
         return [["floor (margin a verdict must clear)", f"{summary['floor'] * 100:.2f}%",
-                 "an older self-test: `python -m harness selftest --reanalyze <folder>` reads it as this version"]]
+                 "an older self-test: `python -m harness selftest --reanalyze <folder>` reads it as this version"]] + [
+            [f"+{float(e) * 100:g}% injected: detected (called slower)", _pct(d["detected"]),
+             f"at least {DETECTION_GOAL:.0%} to count as resolved"] for e, d in summary.get("effects", {}).items()]
     m = summary["margin"]
     f = summary["aa_false"]
     rows = [[f"margin: 95th percentile of |A/A job median - 1| over {m['jobs']} jobs",

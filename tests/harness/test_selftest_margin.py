@@ -318,3 +318,14 @@ def test_the_report_of_a_selftest_opens_with_what_the_machine_resolves(tmp_path:
     # a run that holds a self-test among its folders: the answer first, what the machine resolves after it
     titles = [x.title for x in sections(make_report([tmp_path], figures=False)) if x is not None]
     assert titles[0] == "The answer" and "What this machine can resolve" in titles[1:]
+
+
+def test_a_selftest_of_an_older_version_still_renders_with_its_floor() -> None:
+    from harness.report.resolution import table_rows
+
+    pct = {"k": 1, "n": 30, "rate": 1 / 30, "low": 0.001, "high": 0.17}
+    old = {"floor": 0.0088, "aa_false": {"verdict": pct, "verdict_independent": pct, "verdict_bootstrap": pct},
+           "aa_half_width_median": 0.046, "settings": {"seconds": 60}, "effects": {"0.03": {"detected": pct}}}
+    rows = table_rows(old)
+    assert rows[0][:2] == ["floor (margin a verdict must clear)", "0.88%"] and "--reanalyze" in rows[0][2]
+    assert rows[1][:2] == ["+3% injected: detected (called slower)", "1/30 = 3% [0%, 17%]"]
