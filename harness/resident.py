@@ -18,6 +18,7 @@ from harness.hostwatch import cpu_ns, tree_pids
 from harness.interpreter import executable as interpreter_executable
 from harness.jobtree import JobTree
 from harness.runner import job_spec, kill_tree
+from harness.watchdog import Watchdog
 
 #: a finished backend counts as quiet once its processes ran less than this per `SETTLE_POLL_S`, twice running
 QUIET_NS = 200_000
@@ -44,6 +45,8 @@ class Resident:
         for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
             env[var] = str(cfg["threads_per_worker"])
         env["PYTHONUNBUFFERED"] = "1"
+        #: ends the child's tree (parked or not) should this process die without doing so (`harness.watchdog`)
+        self.watchdog = Watchdog()
         self.child = subprocess.Popen(
             [interpreter_executable(cfg.get("interpreter")), "-m", "harness.compare_child", str(wfd), str(job_dir),
              key],
@@ -54,6 +57,8 @@ class Resident:
         self.pending = b""
         self.lines: list[str] = []
         self.tree = JobTree(self.child.pid)
+        self.watchdog.root(self.child.pid)
+        self.watchdog.tell(self.tree.walk())
         self.pids: list[int] = [self.child.pid]
         #: the backend asked to be parked between its blocks (its ``warm`` message: `backends.base.Backend.parkable`)
         self.parkable = False
@@ -99,6 +104,7 @@ class Resident:
 
     def refresh_pids(self) -> None:
         self.tree.walk()
+        self.watchdog.tell(self.tree.seen.values())  # before a park: the watchdog knows every process it stops
         self.pids = tree_pids(self.child.pid) or [self.child.pid]
 
     def park(self) -> None:
@@ -169,6 +175,7 @@ class Resident:
             self.tree.walk()
         kill_tree(self.child.pid)
         self.child.wait()
+        self.watchdog.release()
         try:
             self.child.stdin.close()  # type: ignore[union-attr]
         except (BrokenPipeError, OSError, AttributeError):

@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -135,3 +136,70 @@ def test_a_ray_that_fails_or_hangs_fails_its_resident_and_leaves_nothing(tmp_pat
         assert "EnvCrashed" in (out / "error.txt").read_text()
     assert marked_processes(mark) == []
     assert orphaned_shm(before) == []
+
+
+@pytest.mark.slow
+def test_a_killed_parent_leaves_no_parked_ray_behind(tmp_path):
+    """The process running the paired job is SIGKILLed while its Ray resident is parked (every process of its tree
+    stopped): the resident's watchdog (`harness.watchdog`) ends the tree, so no Ray process stays, stopped or not,
+    and no /dev/shm entry of it is left."""
+    before = {e.name for e in SHM.iterdir()}
+    mark = uuid.uuid4().hex
+    # Ray first: it is started, warmed up and parked while serial starts; a job long enough never to end by itself
+    parent = subprocess.Popen([sys.executable, "-m", "harness", "compare", "scenario=gym", "budget=smoke", "workers=2",
+                               "backends=[ray_packed,serial]", "compare.precision=0.000001", "compare.max_seconds=600",
+                               "quiet=true", f"hydra.run.dir={tmp_path / 'job'}"], cwd=REPO, env={**os.environ, MARK: mark},
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    tree: set[psutil.Process] = set()
+    try:
+        def parked() -> list[int]:
+            out = []
+            for pid in tagged_processes(MARK, mark):
+                try:
+                    if psutil.Process(pid).status() == psutil.STATUS_STOPPED:
+                        out.append(pid)
+                except psutil.Error:
+                    pass
+            return out
+
+        deadline = time.monotonic() + 300  # a guard against hanging (Ray's start takes 5-30 s here), not a timing
+        while not parked() and parent.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        stopped = parked()
+        assert stopped and parent.poll() is None, "the Ray resident was never seen parked"
+        children = [p for p in psutil.Process(parent.pid).children() if "harness.compare_child" in " ".join(p.cmdline())]
+        assert children  # the process killed is the one that parks its residents
+        # the residents' trees as they are now: Ray's agents do not inherit the marker, so they are followed by pid
+        tree = {p for c in children for p in (c, *c.children(recursive=True))}
+        parent.kill()
+        parent.wait()
+
+        def left() -> list[str]:
+            alive = [f"{p.pid} {p.name()} {p.status()}" for p in tree if _running(p)]
+            return alive + marked_processes(mark)
+
+        deadline = time.monotonic() + 120
+        while left() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert left() == []
+        assert orphaned_shm(before) == []
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+        for proc in tree:  # whatever a failed run of this test left, ended here
+            try:
+                proc.kill()
+            except psutil.Error:
+                pass
+        for pid in tagged_processes(MARK, mark):
+            try:
+                psutil.Process(pid).kill()
+            except psutil.Error:
+                pass
+
+
+def _running(proc: psutil.Process) -> bool:
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
