@@ -231,6 +231,8 @@ def run_job(cfg: DictConfig) -> None:
     check_ranges(plain)  # already checked by harness.checks.RangeCheck; kept for launchers that skip callbacks
     if fit_errors(plain) or interpreter_errors(plain):
         raise ConfigRangeError("out of range: " + "; ".join(fit_errors(plain) + interpreter_errors(plain)))
+    # the backend preset the job was run with (``backend=reactor_threads``), stored in its rows' metadata
+    plain["preset"] = HydraConfig.get().runtime.choices.get("backend")
     reused = decide(job_dir, job_spec(plain), resume=cfg.resume)
     if reused:
         print(f"{_job_label(cfg)}: reused, {reused} ok rows of the same config and code in {job_dir}",

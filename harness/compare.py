@@ -149,6 +149,7 @@ def job_configs(plain: dict[str, Any]) -> list[dict[str, Any]]:
         job = {k: plain[k] for k in ("scenario", "budget", "workers", "seed", "threads_per_worker")}
         job["backend"] = backend
         job["trial"] = 0
+        job["preset"] = preset  # stored in the rows (metadata.preset): the report names the backend by it
         job["interpreter"] = interpreter or plain.get("interpreter") or "default"
         # an A/A job lists a backend twice: each later listing is another identical resident (``#2``, ...)
         job["copy"] = names[:position].count(name) + 1

@@ -61,9 +61,15 @@ def machine_metadata() -> dict[str, Any]:
     }
 
 
+#: what a job config may carry besides the measurement: the preset it was named by (two presets that resolve to one
+#: configuration measure the same thing, so the name is stored, never hashed)
+NAME_KEYS = ("preset",)
+
+
 def config_hash(config: Mapping[str, Any]) -> str:
-    """Short stable hash of the job's resolved configuration (scenario, backend, budget, workers, seed)."""
-    blob = json.dumps(config, sort_keys=True, default=str).encode()
+    """Short stable hash of the job's resolved configuration (scenario, backend, budget, workers, seed; not the
+    preset's name, `NAME_KEYS`)."""
+    blob = json.dumps({k: v for k, v in config.items() if k not in NAME_KEYS}, sort_keys=True, default=str).encode()
     return hashlib.blake2b(blob, digest_size=8).hexdigest()
 
 
@@ -85,8 +91,10 @@ def load_average() -> list[float]:
 
 def job_metadata(config: Mapping[str, Any]) -> dict[str, Any]:
     """Machine facts plus this job's start time, configuration hash, thread pinning, CPU affinity and the
-    load average at its start (both change results, and both can change between the jobs of a sweep), and
-    its trial (a deliberate repeat, pooled by the report)."""
+    load average at its start (both change results, and both can change between the jobs of a sweep), its
+    trial (a deliberate repeat, pooled by the report), and the backend preset it was run with (``preset``: what
+    the user typed, ``reactor_threads``; a report names the run's backends by it, `harness.labels.PresetNames`,
+    whatever ``conf/backend`` holds when the report is made)."""
     meta = dict(machine_metadata())
     meta["cpu_affinity"] = cpu_affinity()
     meta["load_avg"] = load_average()
@@ -94,4 +102,6 @@ def job_metadata(config: Mapping[str, Any]) -> dict[str, Any]:
     meta["config_hash"] = config_hash(config)
     meta["omp_num_threads"] = config.get("threads_per_worker", os.environ.get("OMP_NUM_THREADS", ""))
     meta["trial"] = int(config.get("trial", 0) or 0)
+    if config.get("preset"):
+        meta["preset"] = str(config["preset"])
     return meta
