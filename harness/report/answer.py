@@ -19,18 +19,15 @@ from typing import Any, Optional
 import numpy as np
 import pandas as pd
 
-from harness.labels import BackendLabel
+from harness.labels import BackendLabel, PresetNames
 from harness.report.fmt import num, percent, ratio
 from harness.report.model import (Report, backend_name, is_rl, name_of, natural_key, scenario_order,
                                   short_machine)
 from harness.report.paired import PairedJob, cycle_ratios, leader_and_runner_up, ratio_frame
 from harness.report.intervals import FASTER, UNCLEAR, median_interval, no_winner_phrase, verdict
 from harness.report.stats import CEILING, CEILINGS, SERIAL, SYNC_CEILING
-from harness.report.verdict import REACTOR, Headline, is_alternative, standalone_word
+from harness.report.verdict import REACTOR, REFERENCE_BACKENDS, Headline, is_alternative, standalone_word  # noqa: F401
 
-#: backends whose rows are labelled references, not the same work (RLlib's sampler, EnvPool): never the best
-#: alternative of a paired job
-REFERENCE_BACKENDS = ("rllib", "envpool")
 @dataclass
 class Reading:
     """One ratio with its interval: ``numerator`` over ``denominator`` (labels), and where it came from."""
@@ -88,6 +85,8 @@ class Answer:
     #: the reactor over the best alternative (the fastest backend that is neither serial, nor a reactor executor,
     #: nor a ceiling: from the paired job where it holds one, else from a standalone run), and that alternative
     vs_best: Optional[Reading] = None
+    #: the names the run stored for its backends (`harness.report.model.Report.presets`)
+    names: Optional[PresetNames] = None
 
     @property
     def rl(self) -> bool:
@@ -98,10 +97,10 @@ class Answer:
         many = len(self.parts) > 1
         tag = lambda p, text: f"{text} ({p.span})" if many and p.span and text != "-" else text  # noqa: E731
         join = lambda texts: "; ".join(texts)  # noqa: E731
-        best = (f"{self.vs_best.text()} {backend_name(self.vs_best.denominator)}" if self.vs_best is not None
+        best = (f"{self.vs_best.text()} {backend_name(self.vs_best.denominator, self.names)}" if self.vs_best is not None
                 else "-")
         return [self.workload,
-                join(tag(p, _who(p)) for p in self.parts),
+                join(tag(p, _who(p, self.names)) for p in self.parts),
                 join(tag(p, p.reactor.text() if p.reactor else "-") for p in self.parts),
                 best,
                 join(tag(p, _shares(p, short=True) or "-") for p in self.parts),
@@ -109,32 +108,34 @@ class Answer:
 
     def text(self) -> str:
         """The line: ``workload: <who wins>; reactor <x> serial [lo, hi]; <share> of the ceiling (<how>; machine)``."""
-        clauses = [_part_text(p, len(self.parts) > 1) for p in self.parts]
+        clauses = [_part_text(p, len(self.parts) > 1, self.names) for p in self.parts]
         body = "; then ".join(clauses) if len(self.parts) > 1 else clauses[0]
-        best = ([f"reactor {self.vs_best.text()} {backend_name(self.vs_best.denominator)}, the best alternative"]
+        best = ([f"reactor {self.vs_best.text()} {backend_name(self.vs_best.denominator, self.names)}, the best "
+                 "alternative"]
                 if self.vs_best is not None else [])
         tail = "; ".join([*best, *self.extra, f"{self.how}; {self.machine}"])
         return f"{self.workload}: {body} ({tail})"
 
 
-def _who(p: Part) -> str:
+def _who(p: Part, names: Optional[PresetNames] = None) -> str:
     """Who wins, in the rule's words (`harness.report.intervals.verdict_phrase`): the winner with its lead, or
     why there is none: equivalent within the margin, no clear difference, too few cycles."""
     if p.leader is None:
         return "no ok rows"
     if p.runner_up is None or p.lead is None:
-        return f"only {backend_name(p.leader)} measured"
-    leader, runner = backend_name(p.leader), backend_name(p.runner_up)
+        return f"only {backend_name(p.leader, names)} measured"
+    leader, runner = backend_name(p.leader, names), backend_name(p.runner_up, names)
     if p.winner is not None:
         return f"{leader}, {p.lead.text()} over {runner}"
     return f"{no_winner_phrase(p.word, leader, runner, p.margin, p.n, p.samples)} ({p.lead.text()})"
 
 
-def _part_text(p: Part, spans: bool) -> str:
-    out = [(f"{p.span}: " if spans and p.span else "") + _who(p)]
+def _part_text(p: Part, spans: bool, names: Optional[PresetNames] = None) -> str:
+    out = [(f"{p.span}: " if spans and p.span else "") + _who(p, names)]
     if p.reactor is not None and not (p.lead is not None and p.leader == p.reactor.numerator
                                       and p.runner_up == p.reactor.denominator):
-        out.append(f"{backend_name(p.reactor.numerator)} {p.reactor.text()} {backend_name(p.reactor.denominator)}")
+        out.append(f"{backend_name(p.reactor.numerator, names)} {p.reactor.text()} "
+                   f"{backend_name(p.reactor.denominator, names)}")
     shares = _shares(p)
     if shares:
         out.append("reactor at " + shares)
@@ -201,8 +202,9 @@ ANSWER_HEADER = ["workload", "who wins (95% interval)", "reactor / serial (95% i
 def _reactor_label(labels: list[str]) -> Optional[str]:
     """The reactor backend a line reads: the processes executor (the preset ``reactor``) on the default
     interpreter, else the first reactor executor there."""
-    reactors = [lab for lab in labels if BackendLabel.parse(lab).name == "reactor"]
-    default = [lab for lab in reactors if not BackendLabel.parse(lab).interpreter and BackendLabel.parse(lab).copy == 1]
+    parsed = {lab: BackendLabel.parse(lab) for lab in labels}
+    reactors = [lab for lab, p in parsed.items() if p.name == "reactor" and not p.is_copy]  # never a copy
+    default = [lab for lab in reactors if not parsed[lab].interpreter]
     for pool in (default, reactors):
         if REACTOR in pool:
             return REACTOR
@@ -224,10 +226,9 @@ def _reading(frame: pd.DataFrame, a: str, b: str) -> Optional[Reading]:
 
 def paired_best_alternative(medians: dict[str, float]) -> Optional[str]:
     """The fastest alternative of a paired job by median block throughput (``medians``: label -> median): a Ray
-    layout, a vectorizer; never serial, a reactor executor, a ceiling, an A/A or injected copy (``#2``) or a
-    labelled reference (`REFERENCE_BACKENDS`)."""
-    alts = [lab for lab in medians if is_alternative(lab) and np.isfinite(medians[lab])
-            and BackendLabel.parse(lab).copy == 1 and BackendLabel.parse(lab).name not in REFERENCE_BACKENDS]
+    layout, a vectorizer; never serial, a reactor executor, a ceiling, an A/A copy (``#2``), a resident with
+    injected work (``+2%``) or a labelled reference (`harness.report.verdict.is_alternative`)."""
+    alts = [lab for lab in medians if is_alternative(lab) and np.isfinite(medians[lab])]
     return max(alts, key=lambda lab: medians[lab]) if alts else None
 
 
@@ -271,7 +272,8 @@ def paired_answer(rep: Report, job: PairedJob, twins: int = 1) -> Optional[Answe
         name += f" [{job.job.split(':', 1)[-1]}]"
     shift = f", host shift: {len(parts)} regimes" if len(parts) > 1 else ""
     answer = Answer(config=job.config, scenario=job.scenario, workload=name, source="paired", parts=parts,
-                    machine=short_machine(_job_meta(rep, job)), how=f"paired, {job.cycles} cycles{shift}")
+                    machine=short_machine(_job_meta(rep, job)), how=f"paired, {job.cycles} cycles{shift}",
+                    names=rep.presets)
     # the best alternative resident in the job (a Ray layout), over the whole job: per-cycle ratios
     reactor = _reactor_label([lab for lab in job.labels if lab not in CEILINGS])
     best = paired_best_alternative({lab: float(job.table[lab].median()) for lab in job.labels if lab in job.table})
@@ -308,7 +310,7 @@ def standalone_answer(rep: Report, h: Headline) -> Answer:
     meta = sel["meta"].iloc[0] if len(sel) else {}
     return Answer(config=h.config, scenario=h.scenario, workload=name_of(rep, h.config), source="standalone",
                   parts=[part], machine=short_machine(meta), how=how, extra=extra,
-                  vs_best=_speedup_reading(REACTOR, h.best_alternative, h.vs_best))
+                  vs_best=_speedup_reading(REACTOR, h.best_alternative, h.vs_best), names=rep.presets)
 
 
 def _standalone_best(h: Headline) -> Optional[Reading]:

@@ -145,7 +145,8 @@ def paired_lines(a: Report, b: Report) -> list[Line]:
                 continue
             med, lo, hi = ratio_of_medians(cycle_ratios(jb.table, lab, serial), cycle_ratios(ja.table, lab, serial))
             out.append(Line(config=ja.config, name=name_of(a, ja.config), scenario=ja.scenario,
-                            quantity=f"{backend_name(lab)} / {backend_name(serial)}", source="paired",
+                            quantity=f"{backend_name(lab, a.presets)} / {backend_name(serial, a.presets)}",
+                            source="paired",
                             a_text=_paired_reading(fa, ja, lab, serial), b_text=_paired_reading(fb, jb, lab, serial),
                             ratio=med, low=lo, high=hi, margin=max(ja.margin, jb.margin)))
     return out
@@ -166,7 +167,7 @@ def standalone_lines(a: Report, b: Report) -> list[Line]:
         med, lo, hi = ratio_of_medians(xb, xa)
         unit = str(ga["unit"].iloc[0])
         out.append(Line(config=config, name=name_of(a, config), scenario=str(ga["scenario"].iloc[0]),
-                        quantity=f"{backend_name(label)} {unit}/s", source="standalone",
+                        quantity=f"{backend_name(label, a.presets)} {unit}/s", source="standalone",
                         a_text=f"{num(np.median(xa))} ({xa.size} reps)", b_text=f"{num(np.median(xb))} ({xb.size} reps)",
                         ratio=med, low=lo, high=hi))
     return out

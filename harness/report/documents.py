@@ -10,7 +10,7 @@ from typing import Callable, Optional
 from harness.report.compose import WARNINGS_BEFORE, section_empty, sections
 from harness.report.figures import Plot
 from harness.report.fmt import Table
-from harness.report.model import Report, counts, report_labels, report_machine, vocabulary
+from harness.report.model import Report, counts, report_machine, report_vocabulary
 from harness.report.tables import warnings
 
 CSS = """body{font-family:system-ui,sans-serif;margin:1em 2em;max-width:1400px;color:#222}
@@ -44,7 +44,7 @@ def to_html(rep: Report, figure_dir: Optional[str] = None) -> str:
     """The HTML page. Without ``figure_dir`` it is self-contained (figures embedded as base64 PNG); with it,
     figures are linked (``<figure_dir>/<name>.png``, relative to the page), which keeps archived reports small.
     Per-configuration detail is collapsed (``<details>``)."""
-    say = vocabulary(report_labels(rep))
+    say = report_vocabulary(rep)
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>reactorbench report</title>"
              f"<style>{CSS}</style></head><body><h1>reactorbench report</h1>",
              f"<p class='head'>Machine: {html.escape(report_machine(rep))}. From {html.escape(', '.join(rep.sources))}: "
@@ -90,7 +90,7 @@ def to_markdown(rep: Report, figure_dir: str = "figures") -> str:
     """The Markdown page a person reads: the answer, the opening figure, the headline and the verdicts, the
     microbenchmarks, the paper; long tables are cut to `harness.report.compose.MD_ROWS` rows and
     per-configuration detail is left to summary.csv and report.html."""
-    say = vocabulary(report_labels(rep))
+    say = report_vocabulary(rep)
     lines = ["# reactorbench report", "",
              f"Machine: {report_machine(rep)}. From {', '.join(rep.sources)}: {counts(rep)}; generated "
              f"{rep.generated_at}. How to read it: docs/report.md.", ""]

@@ -19,7 +19,7 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-from harness.labels import BackendLabel
+from harness.labels import BackendLabel, PresetNames
 from harness.report.stats import HEADLINE_PAIRS, SERIAL
 
 MAX_PANELS = 9
@@ -36,15 +36,35 @@ KNOWN_STYLES = {
 KNOWN_COLORS = {k: v[0] for k, v in KNOWN_STYLES.items()}
 _CYCLE = ["#9467bd", "#8c564b", "#e377c2", "#393b79", "#637939", "#843c39", "#7b4173"]
 _MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*", "h"]
+#: the copies' styles (A/A copies ``serial#2`` and residents with injected work ``serial +2%``,
+#: `harness.labels.BackendLabel.is_copy`): colours no backend has, and markers no backend has, one per copy number
+#: (a job's copies of one backend are numbered apart, so they differ from each other and from the backend)
+COPY_COLORS = ["#e6550d", "#31a354", "#756bb1", "#de9ed6", "#fdae6b", "#636363", "#6baed6", "#b5cf6b"]
+COPY_MARKERS = ["x", "+", "1", "2", "3", "4", "8", "$c$"]
 
 
 def _base(label: str) -> str:
-    """A label's style key: interpreter and A/A copy dropped (``reactor:threads ft#2`` -> ``reactor:threads``)."""
+    """A label's style key: interpreter, copy and injected work dropped (``reactor:threads ft#2`` ->
+    ``reactor:threads``)."""
     return BackendLabel.parse(label).on_default_interpreter().first_copy().render()
 
 
+def _copy_index(label: str) -> int | None:
+    """A copy's place in `COPY_COLORS` / `COPY_MARKERS` (by its copy number; a first resident with injected work
+    last), None for a backend that is no copy."""
+    lab = BackendLabel.parse(label)
+    if not lab.is_copy:
+        return None
+    return (lab.copy - 2) % len(COPY_MARKERS) if lab.copy > 1 else len(COPY_MARKERS) - 1
+
+
 def color(label: str) -> str:
-    """A stable color per backend label, so a backend looks the same in every figure."""
+    """A stable color per backend label, so a backend looks the same in every figure; a copy (A/A or injected)
+    never in its backend's colour."""
+    if ":" in label and (k := _copy_index(label)) is not None:
+        base = _base(label)
+        shift = list(KNOWN_STYLES).index(base) if base in KNOWN_STYLES else sum(map(ord, base))
+        return COPY_COLORS[(k + shift) % len(COPY_COLORS)]
     base = _base(label) if ":" in label else label
     if base in KNOWN_STYLES:
         return KNOWN_STYLES[base][0]
@@ -52,16 +72,21 @@ def color(label: str) -> str:
 
 
 def marker(label: str) -> str:
-    """A stable marker per backend label (with the colour: two backends differ in both)."""
+    """A stable marker per backend label (with the colour: two backends differ in both); a copy's marker is its
+    copy number's (`COPY_MARKERS`), never a backend's."""
+    if ":" in label and (k := _copy_index(label)) is not None:
+        return COPY_MARKERS[k]
     base = _base(label) if ":" in label else label
     if base in KNOWN_STYLES:
         return KNOWN_STYLES[base][1]
     return _MARKERS[sum(map(ord, label)) % len(_MARKERS)]
 
 
-def shown(label: str) -> str:
-    """A backend as figures name it: the preset a user types (`harness.labels.BackendLabel.preset_name`)."""
-    return BackendLabel.parse(label).preset_name() if ":" in label else label
+def shown(label: str, names: PresetNames | None = None) -> str:
+    """A backend as figures name it: the preset a user types (`harness.labels.BackendLabel.preset_name`), by the
+    run's stored ``names`` (`harness.labels.PresetNames`); a copy by its copy number or its injected effect
+    (``serial#2``, ``serial +2%``)."""
+    return BackendLabel.parse(label).preset_name(names=names) if ":" in label else label
 
 
 @dataclass
@@ -152,7 +177,7 @@ def _config_meta(rows: pd.DataFrame) -> pd.DataFrame:
     return rows.drop_duplicates("config").set_index("config")
 
 
-def throughput_vs_workers(summary: pd.DataFrame, rows: pd.DataFrame) -> list[Plot]:
+def throughput_vs_workers(summary: pd.DataFrame, rows: pd.DataFrame, names: PresetNames | None = None) -> list[Plot]:
     """Median throughput (log scale) against workers, one line per backend label, one panel per series."""
     s = summary[np.isfinite(summary["median"].astype(float))]
     if not len(s):
@@ -171,7 +196,7 @@ def throughput_vs_workers(summary: pd.DataFrame, rows: pd.DataFrame) -> list[Plo
             lg = lg.sort_values("workers")
             yerr = np.vstack([lg["median"] - lg["ci_low"], lg["ci_high"] - lg["median"]]).clip(min=0)
             ax.errorbar(lg["workers"], lg["median"], yerr=yerr, marker=marker(label), capsize=3, color=color(label),
-                        label=shown(label))
+                        label=shown(label, names))
         ceil = g[np.isfinite(g["ceiling"].astype(float))].groupby("workers")["ceiling"].median()
         if len(ceil):
             ax.plot(ceil.index, ceil.values, ls="--", color="black", lw=1, label="ceiling")
@@ -209,13 +234,14 @@ def natural_key(text: Any) -> tuple:
 RL = ("gym", "atari", "dqn", "marl")
 
 
-def speedup_bars(speedups: pd.DataFrame, rows: pd.DataFrame) -> list[Plot]:
+def speedup_bars(speedups: pd.DataFrame, rows: pd.DataFrame, names: PresetNames | None = None) -> list[Plot]:
     """Speedup bars per configuration (grouped by scenario) with interval whiskers, RL workloads and
     microbenchmarks in two figures; hatched = no verdict by the report's one rule."""
     if not len(speedups):
         return []
     rl = speedups["scenario"].isin(RL)
-    return _speedup_bars(speedups[rl], rows, "speedups") + _speedup_bars(speedups[~rl], rows, "speedups_micro")
+    return (_speedup_bars(speedups[rl], rows, "speedups", names)
+            + _speedup_bars(speedups[~rl], rows, "speedups_micro", names))
 
 
 def _decided(r: pd.Series) -> bool:
@@ -231,7 +257,8 @@ def _decided(r: pd.Series) -> bool:
     return standalone_word(sp) in (FASTER, SLOWER)
 
 
-def _speedup_bars(speedups: pd.DataFrame, rows: pd.DataFrame, name: str) -> list[Plot]:
+def _speedup_bars(speedups: pd.DataFrame, rows: pd.DataFrame, name: str,
+                  names: PresetNames | None = None) -> list[Plot]:
     if not len(speedups):
         return []
     pairs = _pairs_to_plot(speedups)
@@ -260,14 +287,14 @@ def _speedup_bars(speedups: pd.DataFrame, rows: pd.DataFrame, name: str) -> list
         err = np.vstack([ys_a - np.array(lo, float), np.array(hi, float) - ys_a]).clip(min=0)
         # bars start at 1 (no difference): a bar's length is the speedup, up or down, on every axis
         bars = ax.bar(xs, ys_a - 1.0, bottom=1.0, width=width, color=pair_color[(a, b)], edgecolor="black",
-                      label=f"{shown(a)} / {shown(b)}", yerr=err, capsize=3)
+                      label=f"{shown(a, names)} / {shown(b, names)}", yerr=err, capsize=3)
         for bar, s in zip(bars, sig):
             if not s:
                 bar.set_hatch("//")
                 bar.set_alpha(0.6)
     ax.axhline(1.0, color="black", lw=1)
     log_axis(ax, "y")
-    handles = [Patch(facecolor=pair_color[(a, b)], edgecolor="black", label=f"{shown(a)} / {shown(b)}")
+    handles = [Patch(facecolor=pair_color[(a, b)], edgecolor="black", label=f"{shown(a, names)} / {shown(b, names)}")
                for a, b in pairs]
     handles.append(Patch(facecolor="white", edgecolor="black", hatch="//", label="no verdict (rule)"))
     ax.set_xticks(range(len(configs)))
@@ -290,7 +317,7 @@ def _latency_frame(rows: pd.DataFrame, latencies: pd.DataFrame, kind: str) -> pd
     return latencies[latencies["kind"] == kind].join(jobs, on="job", how="inner")
 
 
-def latency_cdfs(rows: pd.DataFrame, latencies: pd.DataFrame) -> list[Plot]:
+def latency_cdfs(rows: pd.DataFrame, latencies: pd.DataFrame, names: PresetNames | None = None) -> list[Plot]:
     """Per-round latency CDFs per backend, for one configuration per scenario (the one with most backends)."""
     lat = _latency_frame(rows[rows["status"] == "ok"], latencies, "quantile")
     if not len(lat):
@@ -309,7 +336,8 @@ def latency_cdfs(rows: pd.DataFrame, latencies: pd.DataFrame) -> list[Plot]:
             v = np.sort(lg["value"].to_numpy(float))
             v = v[np.isfinite(v) & (v > 0)]
             if v.size:
-                ax.step(v, np.arange(1, v.size + 1) / v.size, where="post", color=color(label), label=shown(label))
+                ax.step(v, np.arange(1, v.size + 1) / v.size, where="post", color=color(label),
+                        label=shown(label, names))
         log_axis(ax, "x")
         ax.set_xlabel("round latency (ms)")
         ax.set_ylabel("fraction of rounds")
@@ -322,7 +350,7 @@ def latency_cdfs(rows: pd.DataFrame, latencies: pd.DataFrame) -> list[Plot]:
 
 
 def _overhead_plot(summary: pd.DataFrame, rows: pd.DataFrame, xkey: str, name: str, title: str,
-                   xlabel: str, scenarios: tuple[str, ...]) -> list[Plot]:
+                   xlabel: str, scenarios: tuple[str, ...], names: PresetNames | None = None) -> list[Plot]:
     s = summary[summary["scenario"].isin(scenarios) & np.isfinite(summary["overhead_ms"].astype(float))].copy()
     if not len(s):
         return []
@@ -342,16 +370,15 @@ def _overhead_plot(summary: pd.DataFrame, rows: pd.DataFrame, xkey: str, name: s
         return []
     vary = varying_params(rows)
     other = sorted({k for sc in scenarios for k in vary.get(sc, [])} - {xkey, "num_clients", "payload_bytes"})
-    s["line"] = [f"{r['label'].replace(' ', '_')} {r['scenario']} w={int(r['workers']) if np.isfinite(r['workers']) else '-'} "
+    s["line"] = [f"{r['scenario']} w={int(r['workers']) if np.isfinite(r['workers']) else '-'} "
                  f"{describe(pmap.get(r['params'], {}), other, 30)}".strip() for _, r in s.iterrows()]
     fig = Figure(figsize=(6.5, 4.2), layout="constrained")
     ax = fig.subplots()
-    for line, g in s.groupby("line", sort=True):
+    for (label, line), g in s.groupby(["label", "line"], sort=True):
         g = g.groupby("x", as_index=False)["overhead_ms"].median().sort_values("x")
-        label = line.split(" ")[0]
         # a line through two points draws a trend the data does not show: fewer than 3 points stay points
         ax.plot(g["x"], g["overhead_ms"], marker=marker(label), ls="-" if len(g) >= 3 else "none",
-                color=color(label), label=shown(label) + line[len(label):])
+                color=color(label), label=f"{shown(label, names)} {line}")
     if (s["x"] <= 0).any():
         ax.set_xscale("symlog", linthresh=max(1.0, float(s.loc[s["x"] > 0, "x"].min()) if (s["x"] > 0).any() else 1.0))
     else:
@@ -367,7 +394,7 @@ def _overhead_plot(summary: pd.DataFrame, rows: pd.DataFrame, xkey: str, name: s
                                    "(round_work_ms).")]
 
 
-def overhead_plots(summary: pd.DataFrame, rows: pd.DataFrame) -> list[Plot]:
+def overhead_plots(summary: pd.DataFrame, rows: pd.DataFrame, names: PresetNames | None = None) -> list[Plot]:
     """The microbenchmarks: overhead per round against payload size and against number of clients."""
     plots: list[Plot] = []
     # each axis from the microbenchmark that sweeps it; the other one only if the first has no sweep of it
@@ -377,7 +404,7 @@ def overhead_plots(summary: pd.DataFrame, rows: pd.DataFrame) -> list[Plot]:
             ("num_clients", "overhead_vs_clients", "Overhead against number of actors", "clients (actors)",
              ("actors", "object_size"))):
         for scen in order:
-            made = _overhead_plot(summary, rows, xkey, name, title, xlabel, (scen,))
+            made = _overhead_plot(summary, rows, xkey, name, title, xlabel, (scen,), names)
             if made:
                 plots += made
                 break
@@ -387,7 +414,7 @@ def overhead_plots(summary: pd.DataFrame, rows: pd.DataFrame) -> list[Plot]:
 PHASES = ("sampling_s", "communication_s", "training_s")
 
 
-def dqn_plots(rows: pd.DataFrame, latencies: pd.DataFrame) -> list[Plot]:
+def dqn_plots(rows: pd.DataFrame, latencies: pd.DataFrame, names: PresetNames | None = None) -> list[Plot]:
     """DQN: where each backend spends a repetition (stacked phases), and wall time against rounds done."""
     ok = rows[(rows["scenario"] == "dqn") & (rows["status"] == "ok")]
     if not len(ok):
@@ -410,7 +437,8 @@ def dqn_plots(rows: pd.DataFrame, latencies: pd.DataFrame) -> list[Plot]:
                 vals = np.array([np.nanmedian([float(e.get(phase, np.nan)) for e in g.loc[g["label"] == lab, "extra_dict"]])
                                  for lab in labels])
                 vals = np.nan_to_num(vals)
-                ax.bar(labels, vals, bottom=bottom, label=phase[:-2], color=["#4c72b0", "#dd8452", "#55a868"][k])
+                ax.bar([shown(lab, names) for lab in labels], vals, bottom=bottom, label=phase[:-2],
+                       color=["#4c72b0", "#dd8452", "#55a868"][k])
                 bottom += vals
             ax.set_ylabel("seconds per repetition (median)")
             ax.set_title(title(c), fontsize=9)
@@ -427,10 +455,11 @@ def dqn_plots(rows: pd.DataFrame, latencies: pd.DataFrame) -> list[Plot]:
             ll = lc[lc["label"] == label] if len(lc) else lc
             if len(ll):
                 med = ll.groupby("x")["value"].median()  # the median over jobs (trials) of each job's median
-                ax.plot(med.index.to_numpy(float), med.to_numpy(float), color=color(label), label=shown(label))
+                ax.plot(med.index.to_numpy(float), med.to_numpy(float), color=color(label), label=shown(label, names))
             else:
                 lg = g[g["label"] == label]
-                ax.plot(lg["rounds"], lg["seconds"], marker(label), color=color(label), label=f"{shown(label)} (totals only)")
+                ax.plot(lg["rounds"], lg["seconds"], marker(label), color=color(label),
+                        label=f"{shown(label, names)} (totals only)")
         ax.set_xlabel("rounds")
         ax.set_ylabel("wall time (s)")
         ax.set_title(title(c), fontsize=9)
@@ -486,20 +515,23 @@ def round_breakdown_plots(rows: pd.DataFrame) -> list[Plot]:
 
 
 def all_plots(summary: pd.DataFrame, speedups: pd.DataFrame, rows: pd.DataFrame,
-              latencies: pd.DataFrame, unequal: set | None = None) -> tuple[list[Plot], list[str]]:
+              latencies: pd.DataFrame, unequal: set | None = None,
+              names: PresetNames | None = None) -> tuple[list[Plot], list[str]]:
     """Every figure the data allows, in report order, and a note for each figure it does not allow (the opening
-    picture, which also holds paired jobs, is drawn by `harness.report.build` with `harness.report.opening`)."""
+    picture, which also holds paired jobs, is drawn by `harness.report.build` with `harness.report.opening`).
+    Backends are named as the run stored them (``names``; default: read from ``rows``)."""
+    names = names if names is not None else PresetNames.from_rows(rows)
     plots: list[Plot] = []
     notes: list[str] = []
     for make, missing in (
-        (lambda: throughput_vs_workers(summary, rows),
+        (lambda: throughput_vs_workers(summary, rows, names),
          "throughput against workers: no configuration measured at two or more worker counts"),
-        (lambda: speedup_bars(speedups, rows), "speedups: no configuration with two backends' ok rows"),
-        (lambda: latency_cdfs(rows, latencies), "latency distributions: no per-round latencies (latencies.csv)"),
-        (lambda: overhead_plots(summary, rows),
+        (lambda: speedup_bars(speedups, rows, names), "speedups: no configuration with two backends' ok rows"),
+        (lambda: latency_cdfs(rows, latencies, names), "latency distributions: no per-round latencies (latencies.csv)"),
+        (lambda: overhead_plots(summary, rows, names),
          "overhead against payload / number of actors: no actors or object_size rows with round_work_ms at two "
          "or more payload sizes or client counts"),
-        (lambda: dqn_plots(rows, latencies), "DQN time breakdown and wall time: no ok dqn rows"),
+        (lambda: dqn_plots(rows, latencies, names), "DQN time breakdown and wall time: no ok dqn rows"),
         (lambda: round_breakdown_plots(rows),
          "round breakdown: no reactor rows with a per-process breakdown (backend.breakdown=true)"),
     ):

@@ -86,10 +86,10 @@ def canonical_json(value: dict[str, Any]) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
 
 
-def backend_label(backend: Any, variant: Any, copy: Any = 1) -> str:
+def backend_label(backend: Any, variant: Any, copy: Any = 1, extra_work: Any = 0.0) -> str:
     """``backend:variant`` (``serial:-``, ``reactor:processes``, ``ray:actors``), ``#2`` for an A/A job's second
-    copy (`harness.labels.BackendLabel`)."""
-    return label_of(backend, variant, copy)
+    copy, `` +2%`` for a resident with injected extra work (`harness.labels.BackendLabel`)."""
+    return label_of(backend, variant, copy, extra_work)
 
 
 def _summary_frame(job: str, summary: dict[str, Any] | None) -> pd.DataFrame:
@@ -176,7 +176,10 @@ def prepare(rows: pd.DataFrame) -> pd.DataFrame:
     rows["params_dict"] = params
     rows["extra_dict"] = [_json(e) for e in rows["extra"]]
     rows["params"] = [canonical_json(p) for p in params]
-    rows["label"] = [backend_label(b, v, c) for b, v, c in zip(rows["backend"], rows["variant"], rows["copy"])]
+    # a resident with injected work (``compare.extra_work``, recorded in its extra) is its own label: never
+    # pooled with, nor read as, the backend it copies
+    rows["label"] = [backend_label(b, v, c, e.get("extra_work", 0.0))
+                     for b, v, c, e in zip(rows["backend"], rows["variant"], rows["copy"], rows["extra_dict"])]
     rows["hostname"] = [str(m.get("hostname", "?")) for m in meta]
     rows["cpu_count"] = [m.get("cpu_count") for m in meta]
     rows["machine"] = [canonical_json({k: m.get(k) for k in MACHINE_KEYS}) for m in meta]

@@ -10,7 +10,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 import pandas as pd
 
-from harness.labels import BackendLabel
+from harness.labels import BackendLabel, PresetNames
 from harness.report.analysis import Analysis
 from harness.report.figures import Plot, describe, natural_key, varying_params  # noqa: F401 (natural_key)
 from harness.report.load import ResultSet
@@ -50,6 +50,17 @@ class Report:
     #: the paired jobs' rows (their machine, when no standalone row says it)
     paired_rows: Optional[pd.DataFrame] = None
     generated_at: str = field(default_factory=lambda: _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
+    #: the preset names the run's jobs were run with (`harness.labels.PresetNames`; read from the rows on first
+    #: use of `presets`)
+    preset_names: Optional[PresetNames] = None
+
+    @property
+    def presets(self) -> PresetNames:
+        """The names the run stored for its backends (standalone and paired rows), today's ``conf/backend`` only
+        for rows that stored none (`PresetNames.fallback`, said in the warnings)."""
+        if self.preset_names is None:
+            self.preset_names = PresetNames.from_rows(all_rows(self))
+        return self.preset_names
 
     @property
     def standalone(self) -> bool:
@@ -100,10 +111,11 @@ def name_of(rep: Report, config: str) -> str:
     return rep.names.get(config, config)
 
 
-def backend_name(label: str) -> str:
-    """What the report calls a backend: the preset a user types (``reactor``, ``ray_packed``, ``serial#2``;
-    `harness.labels.BackendLabel.preset_name`)."""
-    return BackendLabel.parse(label).preset_name()
+def backend_name(label: str, names: Optional[PresetNames] = None) -> str:
+    """What the report calls a backend: the preset a user types (``reactor``, ``ray_packed``, ``serial#2``,
+    ``serial +2%``; `harness.labels.BackendLabel.preset_name`), by the run's stored ``names`` (`Report.presets`);
+    without them, by today's ``conf/backend``."""
+    return BackendLabel.parse(label).preset_name(names=names)
 
 
 def report_labels(rep: Report) -> list[str]:
@@ -112,18 +124,24 @@ def report_labels(rep: Report) -> list[str]:
     return sorted(set(rows["label"])) if len(rows) and "label" in rows else []
 
 
-def vocabulary(labels: list[str]) -> Callable[[str], str]:
+def vocabulary(labels: list[str], presets: Optional[PresetNames] = None) -> Callable[[str], str]:
     """A function that rewrites text in the report's one vocabulary: every backend label among ``labels``
-    (``reactor:processes``, ``serial:-#2``) becomes the preset a user types (``reactor``, ``serial#2``;
-    `backend_name`). The report's statistics keep the labels (summary.csv, headline.csv); only what a
-    person reads is rewritten, in one place (`harness.report.documents`)."""
-    names = {lab: backend_name(lab) for lab in labels if ":" in lab}
+    (``reactor:processes``, ``serial:-#2``, ``serial:-#3 +2%``) becomes the preset a user types (``reactor``,
+    ``serial#2``, ``serial +2%``; `backend_name` by the run's stored ``presets``). The report's statistics keep
+    the labels (summary.csv, headline.csv); only what a person reads is rewritten, in one place
+    (`harness.report.documents`, with `report_vocabulary`)."""
+    names = {lab: backend_name(lab, presets) for lab in labels if ":" in lab}
     names = {k: v for k, v in names.items() if k != v}
     if not names:
         return lambda text: text
     pattern = re.compile(r"(?<![\w:@])(" + "|".join(re.escape(k) for k in sorted(names, key=len, reverse=True))
                          + r")(?![\w#@-])")
     return lambda text: pattern.sub(lambda m: names[m.group(1)], text)
+
+
+def report_vocabulary(rep: Report) -> Callable[[str], str]:
+    """The report's `vocabulary`: its labels, named as its run stored them (`Report.presets`)."""
+    return vocabulary(report_labels(rep), rep.presets)
 
 
 def machine_line(rows: pd.DataFrame) -> str:

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from harness.labels import PresetNames
 from harness.report.figures import (Plot, _config_meta, color, config_title, log_axis, marker, natural_key, shown,
                                     varying_params)
 from harness.report.stats import CEILING, CEILINGS, SERIAL, SYNC_CEILING, amdahl_bound
@@ -28,14 +29,16 @@ MAX_ROWS = 48
 def against_serial_frame(speedups: pd.DataFrame, rows: pd.DataFrame,
                          unequal: set | None = None) -> tuple[pd.DataFrame, dict[str, dict[str, float]]]:
     """The standalone jobs' part of the opening picture: per configuration (its title) and backend, the ratio
-    to serial with its interval; and per configuration the bounds over serial (ceilings, Amdahl)."""
-    cols = ["group", "scenario", "label", "source", "ratio", "ci_low", "ci_high"]
+    to serial with its interval and the backend's name as the run stored it (`harness.labels.PresetNames`); and
+    per configuration the bounds over serial (ceilings, Amdahl)."""
+    cols = ["group", "scenario", "label", "name", "source", "ratio", "ci_low", "ci_high"]
     if not len(speedups):
         return pd.DataFrame(columns=cols), {}
     unequal = unequal or set()
     sel = speedups[speedups["denominator"] == SERIAL]
     vary = varying_params(rows)
     meta = _config_meta(rows)
+    names = PresetNames.from_rows(rows)
     recs, bounds = [], {}
     for c, g in sel.groupby("config", sort=True):
         group = config_title(meta.loc[c], vary, 48)
@@ -52,7 +55,7 @@ def against_serial_frame(speedups: pd.DataFrame, rows: pd.DataFrame,
             if (c, r["numerator"]) in unequal:
                 continue
             recs.append({"group": group, "scenario": meta.loc[c, "scenario"], "label": r["numerator"],
-                         "source": "standalone", "ratio": r["ratio"], "ci_low": r["ci_low"], "ci_high": r["ci_high"]})
+                         "name": shown(r["numerator"], names), "source": "standalone", "ratio": r["ratio"], "ci_low": r["ci_low"], "ci_high": r["ci_high"]})
     return pd.DataFrame(recs, columns=cols), bounds
 
 
@@ -99,12 +102,13 @@ def against_serial_plot(frame: pd.DataFrame, bounds: dict[str, dict[str, float]]
                 lab = r["label"]
                 paired = str(r["source"]).startswith("paired")
                 ax.plot([r["ci_low"], r["ci_high"]], [y, y], color=color(lab), lw=1.6)
-                key = f"{shown(lab)}{' (paired)' if paired else ''}"
+                said = r["name"] if isinstance(r.get("name"), str) else shown(lab)  # (the run's name for it)
+                key = f"{said}{' (paired)' if paired else ''}"
                 ax.plot([r["ratio"]], [y], marker=marker(lab), ms=7, color=color(lab),
                         mfc="white" if paired else color(lab), ls="none", label=key if key not in seen else None)
                 seen.add(key)
                 ticks.append(y)
-                labels.append(shown(lab) + ("" if r["source"] == "standalone" else f" ({r['source']})"))
+                labels.append(said + ("" if r["source"] == "standalone" else f" ({r['source']})"))
                 y += 1
             for kind, value in bounds.get(gname, {}).items():
                 mk, col, text = BOUND_STYLES[kind]

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from harness.report.changepoint import Split, change_points, regimes
-from harness.labels import BackendLabel
+from harness.labels import BackendLabel, PresetNames
 from harness.report.stats import CEILING, CEILINGS, SERIAL, SYNC_CEILING, TOO_FEW, median_interval
 from harness.report.stats import verdict as rule
 from harness.report.intervals import verdict_phrase, word_phrase
@@ -76,9 +76,11 @@ def leader_and_runner_up(table: pd.DataFrame, labels: list[str]) -> tuple[Option
 
 
 def contenders(labels: list[str]) -> list[str]:
-    """Labels that compete (not ceilings), serial first, then reactor executors, then the rest."""
-    def rank(label: str) -> tuple[int, str]:
-        return (0 if label == SERIAL else 1 if label.startswith("reactor:") else 2, label)
+    """Labels that compete (not ceilings), serial first, then reactor executors, then the rest; the copies (A/A
+    and injected, `harness.labels.BackendLabel.is_copy`) after the backends they copy."""
+    def rank(label: str) -> tuple[int, int, str]:
+        lab = BackendLabel.parse(label)
+        return (0 if label == SERIAL else 1 if lab.name == "reactor" else 2, int(lab.is_copy), label)
 
     return sorted((lab for lab in labels if lab not in CEILINGS), key=rank)
 
@@ -112,6 +114,8 @@ class PairedJob:
     gil_enabled: dict[str, list[str]] = field(default_factory=dict)
     workers: int = 0
     scenario: str = ""
+    #: the preset names the job was run with (its rows' ``metadata.preset``; `harness.labels.PresetNames`)
+    presets: PresetNames = field(default_factory=PresetNames)
 
     @property
     def regimes(self) -> list[tuple[int, int]]:
@@ -217,7 +221,8 @@ def analyze_paired(rows: pd.DataFrame, names: Optional[dict[str, str]] = None,
                         margin=float(first.get("margin", 0.0) or 0.0),
                         margin_source=str(first.get("margin_source") or ("" if first.get("margin") is None
                                                                           else "compare.margin")),
-                        workers=int(g["workers"].iloc[0]), scenario=str(g["scenario"].iloc[0]))
+                        workers=int(g["workers"].iloc[0]), scenario=str(g["scenario"].iloc[0]),
+                        presets=PresetNames.from_rows(g))
         if "gil_enabled" in g:
             job.gil_enabled = {str(lab): sorted({str(v) for v in gg["gil_enabled"] if str(v) not in ("", "nan")})
                                for lab, gg in g.groupby("label")}
@@ -299,9 +304,10 @@ def verdict_lines(jobs: list[PairedJob]) -> list[str]:
         for lo_i, hi_i in j.regimes:
             t = j.table.iloc[lo_i:hi_i]
             parts = []
-            # the processes executor (the reactor backend's default) first
-            for lab in sorted(j.labels, key=lambda lab: not lab.startswith("reactor:processes")):
-                serial = _serial_on_same_interpreter(lab, j.labels) if lab.startswith("reactor:") else None
+            # the processes executor (the reactor backend's default) first, copies (A/A, injected) last
+            parsed = {lab: BackendLabel.parse(lab) for lab in j.labels}
+            for lab in sorted(j.labels, key=lambda lab: (parsed[lab].is_copy, parsed[lab].variant != "processes")):
+                serial = _serial_on_same_interpreter(lab, j.labels) if parsed[lab].name == "reactor" else None
                 if serial is None:
                     continue
                 r = cycle_ratios(t, lab, serial)

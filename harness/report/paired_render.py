@@ -62,7 +62,7 @@ def paired_plot(job: PairedJob, index: int, name: str = "", unit: str = "units")
             continue
         r = (t[label] / t[serial]).replace([np.inf, -np.inf], np.nan)
         top.plot(t.index, r, ls="none", marker=marker(label), ms=3, alpha=0.55, color=color(label),
-                 label=f"{shown(label)} / {shown(serial)}")
+                 label=f"{shown(label, job.presets)} / {shown(serial, job.presets)}")
         for lo_i, hi_i in spans:
             med = float(np.nanmedian(r.iloc[lo_i:hi_i]))
             top.hlines(med, t.index[lo_i] - 0.5, t.index[hi_i - 1] + 0.5, color=color(label), lw=2)
@@ -71,7 +71,8 @@ def paired_plot(job: PairedJob, index: int, name: str = "", unit: str = "units")
     top.legend(fontsize=7, loc="best", ncol=2)
     top.grid(True, alpha=0.3)
     for label in [*[c for c in CEILINGS if c in t], *[lab for lab in contenders if lab == SERIAL]]:
-        mid.plot(t.index, t[label], lw=0.9, marker=marker(label), ms=2, color=color(label), label=shown(label))
+        mid.plot(t.index, t[label], lw=0.9, marker=marker(label), ms=2, color=color(label),
+                 label=shown(label, job.presets))
     mid.set_ylabel(f"{unit}/s per block")
     if len(mid.get_lines()):
         mid.legend(fontsize=7, loc="best")
@@ -135,6 +136,7 @@ def paired_against_serial(jobs: list[PairedJob], names: dict[str, str]) -> tuple
     contender over serial on the same interpreter, per regime, from `ratio_frame` (the paired interval); and
     per job the ceilings over serial (the median of per-cycle ratios, a marker without an interval)."""
     from harness.labels import BackendLabel
+    from harness.report.figures import shown
 
     frame = ratio_frame(jobs)
     recs, bounds = [], {}
@@ -160,7 +162,7 @@ def paired_against_serial(jobs: list[PairedJob], names: dict[str, str]) -> tuple
                 num_, den, med, lo, hi = den, num_, 1 / med, 1 / hi, 1 / lo
             if BackendLabel.parse(num_).serial_baseline().render() != den:
                 continue
-            recs.append({"group": group, "scenario": job.scenario, "label": num_,
+            recs.append({"group": group, "scenario": job.scenario, "label": num_, "name": shown(num_, job.presets),
                          "source": "paired" + ("" if r["regime"] == "all" else f", {r['regime']}"),
                          "ratio": med, "ci_low": lo, "ci_high": hi})
     return pd.DataFrame(recs), bounds

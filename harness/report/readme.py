@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.report.model import Report, all_rows, counts, machine_line, report_labels, vocabulary
+from harness.report.model import Report, all_rows, counts, machine_line, report_vocabulary
 from harness.report.tables import answer_table, headline_table, reference_lines, verdict_lines, warnings
 
 README_START = "<!-- results:start -->"
@@ -14,7 +14,7 @@ README_END = "<!-- results:end -->"
 
 def readme_section(rep: Report) -> str:
     """The README's results block: machine, dates, the answer, the headline tables, the verdicts, the caveats."""
-    say = vocabulary(report_labels(rep))
+    say = report_vocabulary(rep)
     rows = all_rows(rep)
     started = sorted(d for d in (str(m.get("started_at", ""))[:10] for m in rows["meta"]) if d) if len(rows) else []
     when = (started[0] if started[0] == started[-1] else f"{started[0]} to {started[-1]}") if started else "unknown date"

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from harness.labels import BackendLabel
 from harness.report.jobline import outlying_rows
 from harness.report.fmt import Table, interval, num, percent, ratio, ratio_text
 from harness.report.model import (NO_STANDALONE, Report, backend_name, is_rl, machine_line, name_of,
@@ -34,7 +35,7 @@ def warnings(rep: Report) -> list[str]:
     if not len(rows):
         if not rep.paired:
             out.append("the result files hold no rows")
-        return out + ceiling_warnings(rep)
+        return out + ceiling_warnings(rep) + preset_warnings(rep)
     for _, m in a.mixed.iterrows():
         out.append(f"mixed environment in one comparison: {_name(rep, m['config'])}: {m['mixed']}")
     if rows["machine"].nunique() > 1 and not len(a.mixed):
@@ -70,7 +71,7 @@ def warnings(rep: Report) -> list[str]:
         out.append(f"the standalone jobs ({scen}) have one backend per configuration: no standalone comparison"
                    + ("; the comparisons are the paired jobs'" if rep.paired else ""))
     labels = set(ok["label"])
-    any_ray = any(lab.startswith("ray:") for lab in labels)
+    any_ray = any(BackendLabel.parse(lab).name == "ray" for lab in labels)
     for num_, den in HEADLINE_PAIRS:
         missing = [lab for lab in (num_, den) if lab not in labels]
         if missing and (any_ray or not rep.paired):  # a run of paired jobs measures no Ray: nothing is missing
@@ -88,9 +89,33 @@ def warnings(rep: Report) -> list[str]:
         out.append(f"{len(reused)} row(s) of {len(folders)} job(s) reused from an earlier run of the same config and "
                    f"code (resume): {', '.join(folders[:20])}{' ...' if len(folders) > 20 else ''}")
     out += ceiling_warnings(rep)
+    out += preset_warnings(rep)
     if rep.superseded_runs:
         out.append(f"{rep.superseded_runs} older run(s) of an already measured configuration and backend set aside "
                    "(the latest run is used; --all-runs pools them)")
+    return out
+
+
+def preset_warnings(rep: Report) -> list[str]:
+    """Where the run did not store the preset names its backends were run with (rows from before they were
+    stored: `harness.labels.PresetNames.fallback`): those backends are named by today's ``conf/backend``, which
+    may not be what the run was run with; or, where no preset of today gives them, by ``backend:variant``."""
+    fallback = rep.presets.fallback
+    if not fallback:
+        return []
+    # (backend and variant apart: a label here would be rewritten into the very name it explains)
+    named = [f"{rep.presets.get(name, variant)} (backend {name}, variant {variant})" for name, variant in fallback
+             if rep.presets.get(name, variant) is not None]
+    unnamed = [f"backend {name}, variant {variant}" for name, variant in fallback
+               if rep.presets.get(name, variant) is None]
+    out = []
+    if named:
+        out.append(f"the run stored no preset names for {len(named)} backend(s) (rows written before runs stored "
+                   "them): named by today's conf/backend, which may differ from the presets the run was run with: "
+                   + ", ".join(named))
+    if unnamed:
+        out.append(f"the run stored no preset names for {'; '.join(unnamed)} and no preset of today's conf/backend "
+                   "gives them: shown as backend:variant")
     return out
 
 
@@ -118,8 +143,8 @@ def _wanted(scenario: object, rl: bool | None) -> bool:
     return rl is None or is_rl(scenario) == rl
 
 
-def headline_header() -> list[str]:
-    ray, reactor = backend_name(PAPER_RAY), backend_name(REACTOR)
+def headline_header(rep: Report) -> list[str]:
+    ray, reactor = backend_name(PAPER_RAY, rep.presets), backend_name(REACTOR, rep.presets)
     return ["configuration", "unit/s", "serial", "best alternative", f"{ray} (paper layout)", reactor,
             f"{reactor} / serial", f"{reactor} / best alternative", f"{reactor} / {ray}", f"{reactor} efficiency"]
 
@@ -168,7 +193,7 @@ def headline_table(rep: Report, compact: bool = False, rl: bool | None = None) -
     out.sort(key=lambda t: t[0])
     empty = ("no configuration with serial or reactor rows" if rl is not False
              else "no microbenchmark with serial or reactor rows")
-    return Table(headline_header() + ([] if compact else ["verdict"]), [c for _, c, _ in out],
+    return Table(headline_header(rep) + ([] if compact else ["verdict"]), [c for _, c, _ in out],
                  [k for _, _, k in out], empty=empty)
 
 
@@ -219,7 +244,7 @@ def paired_headline_rows(rep: Report, compact: bool = False) -> list[tuple[list[
                      _paired_reading(g, REACTOR, PAPER_RAY), "; ".join(shares) or "-"]
             if not compact:
                 from harness.report.answer import _who
-                cells.append(_who(part) + " (paired: medians of per-cycle ratios)")
+                cells.append(_who(part, rep.presets) + " (paired: medians of per-cycle ratios)")
             out.append((cells, job.scenario, job.config))
     return out
 
@@ -252,8 +277,6 @@ def against_serial_table(rep: Report) -> Table:
         by_job = {j.job: j for j in rep.paired}
         for _, r in frame[frame["kind"] == "ratio"].iterrows():
             num_, den = r["numerator"], r["denominator"]
-            from harness.labels import BackendLabel
-
             if BackendLabel.parse(den).serial_baseline().render() != den and \
                     BackendLabel.parse(num_).serial_baseline().render() != num_:
                 continue

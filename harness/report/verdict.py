@@ -23,17 +23,26 @@ from typing import Optional
 import numpy as np
 import pandas as pd
 
+from harness.labels import BackendLabel
 from harness.report.intervals import EQUIVALENT, FASTER, SLOWER, TOO_FEW, no_winner_phrase, verdict as rule
 from harness.report.stats import (CEILINGS, MIN_REPETITIONS, SERIAL, Speedup, _clean, _speedup, amdahl_bound,
                                   paired_trial_speedup)
 
 REACTOR = "reactor:processes"
 PAPER_RAY = "ray:actors"
+#: backends whose rows are labelled references, not the same work (RLlib's sampler, EnvPool): never an alternative
+REFERENCE_BACKENDS = ("rllib", "envpool")
+#: backends that are never an alternative: the baseline, the reactor's executors, the ceilings
+NOT_ALTERNATIVES = ("serial", "reactor", "capacity", *REFERENCE_BACKENDS)
 
 
-def is_alternative(label: str) -> bool:
-    """A non-reactor parallel backend: what a user would run instead (Ray in any layout, vector envs)."""
-    return label != SERIAL and label not in CEILINGS and not label.startswith("reactor:")
+def is_alternative(label: str | BackendLabel) -> bool:
+    """A non-reactor parallel backend: what a user would run instead (Ray in any layout, vector envs). Never
+    serial (on any interpreter), a reactor executor, a ceiling, a labelled reference, nor a copy: an A/A copy
+    (``serial#2``, ``ray_packed#2``) or a resident with injected work (``ray_packed +2%``) measures the harness,
+    not a backend (`harness.labels.BackendLabel.is_copy`)."""
+    lab = label if isinstance(label, BackendLabel) else BackendLabel.parse(label)
+    return lab.name not in NOT_ALTERNATIVES and lab.render() not in CEILINGS and not lab.is_copy
 
 
 def fmt_ratio(sp: Optional[Speedup]) -> str:

@@ -61,4 +61,6 @@ def test_no_two_point_curves(jobs: Jobs) -> None:
 def test_every_backend_has_its_own_colour_and_marker() -> None:
     styles = list(KNOWN_STYLES.values())
     assert len({c for c, _ in styles}) == len(styles) and len({m for _, m in styles}) == len(styles)
-    assert color("reactor:threads ft") == color("reactor:threads") and marker("serial:-#2") == marker("serial:-")
+    assert color("reactor:threads ft") == color("reactor:threads")
+    # an A/A copy is drawn apart from its backend (tests/report/test_labels_typed.py: and an injected copy)
+    assert marker("serial:-#2") != marker("serial:-") and color("serial:-#2") != color("serial:-")
