@@ -251,14 +251,17 @@ class PresetNames:
         missing: set[tuple[str, str]] = set()
         if rows is not None and len(rows):
             metas = rows["meta"] if "meta" in rows else rows.get("metadata", [None] * len(rows))
+            seen: set[tuple[str, str, str]] = set()
             for backend, variant, meta in zip(rows["backend"], rows["variant"], metas):
                 if isinstance(meta, str):
                     meta = json.loads(meta) if meta.strip() else {}
+                preset = meta.get("preset") if isinstance(meta, dict) else None
+                seen.add((str(backend), "-" if _blank(variant) else str(variant), str(preset) if preset else ""))
+            for backend, variant, preset in seen:
                 label = BackendLabel.from_row(backend, variant)
                 key = (label.name, label.variant)
-                preset = (meta or {}).get("preset") if isinstance(meta, dict) else None
                 if preset:
-                    stored.setdefault(key, set()).add(str(preset))
+                    stored.setdefault(key, set()).add(preset)
                 else:
                     missing.add(key)
         table = {key: _shortest(names) for key, names in stored.items()}
