@@ -64,3 +64,29 @@ def test_every_backend_has_its_own_colour_and_marker() -> None:
     assert color("reactor:threads ft") == color("reactor:threads")
     # an A/A copy is drawn apart from its backend (tests/report/test_labels_typed.py: and an injected copy)
     assert marker("serial:-#2") != marker("serial:-") and color("serial:-#2") != color("serial:-")
+
+
+def test_a_figure_is_written_as_a_palette_png_a_third_of_the_full_colour_size():
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+    from PIL import Image
+
+    from harness.report.figures import Plot
+
+    fig, ax = plt.subplots(figsize=(6, 3))
+    for i in range(6):
+        ax.plot(np.arange(50), np.cumsum(np.random.default_rng(i).normal(size=50)), label=f"line {i}")
+    ax.legend()
+    plot = Plot("lines", "six lines", fig)
+    png = plot.png()
+    full = io.BytesIO()
+    fig.savefig(full, format="png", dpi=90)
+    image = Image.open(io.BytesIO(png))
+    assert image.mode == "P" and image.size == Image.open(io.BytesIO(full.getvalue())).size
+    assert len(png) < 0.6 * len(full.getvalue())
+    plt.close(fig)
