@@ -16,6 +16,9 @@ from harness.report.fmt import Table, interval, num
 from harness.report.model import Report, Section
 
 
+#: table rows report.md shows of the long paired tables (every row is in report.html and summary.csv)
+MD_ROWS = 30
+
 def ratio_table(jobs: list[PairedJob]) -> Table:
     """Every pair of every paired job (per regime where the host shifted)."""
     df = ratio_frame(jobs)
@@ -122,9 +125,9 @@ def paired_sections(rep: Report) -> list[Section]:
              "Where the ceiling's series shifts, ratios are given per regime (docs/report.md, 'Paired jobs').")
     return [
         Section("Paired jobs", intro, shift_lines(jobs)),
-        Section("Paired ratios", "", ratio_table(jobs)),
+        Section("Paired ratios", "", ratio_table(jobs), md_rows=MD_ROWS),
         Section("The host during paired jobs", "Per regime, or per quarter of the job when there was one regime: "
-                "medians over its cycles.", host_table(jobs)),
+                "medians over its cycles.", host_table(jobs), md_rows=MD_ROWS),
         Section("Paired figures", "", [p for p in rep.plots if p.name.startswith("paired_")],
                 empty="not drawn: this report was made with --no-figures"
                 if any("--no-figures" in n for n in rep.figure_notes) else "no paired job with cycles"),
