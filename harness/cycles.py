@@ -119,7 +119,7 @@ def run_block(res: "Resident", n: int) -> dict[str, Any]:
     runs before its block starts, not in it), then ``go n``; the ``block`` message."""
     if res.parked:
         res.unpark()
-        settle(res.pids)
+        settle(res.pids, quiet_ns=res.quiet_ns)
     res.send(f"go {n}")
     return res.expect("block")
 
@@ -225,9 +225,12 @@ def run_compare(jobs: list[dict[str, Any]], job_dir: Path, settings: CompareSett
                 warm[key] = msg["seconds"] / msg["rounds"] if msg["rounds"] > 0 else math.nan
                 res.parkable = bool(msg.get("parkable"))
                 res.refresh_pids()
+                if res.parkable:
+                    res.measure_idle()
                 rest(res)
                 log(f"{key}: started in {started_s:.1f} s, warm-up {warm[key] * 1e3:.3g} ms per round"
-                    + (f", parked between its blocks ({len(res.pids)} processes)" if res.parkable else ""))
+                    + (f", parked between its blocks ({len(res.pids)} processes, idle "
+                       f"{res.idle_ns_per_s / 1e6:.3g} ms of CPU per second)" if res.parkable else ""))
 
         def retire() -> None:
             """Stop every resident (as at the job's end), counting what each left behind."""
@@ -276,9 +279,12 @@ def run_compare(jobs: list[dict[str, Any]], job_dir: Path, settings: CompareSett
                 res = residents[key]
                 waiting = {k: r.pids for k, r in residents.items() if k != key}
                 waiting[""] = probe.pids
+                unpark_s = 0.0
                 if res.parked:  # continued and settled before the others' CPU is read: not in its block
+                    t_unpark = time.perf_counter()
                     res.unpark()
-                    settle(res.pids)
+                    settle(res.pids, quiet_ns=res.quiet_ns)  # back at its idle rate: what its timers owe has run
+                    unpark_s = time.perf_counter() - t_unpark
                 before = {k: cpu_ns(p) for k, p in waiting.items()}
                 msg = run_block(res, n_rounds)
                 others_ns = {k: cpu_ns(p) - before[k] for k, p in waiting.items()}
@@ -286,7 +292,7 @@ def run_compare(jobs: list[dict[str, Any]], job_dir: Path, settings: CompareSett
                 settle_s = rest(res)
                 blocks[key] = {"msg": msg, "position": position, "others_ms": sum(others_ns.values()) / 1e6,
                                "others_by": {k: v / 1e6 for k, v in others_ns.items() if k},
-                               "settle_ms": settle_s * 1e3, "cpus": cpus}
+                               "settle_ms": settle_s * 1e3, "unpark_ms": unpark_s * 1e3, "cpus": cpus}
                 position += 1
             wall = time.perf_counter() - t_cycle
             steal = (steal_seconds() - steal0) / (wall * max(1, len(probe.cores))) if wall > 0 else math.nan
@@ -313,7 +319,7 @@ def run_compare(jobs: list[dict[str, Any]], job_dir: Path, settings: CompareSett
                 extra.update({"paired": True, "block_rounds": n_rounds, "others_cpu_ms": b["others_ms"],
                               "others_cpu_ms_by": b["others_by"], "parked": residents[key].parkable,
                               "cpus": b["cpus"], "epoch": epoch,
-                              "settle_ms": b["settle_ms"], "stopped_by": reason,
+                              "settle_ms": b["settle_ms"], "unpark_ms": b["unpark_ms"], "stopped_by": reason,
                               "precision_target": settings.precision, "margin": settings.margin,
                               "margin_source": margin_source,
                               "confidence": settings.confidence})

@@ -25,6 +25,8 @@ QUIET_NS = 200_000
 SETTLE_POLL_S = 0.005
 #: at most this long is waited for a backend to go quiet (a backend that never does is recorded as such)
 SETTLE_MAX_S = 0.5
+#: a parked backend's idle CPU is read over this long once after its warm-up (`Resident.measure_idle`)
+IDLE_SAMPLE_S = 0.25
 
 
 class ChildFailed(RuntimeError):
@@ -64,6 +66,10 @@ class Resident:
         self.parkable = False
         #: whether its processes are stopped now (`park`)
         self.parked = False
+        #: what its tree runs per second when idle (`measure_idle`), and the CPU per `SETTLE_POLL_S` under which it
+        #: counts as quiet once continued: back at its idle rate (Ray's daemons never go below it)
+        self.idle_ns_per_s = 0.0
+        self.quiet_ns = QUIET_NS
         self.send(json.dumps(job_spec(cfg)))
 
     def send(self, line: str) -> None:
@@ -116,6 +122,20 @@ class Resident:
             return
         self._signal(signal.SIGSTOP)
         self.parked = True
+
+    def measure_idle(self, seconds: float = IDLE_SAMPLE_S) -> float:
+        """Settle, then read what the tree runs per second while idle (its daemons' timers: tens of ms per second for
+        a local Ray) and set `quiet_ns` to twice that per `SETTLE_POLL_S` (from `QUIET_NS` to five times it):
+        continued after a park, the tree is settled once what its timers owe has run, instead of waiting
+        `SETTLE_MAX_S` for a quiet that an idle Ray never reaches. The nanoseconds per second."""
+        self.refresh_pids()
+        settle(self.pids)
+        before, t0 = cpu_ns(self.pids), time.perf_counter()
+        time.sleep(seconds)
+        self.idle_ns_per_s = max(0.0, (cpu_ns(self.pids) - before) / (time.perf_counter() - t0))
+        # never more lenient than 1 ms per 5 ms (a fifth of a core): a reading taken while the tree was still busy
+        self.quiet_ns = min(5 * QUIET_NS, max(QUIET_NS, int(2 * self.idle_ns_per_s * SETTLE_POLL_S)))
+        return self.idle_ns_per_s
 
     def unpark(self) -> None:
         """Continue (SIGCONT) what `park` stopped; then `settle` lets what its timers owe run before a block."""
@@ -184,18 +204,21 @@ class Resident:
         self.fd = -1
 
 
-def settle(pids: list[int], max_s: float = SETTLE_MAX_S, polls: int = 2) -> float:
-    """Wait until the processes ``pids`` ran less than `QUIET_NS` in each of ``polls`` successive windows of
-    `SETTLE_POLL_S` (one quiet window can be a busy process that the loaded host did not schedule); the
-    seconds waited."""
+def settle(pids: list[int], max_s: float = SETTLE_MAX_S, polls: int = 2, quiet_ns: int = QUIET_NS) -> float:
+    """Wait until the processes ``pids`` ran less than ``quiet_ns`` per `SETTLE_POLL_S` in each of ``polls``
+    successive windows (one quiet window can be a busy process that the loaded host did not schedule); the
+    seconds waited. A window is what passed between two readings: reading a tree of many threads (a Ray
+    instance's hundreds) takes milliseconds on a loaded host, so a window can be several times `SETTLE_POLL_S`,
+    and its CPU is compared at the same rate (``quiet_ns`` / `SETTLE_POLL_S`), not in absolute nanoseconds."""
     t0 = time.perf_counter()
-    before = cpu_ns(pids)
+    before, t_before = cpu_ns(pids), time.perf_counter()
     quiet = 0
     while time.perf_counter() - t0 < max_s:
         time.sleep(SETTLE_POLL_S)
-        now = cpu_ns(pids)
-        quiet = quiet + 1 if now - before < QUIET_NS else 0
+        now, t_now = cpu_ns(pids), time.perf_counter()
+        window = max(SETTLE_POLL_S, t_now - t_before)
+        quiet = quiet + 1 if (now - before) * SETTLE_POLL_S < quiet_ns * window else 0
         if quiet >= polls:
             break
-        before = now
+        before, t_before = now, t_now
     return time.perf_counter() - t0

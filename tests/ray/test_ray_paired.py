@@ -84,6 +84,8 @@ def test_a_parked_ray_packed_resident_does_the_same_work_and_takes_no_cpu_during
     serial_s = rows.loc[rows["backend"] == "serial", "seconds"].sum()
     assert len(during) >= 6 and serial_s > 0.3, (during, serial_s)
     assert sum(during) / serial_s < 5.0, (during, serial_s)  # ms of Ray CPU per second of serial's blocks
+    # continuing and settling it before each of its blocks is recorded, outside every block; serial is never parked
+    assert all(e["unpark_ms"] > 0 for e in ray_rows) and all(e["unpark_ms"] == 0 for e in serial_rows)
     summary = json.loads((out / COMPARE_FILE).read_text())
     assert summary["status"] == "ok" and summary["leftover_processes"] == 0 and summary["leftover_shm"] == []
     assert marked_processes(mark) == []
@@ -148,7 +150,8 @@ def test_a_killed_parent_leaves_no_parked_ray_behind(tmp_path):
     # Ray first: it is started, warmed up and parked while serial starts; a job long enough never to end by itself
     parent = subprocess.Popen([sys.executable, "-m", "harness", "compare", "scenario=gym", "budget=smoke", "workers=2",
                                "backends=[ray_packed,serial]", "compare.precision=0.000001", "compare.max_seconds=600",
-                               "quiet=true", f"hydra.run.dir={tmp_path / 'job'}"], cwd=REPO, env={**os.environ, MARK: mark},
+                               "quiet=true", f"hydra.run.dir={tmp_path / 'job'}"], cwd=REPO,
+                              env={**os.environ, MARK: mark},
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     tree: set[psutil.Process] = set()
     try:
@@ -167,7 +170,8 @@ def test_a_killed_parent_leaves_no_parked_ray_behind(tmp_path):
             time.sleep(0.05)
         stopped = parked()
         assert stopped and parent.poll() is None, "the Ray resident was never seen parked"
-        children = [p for p in psutil.Process(parent.pid).children() if "harness.compare_child" in " ".join(p.cmdline())]
+        children = [p for p in psutil.Process(parent.pid).children()
+                    if "harness.compare_child" in " ".join(p.cmdline())]
         assert children  # the process killed is the one that parks its residents
         # the residents' trees as they are now: Ray's agents do not inherit the marker, so they are followed by pid
         tree = {p for c in children for p in (c, *c.children(recursive=True))}
