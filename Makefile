@@ -66,8 +66,9 @@ PAIRED_SECONDS ?= 240
 PAIRED := $(PY) -m harness compare -m budget=$(BUDGET) workers=$(WORKERS) backends=[$(PAIRED_BACKENDS)] compare.precision=$(PAIRED_PRECISION) compare.max_seconds=$(PAIRED_SECONDS)
 # the paper's layout (`ray`: one actor per role) joins the jobs whose rounds fit: where its round takes at most ten
 # times serial's (its block then lasts at most ~2 s at compare.block_s=0.2, as long as ray_packed's on gym, the longest
-# block these jobs already hold). Measured at workers=2 (docs/ray.md, "In paired jobs"): atari, dqn and marl fit;
-# gym's 15 actors on 2 cores take ~30x serial's round, which would cut its cycles to a third: gym leaves it out
+# block these jobs already hold). Measured at workers=2 (docs/ray.md, "In paired jobs"): atari, dqn and marl's
+# simple_spread_v3 fit; gym's 15 actors and marl's synthetic env's 10 actors on 2 cores do not (their round takes
+# 19-30x serial's on a quiet host, a block longer than the rest of the cycle): they leave it out
 PAIRED_PAPER_RAY ?= ray
 PAIRED_WITH_PAPER_RAY := $(PY) -m harness compare -m budget=$(BUDGET) workers=$(WORKERS) backends=[$(PAIRED_BACKENDS)$(if $(PAIRED_PAPER_RAY),$(comma)$(PAIRED_PAPER_RAY))] compare.precision=$(PAIRED_PRECISION) compare.max_seconds=$(PAIRED_SECONDS)
 # the paper's configurations (scripts/paper_bench.py): the paper's pair (reactor, Ray one actor per role),
@@ -232,7 +233,8 @@ bench-paired-jobs: install
 	$(START)
 	$(TRY) $(PAIRED) scenario=gym hydra.sweep.dir=$(BENCH_DIR)/paired/gym
 	$(TRY) $(PAIRED_WITH_PAPER_RAY) scenario=atari hydra.sweep.dir=$(BENCH_DIR)/paired/atari
-	$(TRY) $(PAIRED_WITH_PAPER_RAY) scenario=marl scenario.env=synthetic,simple_spread_v3 hydra.sweep.dir=$(BENCH_DIR)/paired/marl
+	$(TRY) $(PAIRED) scenario=marl scenario.env=synthetic hydra.sweep.dir=$(BENCH_DIR)/paired/marl
+	$(TRY) $(PAIRED_WITH_PAPER_RAY) scenario=marl scenario.env=simple_spread_v3 hydra.sweep.dir=$(BENCH_DIR)/paired/marl_simple_spread_v3
 	$(TRY) $(PAIRED_WITH_PAPER_RAY) scenario=dqn hydra.sweep.dir=$(BENCH_DIR)/paired/dqn
 	$(FINISH)
 

@@ -138,8 +138,9 @@ def test_the_reactor_over_each_ray_layout_is_read_from_the_report(tmp_path: Path
 @pytest.mark.parametrize("paper_ray", [None, ""])
 def test_make_bench_paired_holds_ray_at_its_best_everywhere_and_the_papers_layout_where_it_fits(tmp_path: Path,
                                                                                                 paper_ray):
-    """Every workload's paired job holds both packed layouts; the paper's layout (`ray`) only atari, marl and dqn,
-    whose rounds fit (the Makefile's rule, docs/ray.md); ``PAIRED_PAPER_RAY=`` leaves it out of all."""
+    """Every workload's paired job holds both packed layouts; the paper's layout (`ray`) only atari, dqn and marl's
+    simple_spread_v3, whose rounds fit (the Makefile's rule, docs/ray.md); ``PAIRED_PAPER_RAY=`` leaves it out of
+    all."""
     stamp = tmp_path / "installed"
     extra = [] if paper_ray is None else [f"PAIRED_PAPER_RAY={paper_ray}"]
     done = subprocess.run(["make", "--no-print-directory", "-n", "-o", str(stamp), f"STAMP={stamp}",
@@ -150,9 +151,9 @@ def test_make_bench_paired_holds_ray_at_its_best_everywhere_and_the_papers_layou
     for ln in done.stdout.splitlines():
         if "harness compare" in ln:
             words = shlex.split(ln.split("; try ", 1)[-1])
-            scenario = next(w.split("=", 1)[1] for w in words if w.startswith("scenario="))
-            held[scenario] = next(w for w in words if w.startswith("backends=["))[len("backends=["):-1].split(",")
-    assert sorted(held) == ["atari", "dqn", "gym", "marl"]
+            job = " ".join(w.split("=", 1)[1] for w in words if w.startswith(("scenario=", "scenario.env=")))
+            held[job] = next(w for w in words if w.startswith("backends=["))[len("backends=["):-1].split(",")
+    assert sorted(held) == ["atari", "dqn", "gym", "marl simple_spread_v3", "marl synthetic"]
     assert all(set(RAY_LAYOUTS) <= set(b) for b in held.values())
     with_paper = {s for s, b in held.items() if "ray" in b}
-    assert with_paper == (set() if paper_ray == "" else {"atari", "dqn", "marl"})
+    assert with_paper == (set() if paper_ray == "" else {"atari", "dqn", "marl simple_spread_v3"})
