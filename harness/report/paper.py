@@ -30,8 +30,8 @@ from harness.report.stats import geometric_mean
 PAPER_CITATION = ("Kwok, Lohstroh, Lee: Efficient Parallel Reinforcement Learning Framework Using the Reactor "
                   "Model, SPAA 2024, arXiv:2312.04704")
 PAPER_CORES = 32
-#: the paper compared Lingua Franca with Ray actors; here that is reactor:processes over ray:actors
-PAPER_PAIR = ("reactor:processes", "ray:actors")
+#: the paper compared Lingua Franca with Ray actors; here that is reactor:processes over ray:actors (rendered labels)
+PAPER_PAIR = (BackendLabel("reactor", "processes").render(), BackendLabel("ray", "actors").render())
 #: what a measured cell says it was read from
 PAIRED, STANDALONE = "paired", "standalone"
 
