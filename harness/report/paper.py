@@ -21,7 +21,7 @@ from typing import Any, Optional
 import numpy as np
 import pandas as pd
 
-from harness.labels import BackendLabel
+from harness.labels import BackendLabel, PresetNames
 from harness.report.authors import differences
 from harness.report.intervals import median_interval, verdict, word_phrase
 from harness.report.paired import PairedJob, cycle_ratios
@@ -206,8 +206,9 @@ def _paired_cell(readings: list[PairedReading], kind: str, over: bool = False) -
     """(speedup, text) of paired readings at the largest worker count: one reading with its interval, several
     as their geometric mean with each one's."""
     rows = pd.concat([r.rows for r in readings], ignore_index=True)
+    names = PresetNames.from_rows(rows)  # the presets the jobs were run with (today's only where none was stored)
     each = "; ".join(f"{_config_name(rows, r.job.config)} [{r.job.job.split(':', 1)[-1]}]: {r.text(kind)}"
-                     + (f" over {BackendLabel.parse(r.denominator).preset_name()}" if over else "")
+                     + (f" over {BackendLabel.parse(r.denominator).preset_name(names=names)}" if over else "")
                      for r in readings)
     ratio = geometric_mean([r.median for r in readings])
     return ratio, f"{len(readings)} paired job(s) at workers={readings[0].job.workers}: {each}"
