@@ -126,7 +126,8 @@ def median_interval(x: Iterable[float], confidence: float = CONFIDENCE, dependen
     For m independent values the interval [x_(k), x_(m+1-k)] holds the median with at least ``confidence``
     whatever the distribution (`order_statistic_ranks`); unlike a percentile bootstrap it keeps that promise
     at small m (a bootstrap of 3 values covers 75%). Neighbouring cycles are not independent on a host whose
-    speed drifts, so with ``dependent`` the series counts as its effective size (`effective_size`) and the
+    speed drifts, so with ``dependent`` the series counts as its effective size (`effective_size`, of the logs
+    of a positive series: an interval of b/a is the inverse of a/b's) and the
     interval is drawn at the ranks of the whole series that keep ``confidence`` there (`drawn_ranks`): never
     narrower than the independent interval, its coverage that of the ranks drawn. Without such ranks (not even
     [min, max] reaches ``confidence``) there is no interval (low and high are NaN)."""
@@ -134,7 +135,9 @@ def median_interval(x: Iterable[float], confidence: float = CONFIDENCE, dependen
     if a.size == 0:
         return MedianInterval(math.nan, math.nan, math.nan, 0, 0.0, math.nan)
     med = float(np.median(a))
-    n_eff = effective_size(a) if dependent else float(a.size)
+    # positive values (ratios, throughputs) are read on the log scale, where b/a and a/b are mirror images: the
+    # same effective size, so the same ranks, whichever way round a ratio is taken
+    n_eff = (effective_size(np.log(a) if a.min() > 0 else a) if dependent else float(a.size))
     ranks = drawn_ranks(int(a.size), n_eff, confidence)
     if ranks is None:
         return MedianInterval(med, math.nan, math.nan, int(a.size), n_eff, math.nan)

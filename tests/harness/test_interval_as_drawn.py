@@ -45,3 +45,14 @@ def test_the_correction_for_dependence_never_narrows_and_shows_the_drawn_coverag
             assert dep.low == s[k - 1] and dep.high == s[n - k]  # whole ranks of the series, symmetric
             j = max(1.0, k * (dep.n_eff + 1) / (n + 1))
             assert dep.coverage == pytest.approx(I.rank_coverage(j, min(n, dep.n_eff))) and dep.coverage >= 0.95
+
+
+def test_a_ratio_and_its_inverse_get_mirrored_intervals_whichever_way_round_it_is_taken():
+    # a drifting, wide series of per-cycle ratios (reactor / ray on a loaded host): its inverse must be read as the
+    # same series, not get "too few cycles" where the ratio has an interval
+    rng = np.random.default_rng(3)
+    r = np.exp(0.7 + np.cumsum(rng.normal(0, 0.25, 24)) * 0.3 + rng.normal(0, 0.4, 24))
+    a, b = I.median_interval(r), I.median_interval(1 / r)
+    assert a.n_eff == pytest.approx(b.n_eff)
+    assert a.enough and b.enough
+    assert a.low == pytest.approx(1 / b.high) and a.high == pytest.approx(1 / b.low)
