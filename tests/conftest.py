@@ -2,9 +2,13 @@
 roles in-process with a counting clock."""
 from __future__ import annotations
 
+import atexit
+import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pandas as pd
@@ -17,6 +21,13 @@ REPO = Path(__file__).resolve().parents[1]
 # never comes. They test Ctrl-C, so the suite takes Python's default handler (children get the default again).
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+# Paired jobs read this machine's self-test margin (harness.margin) from results/machine/; a developer who ran
+# `make selftest` has one there, a clean clone has none. The suite reads an empty folder of its own (the jobs it
+# starts inherit it), so verdicts in tests never depend on what was measured here; tests of the stored margin set
+# their own.
+os.environ["REACTORBENCH_MACHINE_DIR"] = tempfile.mkdtemp(prefix="reactorbench-test-machine-")
+atexit.register(shutil.rmtree, os.environ["REACTORBENCH_MACHINE_DIR"], True)
 
 
 def pytest_collection_modifyitems(config, items):
