@@ -87,7 +87,8 @@ def sections(rep: Report) -> list[Section]:
     opens = [resolves] if resolves is not None and selftest_run(rep) else []
     out: list[Optional[Section]] = [
         *opens,
-        Section("The answer", answer_intro(rep), answer_table(rep, rl=True), key="answer", note=answer_note(rep)),
+        Section("The answer", answer_intro(rep), answer_table(rep, rl=True), md_rows=MD_ROWS, key="answer",
+                note=answer_note(rep)),
         *scaling_sections(rep),  # a many-core run's scaling curve, measured and predicted
         None if opens else resolves,
         Section("Every backend against serial", "Each backend's throughput over serial's, with its 95% interval: "
@@ -101,7 +102,8 @@ def sections(rep: Report) -> list[Section]:
                 "nor a reactor executor, nor the ceiling; ratios with their 95% interval (standalone: ratio of "
                 "medians, bootstrap; paired: median of per-cycle ratios); efficiency = reactor throughput / the "
                 "ceiling (measured: `capacity`; synchronized: `capacity_lockstep`; assumed: serial x min(workers, "
-                "cores)). Columns: docs/report.md.", headline_table(rep, rl=True), key=WARNINGS_BEFORE),
+                "cores)). Columns: docs/report.md.", headline_table(rep, rl=True), md_rows=MD_ROWS,
+                key=WARNINGS_BEFORE),
         Section("Verdicts", "RL workloads, in words. Fastest only when the 95% interval of its lead over the "
                 "runner-up clears 1 (by the job's margin where rows record one); the reactor's standing by the "
                 "same rule (docs/report.md)."

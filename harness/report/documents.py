@@ -116,7 +116,10 @@ def to_markdown(rep: Report, figure_dir: str = "figures") -> str:
             else:
                 lines.append(t.markdown())
         elif sec.content and isinstance(sec.content[0], str):
-            lines += [f"- {say(x)}" for x in sec.content] + [""]
+            shown = sec.content if sec.md_rows is None else sec.content[:sec.md_rows]
+            lines += [f"- {say(x)}" for x in shown] + [""]
+            if len(shown) < len(sec.content):
+                lines += [f"_... and {len(sec.content) - len(shown)} more in report.html._", ""]
         elif isinstance(sec.content, list):
             if rep.figure_notes and sec.key == "figures":
                 lines += ["Not drawn:", ""] + [f"- {say(n)}" for n in rep.figure_notes] + [""]

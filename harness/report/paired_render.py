@@ -18,6 +18,8 @@ from harness.report.model import Report, Section
 
 #: table rows report.md shows of the long paired tables (every row is in report.html and summary.csv)
 MD_ROWS = 30
+#: the paired jobs' lines report.md shows (a line per job, each a paragraph; all of them in report.html)
+MD_JOB_LINES = 12
 
 def ratio_table(jobs: list[PairedJob]) -> Table:
     """Every pair of every paired job (per regime where the host shifted)."""
@@ -124,7 +126,7 @@ def paired_sections(rep: Report) -> list[Section]:
              "within it, too few cycles without an interval; efficiency is over the ceiling's block of the same cycle. "
              "Where the ceiling's series shifts, ratios are given per regime (docs/report.md, 'Paired jobs').")
     return [
-        Section("Paired jobs", intro, shift_lines(jobs)),
+        Section("Paired jobs", intro, shift_lines(jobs), md_rows=MD_JOB_LINES),
         Section("Paired ratios", "", ratio_table(jobs), md_rows=MD_ROWS),
         Section("The host during paired jobs", "Per regime, or per quarter of the job when there was one regime: "
                 "medians over its cycles.", host_table(jobs), md_rows=MD_ROWS),

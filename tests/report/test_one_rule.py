@@ -118,3 +118,19 @@ def test_the_free_threaded_table_reads_the_paired_interval_and_the_rule(tmp_path
     med, lo, hi = median_interval(threads_ft / (serial * 0.9)).as_tuple()
     cell = row[table.header.index("ft / serial ft")]
     assert cell == f"{med:.2f} [{lo:.2f}, {hi:.2f}] (faster)"
+
+
+def test_report_md_cuts_the_paired_job_lines_and_answer_rows_that_report_html_keeps(tmp_path: Path) -> None:
+    from harness.report.documents import to_html, to_markdown
+    from harness.report.paired_render import MD_JOB_LINES
+
+    rng = np.random.default_rng(0)
+    jobs = MD_JOB_LINES + 3
+    for j in range(jobs):  # a self-test's shape: many paired jobs of the same configuration
+        paired_job(tmp_path / f"job_{j:03d}", {("serial", "-"): 1000 + rng.normal(0, 10, 12),
+                                                ("reactor", "processes"): 1200 + rng.normal(0, 10, 12)})
+    rep = make_report([tmp_path], figures=False)
+    md, page = to_markdown(rep), to_html(rep)
+    lines = md.split("## Paired jobs", 1)[1].split("\n## ", 1)[0]
+    assert lines.count("\n- ") == MD_JOB_LINES and "_... and 3 more in report.html._" in lines
+    assert all(f"job_{j:03d}" in page for j in range(jobs))
