@@ -20,7 +20,7 @@ from harness.report.tables import (against_serial_table, answer_table, environme
                                    scenario_tables, speedup_table, verdict_lines)
 
 #: rows of a long table shown in report.md (the rest: report.html and summary.csv)
-MD_ROWS = 30
+MD_ROWS = 20
 
 #: the sections the warnings box precedes (the numbers after the answer and its picture)
 WARNINGS_BEFORE = "headline"
@@ -95,7 +95,7 @@ def sections(rep: Report) -> list[Section]:
                 "from standalone jobs (ratios of medians of repetitions) and from paired jobs (medians of "
                 "per-cycle ratios, per regime where the host shifted).", overview,
                 empty=figures_empty(rep, "no configuration with serial and another backend"), key="against-serial"),
-        Section("Every backend against serial: the numbers", "", against_serial_table(rep), md_rows=40,
+        Section("Every backend against serial: the numbers", "", against_serial_table(rep), md_rows=MD_ROWS,
                 key="against-serial-table"),
         Section("Headline", "RL workloads, one row per configuration (and per paired job and regime, marked "
                 "paired): medians in unit/s; the best alternative is the fastest backend that is neither serial, "
@@ -109,7 +109,7 @@ def sections(rep: Report) -> list[Section]:
                 "same rule (docs/report.md)."
                 + (" Paired jobs (marked paired): each reactor executor against serial on the same interpreter."
                    if rep.paired else ""), verdict_lines(rep, rl=True), empty="no RL workload measured",
-                key="verdicts"),
+                md_rows=MD_ROWS, key="verdicts"),
     ]
     if has_micro or micro_lines:
         out += [

@@ -123,8 +123,14 @@ def to_markdown(rep: Report, figure_dir: str = "figures") -> str:
         elif isinstance(sec.content, list):
             if rep.figure_notes and sec.key == "figures":
                 lines += ["Not drawn:", ""] + [f"- {say(n)}" for n in rep.figure_notes] + [""]
-            for p in sec.content:
-                lines += [f"![{say(p.title)}]({figure_dir}/{p.name}.png)", "", f"*{say(p.title)}.* {say(p.caption)}", ""]
+            shown = sec.content if sec.md_rows is None else sec.content[:sec.md_rows]
+            said = None
+            for p in shown:  # a caption that repeats the one above is said once (per-job figures share theirs)
+                caption = "" if p.caption == said else f" {say(p.caption)}"
+                said = p.caption
+                lines += [f"![{say(p.title)}]({figure_dir}/{p.name}.png)", "", f"*{say(p.title)}.*{caption}", ""]
+            if len(shown) < len(sec.content):
+                lines += [f"_... and {len(sec.content) - len(shown)} more figures in report.html and {figure_dir}/._", ""]
             if not sec.content and sec.key != "figures":
                 lines += [f"_{empty}_", ""]
         if sec.note:

@@ -17,9 +17,9 @@ from harness.report.model import Report, Section
 
 
 #: table rows report.md shows of the long paired tables (every row is in report.html and summary.csv)
-MD_ROWS = 30
+MD_ROWS = 20
 #: the paired jobs' lines report.md shows (a line per job, each a paragraph; all of them in report.html)
-MD_JOB_LINES = 12
+MD_JOB_LINES = 8
 
 def ratio_table(jobs: list[PairedJob]) -> Table:
     """Every pair of every paired job (per regime where the host shifted)."""
@@ -130,7 +130,7 @@ def paired_sections(rep: Report) -> list[Section]:
         Section("Paired ratios", "", ratio_table(jobs), md_rows=MD_ROWS),
         Section("The host during paired jobs", "Per regime, or per quarter of the job when there was one regime: "
                 "medians over its cycles.", host_table(jobs), md_rows=MD_ROWS),
-        Section("Paired figures", "", [p for p in rep.plots if p.name.startswith("paired_")],
+        Section("Paired figures", "", [p for p in rep.plots if p.name.startswith("paired_")], md_rows=MD_JOB_LINES,
                 empty="not drawn: this report was made with --no-figures"
                 if any("--no-figures" in n for n in rep.figure_notes) else "no paired job with cycles"),
     ]
