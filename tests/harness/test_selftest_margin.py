@@ -278,7 +278,7 @@ def test_the_selftest_detects_an_injected_50_percent_slowdown_end_to_end(tmp_pat
     done = subprocess.run([sys.executable, "-m", "harness", "selftest", "selftest.jobs=1", "selftest.seconds=1",
                            "selftest.effects=[0.5]", f"selftest.out={out}", "scenario=gym", "budget=smoke",
                            "budget.warmup_rounds=3", "workers=1", "compare.block_rounds=200",
-                           "compare.precision=1e-9", "compare.min_cycles=20"],
+                           "compare.precision=1e-9", "compare.min_cycles=20", "selftest.residents=[]"],
                           cwd=REPO, capture_output=True, text=True, timeout=300,
                           env={**os.environ, "REACTORBENCH_MACHINE_DIR": str(stored)})
     assert done.returncode == 0, done.stderr

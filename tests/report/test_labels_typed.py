@@ -207,6 +207,7 @@ def _metas(folder: Path) -> list[dict[str, Any]]:
     return [json.loads(m) for m in read_rows(folder)["metadata"]]
 
 
+@pytest.mark.slow  # real jobs (~7 s); the fast equivalents: test_a_job_stores_its_preset_and_hashes_as_before, test_a_paired_job_config_names_each_resident_by_its_preset
 def test_a_standalone_and_a_paired_job_store_their_presets_in_their_rows(tmp_path: Path):
     one = run_cli("scenario=gym", "budget=smoke", "workers=2", "backend=serial", "budget.repetitions=1",
                   run_dir=tmp_path / "standalone")

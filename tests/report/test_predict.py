@@ -74,6 +74,7 @@ def test_the_prediction_uses_the_hand_off_of_a_job_with_a_core_per_process_and_t
     assert two["handoff_from"] == "own" and two["ceiling_from"] == "ideal" and np.isnan(two["measured_share"])
 
 
+@pytest.mark.slow  # a real paired job (~8 s); the fast equivalents read synthetic rows through the same code
 def test_predict_reads_a_real_paired_job_and_prints_one_line_per_workload_and_worker_count(tmp_path):
     out = tmp_path / "job"
     proc = run_cli("compare", "scenario=gym", "budget=smoke", "workers=4", "scenario.num_envs=4",
