@@ -44,16 +44,43 @@ def lag1_autocorrelation(x: Iterable[float]) -> float:
     return float(np.dot(d[:-1], d[1:]) / np.dot(d, d))
 
 
-def effective_size(x: Iterable[float]) -> float:
+def fewest_effective(confidence: float = CONFIDENCE) -> float:
+    """The fewest (fractional) independent values whose [min, max] still holds the median with ``confidence``:
+    1 - 2 * 0.5**m = confidence, m = log2(2 / (1 - confidence)) (5.32 at 95%)."""
+    return math.log2(2.0 / (1.0 - confidence))
+
+
+def evident_dependence(r: float, n: int, z: float = 1.645) -> bool:
+    """Whether a lag-1 autocorrelation ``r`` of ``n`` values is positive beyond what an independent series of that
+    length shows: r > z / sqrt(n) (its spread there is about 1 / sqrt(n); z = 1.645, one-sided 95%)."""
+    return bool(np.isfinite(r) and n > 0 and r > z / math.sqrt(n))
+
+
+def effective_size(x: Iterable[float], confidence: float = CONFIDENCE) -> float:
     """How many independent values a series in time order is worth: n (1 - r) / (1 + r) for its lag-1
     autocorrelation r (an AR(1) reading). The sample autocorrelation of a short series is biased low by
     about (1 + 4 r) / n (Marriott and Pope, 1954), which is added back; r is then floored at 0 (negative
-    correlation between neighbouring cycles is not counted as extra information) and capped at 0.95."""
+    correlation between neighbouring cycles is not counted as extra information) and capped at 0.95.
+
+    The bias term alone is 1 / n where r is 0: read as dependence it made an independent series of 6 values
+    worth 4.3, fewer than any 95% interval needs, so about 40% of independent series of 6 values (about 20% of 10)
+    got "too few cycles" although [min, max] of 6 independent values holds the median with 96.9%. So unless the
+    dependence is evident (`evident_dependence`: r beyond what an independent series of n values shows), the
+    effective size is never taken below the fewest values ``confidence`` needs (`fewest_effective`): the
+    correction still widens the interval, up to [min, max], but only evident dependence makes a series "too few
+    cycles". Checked by simulation (independent normal and lognormal series, AR(1) with phi 0.2-0.8, n 6-60):
+    the drawn interval's coverage at or above the former rule's everywhere (the same from n = 20), "too few" for
+    independent series at most about 2% (n=6: none). Strongly correlated short series still fall short of 93%
+    under either rule (phi 0.4 at n=6, 0.6 up to n=20, 0.8 up to n=60): only evident dependence is corrected
+    for, and a short correlated series often looks independent."""
     a = _clean(x)
-    r = lag1_autocorrelation(a)
-    r = 0.0 if not np.isfinite(r) else r + (1.0 + 4.0 * max(r, 0.0)) / a.size
+    r0 = lag1_autocorrelation(a)
+    r = 0.0 if not np.isfinite(r0) else r0 + (1.0 + 4.0 * max(r0, 0.0)) / a.size
     r = min(max(r, 0.0), 0.95)
-    return a.size * (1.0 - r) / (1.0 + r)
+    n_eff = a.size * (1.0 - r) / (1.0 + r)
+    if not evident_dependence(r0, a.size):
+        n_eff = max(n_eff, min(float(a.size), fewest_effective(confidence)))
+    return n_eff
 
 
 def order_statistic_ranks(m: int, confidence: float = CONFIDENCE) -> Optional[tuple[int, int, float]]:
@@ -107,7 +134,8 @@ def drawn_ranks(n: int, n_eff: float, confidence: float = CONFIDENCE) -> Optiona
     k (n_eff + 1) / (n + 1) (at least 1: a rank outside the n_eff values' minimum covers at least as much as it);
     its coverage there is `rank_coverage`. k is the largest rank that keeps the coverage
     at or above ``confidence``, and never above the independent series' rank (`order_statistic_ranks` of n): the
-    correction for dependence only widens. None when not even [min, max] reaches ``confidence``."""
+    correction for dependence only widens. None when not even [min, max] reaches ``confidence`` (n_eff below
+    `fewest_effective`, which `effective_size` gives only where the dependence is evident)."""
     indep = order_statistic_ranks(n, confidence)
     if indep is None:
         return None
@@ -130,14 +158,16 @@ def median_interval(x: Iterable[float], confidence: float = CONFIDENCE, dependen
     of a positive series: an interval of b/a is the inverse of a/b's) and the
     interval is drawn at the ranks of the whole series that keep ``confidence`` there (`drawn_ranks`): never
     narrower than the independent interval, its coverage that of the ranks drawn. Without such ranks (not even
-    [min, max] reaches ``confidence``) there is no interval (low and high are NaN)."""
+    [min, max] reaches ``confidence``) there is no interval (low and high are NaN): "too few cycles", which a
+    series of at least 6 values gets only where its dependence is evident (`effective_size`), never from the
+    small-n bias term alone."""
     a = _clean(x)
     if a.size == 0:
         return MedianInterval(math.nan, math.nan, math.nan, 0, 0.0, math.nan)
     med = float(np.median(a))
     # positive values (ratios, throughputs) are read on the log scale, where b/a and a/b are mirror images: the
     # same effective size, so the same ranks, whichever way round a ratio is taken
-    n_eff = (effective_size(np.log(a) if a.min() > 0 else a) if dependent else float(a.size))
+    n_eff = (effective_size(np.log(a) if a.min() > 0 else a, confidence) if dependent else float(a.size))
     ranks = drawn_ranks(int(a.size), n_eff, confidence)
     if ranks is None:
         return MedianInterval(med, math.nan, math.nan, int(a.size), n_eff, math.nan)

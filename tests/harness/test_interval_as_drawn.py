@@ -56,3 +56,43 @@ def test_a_ratio_and_its_inverse_get_mirrored_intervals_whichever_way_round_it_i
     assert a.n_eff == pytest.approx(b.n_eff)
     assert a.enough and b.enough
     assert a.low == pytest.approx(1 / b.high) and a.high == pytest.approx(1 / b.low)
+
+
+def test_six_independent_values_get_their_interval_where_the_bias_term_alone_said_too_few():
+    # lag-1 autocorrelation 0.05 (of the logs): nothing an independent series of 6 values does not show. The bias
+    # term (1 + 4 r) / n read as dependence made it worth 3.9 values, "too few cycles"; [min, max] of 6
+    # independent values holds the median with 96.9%, and the correction now stops at [min, max]
+    x = 1.0 + 0.01 * (np.array([1, 2, 5, 3, 6, 4]) - 3.5)
+    r = I.lag1_autocorrelation(np.log(x))
+    assert r == pytest.approx(0.0487, abs=1e-4) and not I.evident_dependence(r, 6)
+    rb = r + (1 + 4 * r) / 6
+    assert 6 * (1 - rb) / (1 + rb) < I.fewest_effective()  # what the former rule made of it
+    m = I.median_interval(x)
+    assert m.enough and (m.low, m.high) == (pytest.approx(0.975), pytest.approx(1.025))
+    assert m.n_eff == pytest.approx(I.fewest_effective()) == pytest.approx(5.3219, abs=1e-4)
+    assert m.coverage == pytest.approx(0.95)
+    assert I.verdict(m.low, m.high) == I.UNCLEAR
+
+
+def test_evident_dependence_still_widens_and_still_says_too_few():
+    # the host's speed held for 3 cycles at a time: r = 0.73 of 24 values, beyond 1.645 / sqrt(24) = 0.34
+    rng = np.random.default_rng(0)
+    drift = np.repeat(rng.normal(0, 0.05, 8), 3)
+    y = 1.0 + drift + rng.normal(0, 0.005, drift.size)
+    assert I.evident_dependence(I.lag1_autocorrelation(np.log(y)), y.size)
+    dep = I.median_interval(y)
+    assert dep.n_eff == pytest.approx(1.357, abs=1e-3) and not dep.enough  # 8 drifts are not 24 values
+    assert I.median_interval(y, dependent=False).enough
+    # a steady ramp of 8 values: too few however it is read as dependent
+    assert not I.median_interval(np.linspace(1.0, 1.07, 8)).enough
+    # where the dependence is evident but the series long enough, the interval is widened, not refused
+    long = 1.0 + np.repeat(rng.normal(0, 0.05, 40), 3) + rng.normal(0, 0.005, 120)
+    d, i = I.median_interval(long), I.median_interval(long, dependent=False)
+    assert d.enough and d.low < i.low and d.high > i.high and d.n_eff < 0.5 * long.size
+
+
+def test_independent_series_of_six_to_ten_values_rarely_get_too_few():
+    rng = np.random.default_rng(11)
+    for n, most in ((6, 0.0), (10, 0.03)):
+        few = sum(not I.median_interval(np.exp(rng.normal(0, 0.05, n))).enough for _ in range(400))
+        assert few / 400 <= most, (n, few)
