@@ -16,7 +16,9 @@ without a ceiling no job would ever be split, and the self-test would validate a
   per-cycle ratios, over all its cycles) lies from 1. The margin is its 95th percentile over the jobs
   (``numpy.quantile(|median - 1|, 0.95)``, linear between order statistics; with 10 jobs, between the two largest
   offsets): the offset that 95% of jobs stay within. Stored per machine (`harness.margin`, results/machine/) when
-  the jobs ran as shipped and there were at least `MIN_JOBS_TO_STORE`; paired jobs use it from then on. The
+  the jobs ran as shipped (`not_as_shipped`; the cap included: a job stopped by a ``selftest.seconds`` shorter
+  than the shipped ``compare.max_seconds`` did not, one stopped by the precision rule did) and there were at least
+  `MIN_JOBS_TO_STORE`; paired jobs use it from then on. The
   false-verdict rate at the measured margin is read leave-one-out (each job at the margin of the other jobs), so
   it is not the in-sample rate, which is below 5% by construction.
 * **Injected effects**: further copies that spend a calibrated extra share of their round time
@@ -306,8 +308,27 @@ def _regimes(reading: dict[str, Any]) -> list[dict[str, Any]]:
     return reading.get("regimes") or [reading]  # selftest.json of older versions: the pooled reading only
 
 
+def cut_short(jobs: list[dict[str, Any]], shipped_cap: float = CompareSettings.max_seconds) -> dict[float, int]:
+    """The jobs that a cap shorter than the shipped one (``compare.max_seconds``, the Makefile's PAIRED_SECONDS)
+    stopped, counted per cap. A job that stopped by the precision rule before its cap ran exactly as a shipped
+    job runs, whatever its cap; one that did not (stopped by time, or its stop not recorded) under a shorter cap
+    stopped where a shipped job would have gone on: another procedure. (A job with no recorded cap is not
+    counted: nothing tells.)"""
+    short: dict[float, int] = {}
+    for j in jobs:
+        cap = (j.get("compare") or {}).get("max_seconds")
+        if cap is None or j.get("stopped_by") == "precision":
+            continue
+        if float(cap) < float(shipped_cap):
+            short[float(cap)] = short.get(float(cap), 0) + 1
+    return short
+
+
 def not_as_shipped(jobs: list[dict[str, Any]], settings: SelftestSettings) -> list[str]:
-    """How the jobs' procedure differed from what ships (nothing: they ran as ``make bench-paired`` runs)."""
+    """How the jobs' procedure differed from what ships (nothing: they ran as ``make bench-paired`` runs): a
+    ``compare.*`` setting of the stop rule, respawning or blocks other than shipped (`PROCEDURE`), a job stopped
+    by a cap shorter than the shipped ``compare.max_seconds`` (`cut_short`: a job that stopped by the precision
+    rule ran as shipped, whatever its cap), or the ceilings not resident."""
     shipped = CompareSettings()
     why = []
     for key in PROCEDURE:
@@ -315,6 +336,9 @@ def not_as_shipped(jobs: list[dict[str, Any]], settings: SelftestSettings) -> li
         if ran != {getattr(shipped, key)}:
             why.append(f"compare.{key}={'/'.join(str(v) for v in sorted(ran, key=str))} "
                        f"(shipped: {getattr(shipped, key)})")
+    for cap, k in sorted(cut_short(jobs, shipped.max_seconds).items()):
+        why.append(f"{k} of {len(jobs)} jobs stopped by the {cap:g}-s cap (compare.max_seconds={cap:g}), shorter "
+                   f"than the shipped {shipped.max_seconds:g} s, not by the precision rule")
     missing = [r for r in SHIPPED_RESIDENTS if r not in settings.residents]
     if missing:
         why.append(f"without the ceiling resident(s) {', '.join(missing)}")
@@ -394,8 +418,9 @@ def summary_line(s: dict[str, Any]) -> str:
 
 
 def store_margin(summary: dict[str, Any], out: Path, settings: SelftestSettings) -> str:
-    """Store the measured margin as this machine's (`harness.margin.machine_file`) when the jobs ran as shipped,
-    there were enough of them and ``selftest.store`` allows it; what was done, in words."""
+    """Store the measured margin as this machine's (`harness.margin.machine_file`) when the jobs ran as shipped
+    (`not_as_shipped`: the shipped procedure, and none stopped by a cap shorter than the shipped one), there were
+    enough of them and ``selftest.store`` allows it; what was done, in words (why not, where not stored)."""
     if not settings.store:
         return "not stored (selftest.store=false)"
     if summary["not_as_shipped"]:

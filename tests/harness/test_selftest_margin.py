@@ -166,6 +166,47 @@ def test_a_selftest_not_run_as_shipped_or_too_short_stores_nothing(tmp_path: Pat
     assert not (tmp_path / "machine").exists()
 
 
+def test_only_jobs_run_as_shipped_cap_included_store_a_margin(tmp_path: Path, monkeypatch) -> None:
+    """``make selftest`` caps each job at selftest.seconds=60 where shipped paired jobs run up to
+    ``compare.max_seconds`` (240): a job that stopped by the precision rule ran as shipped whatever its cap, one
+    stopped by a shorter cap did not, and then no margin is stored, saying how many jobs and which cap."""
+    monkeypatch.setenv("REACTORBENCH_MACHINE_DIR", str(tmp_path / "machine"))
+    shipped_cap = CompareSettings().max_seconds
+    record = lambda stop, cap: {"stopped_by": stop, "compare": {**SHIPPED, "max_seconds": cap}}  # noqa: E731
+    # synthetic job records as `read_job` writes them into selftest.json
+    assert selftest.not_as_shipped([record("precision", 60.0)] * 10, SETTINGS) == []
+    assert selftest.not_as_shipped([record("time", shipped_cap)] * 10, SETTINGS) == []
+    assert selftest.not_as_shipped([record("time", 2 * shipped_cap)] * 10, SETTINGS) == []
+    mixed = [record("precision", 60.0)] * 7 + [record("time", 60.0)] * 2 + [record("", 30.0)]
+    assert selftest.cut_short(mixed) == {30.0: 1, 60.0: 2}
+    assert selftest.not_as_shipped(mixed, SETTINGS) == [
+        f"1 of 10 jobs stopped by the 30-s cap (compare.max_seconds=30), shorter than the shipped {shipped_cap:g} s,"
+        " not by the precision rule",
+        f"2 of 10 jobs stopped by the 60-s cap (compare.max_seconds=60), shorter than the shipped {shipped_cap:g} s,"
+        " not by the precision rule"]
+    assert selftest.not_as_shipped([{"stopped_by": "time", "compare": dict(SHIPPED)}], SETTINGS) == []  # no cap
+    # through the summary and store_margin: ten recorded jobs, all stopped by precision under a 60-s cap: stored
+    jobs = [read(recorded_job(tmp_path / f"job_{i:03d}", wiggle(30, 1 + 0.002 * i, 0.001), {0.5: wiggle(30, 0.9)}))
+            for i in range(10)]
+    machine_meta = {"cpu_model": "Test CPU", "cpu_count": 2, "hostname": "box"}
+    for j in jobs:
+        j["compare"]["max_seconds"] = 60.0
+    assert [j["stopped_by"] for j in jobs] == ["precision"] * 10
+    ok = selftest.summarize(jobs, [], SETTINGS, machine_meta)
+    assert ok["not_as_shipped"] == []
+    assert selftest.store_margin(ok, tmp_path, SETTINGS).startswith("stored")
+    machine.machine_file(machine_meta).unlink()
+    # three of them stopped by the 60-s cap instead: not stored, and the line says why
+    for j in jobs[:3]:
+        j["stopped_by"] = "time"
+    cut = selftest.summarize(jobs, [], SETTINGS, machine_meta)
+    why = (f"3 of 10 jobs stopped by the 60-s cap (compare.max_seconds=60), shorter than the shipped "
+           f"{shipped_cap:g} s, not by the precision rule")
+    assert cut["not_as_shipped"] == [why] and f"NOT as shipped: {why}" in cut["line"]
+    assert selftest.store_margin(cut, tmp_path, SETTINGS) == f"not stored: the jobs did not run as shipped ({why})"
+    assert not machine.machine_file(machine_meta).exists()
+
+
 def test_a_stored_margin_outside_its_range_or_unreadable_is_not_used(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("REACTORBENCH_MACHINE_DIR", str(tmp_path))
     meta = {"hostname": "box", "cpu_model": "Test CPU", "cpu_count": 2}
