@@ -243,7 +243,8 @@ def paired_parts(job: PairedJob) -> list[Part]:
     serial = BackendLabel.parse(reactor).serial_baseline().render() if reactor else SERIAL
     for (lo_i, hi_i), (regime, g) in zip(job.regimes, frame.groupby("regime", sort=False)):
         t = job.table.iloc[lo_i:hi_i]
-        # the leader by the median of per-cycle ratios: the statistic its lead is printed in
+        # the leader by the median of per-cycle ratios: the statistic its lead is printed in; beside real backends
+        # never an A/A or injected-effect copy (a job of one backend and its copies still reads "serial vs serial#2")
         leader, runner = leader_and_runner_up(t, contenders)
         lead = _reading(g, leader, runner) if leader and runner else None
         parts.append(Part(

@@ -58,8 +58,16 @@ def leader_and_runner_up(table: pd.DataFrame, labels: list[str]) -> tuple[Option
     over every other whenever one contender beats each other one head to head); the runner-up is the one it
     leads by least. So the leader's ratio over the runner-up, as printed, is never below 1 where such a
     contender exists, and the leader is never chosen by another statistic (median block throughput) than the
-    one its lead is read from."""
+    one its lead is read from.
+
+    A/A copies (``serial:-#2``) and injected-effect copies (``serial:-#3 +2%``) measure the harness, not a backend
+    a user would run (`harness.labels.BackendLabel.is_copy`): where the job holds at least two real backends, the
+    leader and runner-up are chosen among those only; a job of one backend and its copies (a self-test job) is
+    read among all of them, so it still says "serial vs serial#2"."""
     labels = [lab for lab in labels if lab in table]
+    real = [lab for lab in labels if not BackendLabel.parse(lab).is_copy]
+    if len(real) >= 2:
+        labels = real
     if not labels:
         return None, None
     if len(labels) == 1:

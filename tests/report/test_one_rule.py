@@ -134,3 +134,47 @@ def test_report_md_cuts_the_paired_job_lines_and_answer_rows_that_report_html_ke
     lines = md.split("## Paired jobs", 1)[1].split("\n## ", 1)[0]
     assert lines.count("\n- ") == MD_JOB_LINES and "_... and 3 more in report.html._" in lines
     assert all(f"job_{j:03d}" in page for j in range(jobs))
+
+
+def _with_copies(folder: Path, residents: Sequence[tuple[str, str, int, float, Sequence[float]]]) -> None:
+    """A paired job of residents (backend, variant, copy, injected share, throughput per cycle): A/A copies
+    (``copy`` > 1) and injected-effect copies (share > 0) recorded as `harness.cycles` writes them."""
+    writer = ResultsWriter(folder)
+    n = len(residents[0][4])
+    block = 0
+    for cycle in range(n):
+        for backend, variant, copy, share, values in residents:
+            tp = float(values[cycle])
+            extra = {"paired": True, "block_rounds": 50, "stopped_by": "time" if cycle == n - 1 else ""}
+            if share:
+                extra.update({"extra_work": share, "extra_work_ms_per_round": 1.0})
+            writer.append(make_row({**BASE, "backend": backend, "variant": variant, "copy": copy},
+                                   repetition=cycle, cycle=cycle, block=block, status="ok", units=1000,
+                                   seconds=1000 / tp, throughput=tp, checksum=f"c{cycle}", extra=extra))
+            block += 1
+
+
+def test_who_wins_never_names_an_aa_or_injected_copy_beside_real_backends(tmp_path: Path) -> None:
+    import pandas as pd
+
+    wig = [1 + 0.002 * ((i % 3) - 1) for i in range(30)]
+    serial = [1000.0 * w for w in wig]
+    at = lambda f: [f * s for s in serial]  # noqa: E731
+    # a lucky A/A copy 8% ahead of everything, an injected copy 2% behind, the reactor 5% ahead of serial
+    t = pd.DataFrame({"serial:-": serial, "serial:-#2": at(1.08), "serial:-#3 +2%": at(0.98),
+                      "reactor:processes": at(1.05)})
+    assert leader_and_runner_up(t, list(t.columns)) == ("reactor:processes", "serial:-")
+    # a job of one backend and its copies (a self-test job) still reads the copy against the backend
+    only = t.drop(columns="reactor:processes")
+    assert leader_and_runner_up(only, list(only.columns)) == ("serial:-#2", "serial:-")
+    # end to end: rows with copies, read by the report's answer
+    _with_copies(tmp_path / "job", [("serial", "-", 1, 0.0, serial), ("serial", "-", 2, 0.0, at(1.08)),
+                                    ("serial", "-", 3, 0.02, at(0.98)), ("reactor", "processes", 1, 0.0, at(1.05))])
+    (a,) = answers(make_report([tmp_path], figures=False))
+    (part,) = a.parts
+    assert (part.leader, part.runner_up) == ("reactor:processes", "serial:-")
+    assert part.lead.median == pytest.approx(1.05) and part.winner == "reactor:processes"
+    _with_copies(tmp_path / "aa", [("serial", "-", 1, 0.0, serial), ("serial", "-", 2, 0.0, at(1.08)),
+                                   ("serial", "-", 3, 0.02, at(0.98))])
+    (aa,) = answers(make_report([tmp_path / "aa"], figures=False))
+    assert (aa.parts[0].leader, aa.parts[0].runner_up) == ("serial:-#2", "serial:-")
