@@ -60,8 +60,14 @@ class CompareSettings:
     block_rounds: int = 0
     confidence: float = 0.95
     #: restart every resident after this many seconds of cycles (0: never), in the reverse start order each
-    #: time, so an offset a resident owes to its process does not last the whole job (rows: ``extra.epoch``)
-    respawn_s: float = 0.0
+    #: time, so an offset a resident owes to its process (its placement, its memory layout) changes with its
+    #: processes instead of lasting the whole job (rows: ``extra.epoch``). With respawning on, the precision stop
+    #: waits for a second set of processes (one set's offset cannot be told from an effect)
+    respawn_s: float = 10.0
+    #: restarting takes at most this share of a job's time: a respawn waits for at least
+    #: ``start * (1 - share) / share`` seconds of cycles after a start that took ``start`` (Ray's takes seconds);
+    #: 0: no such wait
+    respawn_share: float = 0.25
     #: the machine's resolution floor: a ratio is called faster or slower only where its interval clears
     #: 1 +- margin (`harness.report.intervals.verdict`); None: this machine's margin as its last self-test
     #: measured it (`machine_margin`), else `DEFAULT_MARGIN`
@@ -134,20 +140,22 @@ def rest(res: "Resident") -> float:
     return settle(res.pids)
 
 
-def stop_reason(ratios: list[float], cycles: int, elapsed_s: float, settings: CompareSettings
+def stop_reason(ratios: list[float], cycles: int, elapsed_s: float, settings: CompareSettings, epochs: int = 1
                 ) -> tuple[str, Optional[tuple[float, float, float]]]:
     """Whether a paired job stops after ``cycles`` cycles and ``elapsed_s`` seconds of them: ``precision``
     once the main ratio (its per-cycle values ``ratios``) has an interval within +-precision of its median
-    (`harness.report.stats.half_width`); ``time`` once ``max_seconds`` have passed. Neither before
-    ``min_cycles`` cycles, which is never fewer than the confidence needs (`harness.report.stats.min_samples`):
-    a job stopped by time earlier would give no verdict. Also returns the main ratio's (median, low, high)
-    once it has an interval."""
+    (`harness.report.stats.half_width`) and, with respawning on, its cycles span at least two sets of processes
+    (``epochs``: one set's offset is not noise the interval can see); ``time`` once ``max_seconds`` have passed.
+    Neither before ``min_cycles`` cycles, which is never fewer than the confidence needs
+    (`harness.report.stats.min_samples`): a job stopped by time earlier would give no verdict. Also returns the
+    main ratio's (median, low, high) once it has an interval."""
     enough = cycles >= max(settings.min_cycles, min_samples(settings.confidence))
     interval = None
     if ratios:
         reading = main_ratio(ratios, settings.confidence)
         interval = reading.as_tuple() if reading.enough else None
-        if enough and interval is not None and half_width(*interval) <= settings.precision:
+        respawned = settings.respawn_s <= 0 or epochs >= 2
+        if enough and respawned and interval is not None and half_width(*interval) <= settings.precision:
             return "precision", interval
     if elapsed_s >= settings.max_seconds and enough:
         return "time", interval
@@ -244,7 +252,9 @@ def run_compare(jobs: list[dict[str, Any]], job_dir: Path, settings: CompareSett
                 end_job(res.tree, ledger)
             residents.clear()
 
+        t_start = time.monotonic()
         start(keys)
+        start_s = time.monotonic() - t_start
         if settings.block_rounds > 0:
             n_rounds, calibration = settings.block_rounds, 0
         else:
@@ -258,7 +268,14 @@ def run_compare(jobs: list[dict[str, Any]], job_dir: Path, settings: CompareSett
         cycle = 0
         epoch = 0
         cycles_from = time.monotonic()  # the time budget counts cycles only (not start-up, warm-up, sizing)
-        respawn_at = settings.respawn_s if settings.respawn_s > 0 else math.inf
+
+        def respawn_after(start_s: float) -> float:
+            if settings.respawn_s <= 0:
+                return math.inf
+            share = settings.respawn_share
+            return max(settings.respawn_s, start_s * (1 - share) / share if share > 0 else 0.0)
+
+        respawn_at = respawn_after(start_s)
         while True:
             if time.monotonic() - cycles_from >= respawn_at:
                 # fresh processes in the reverse start order: an offset that a resident owes to its process
@@ -267,9 +284,10 @@ def run_compare(jobs: list[dict[str, Any]], job_dir: Path, settings: CompareSett
                 retire()
                 epoch += 1
                 start(keys[::-1] if epoch % 2 else list(keys))
-                cycles_from += time.monotonic() - t_respawn  # respawning is not cycle time
-                respawn_at += settings.respawn_s
-                log(f"respawned every resident (epoch {epoch})")
+                start_s = time.monotonic() - t_respawn
+                cycles_from += start_s  # respawning is not cycle time
+                respawn_at = time.monotonic() - cycles_from + respawn_after(start_s)
+                log(f"respawned every resident in {start_s:.1f} s (epoch {epoch})")
             steal0, t_cycle = steal_seconds(), time.perf_counter()
             core_ms = probe.probe()  # the probes read their pipes again at once: nothing to settle
             order = [keys[i] for i in rng.permutation(len(keys))]
@@ -303,7 +321,7 @@ def run_compare(jobs: list[dict[str, Any]], job_dir: Path, settings: CompareSett
                 a, b_ = outcome.main_pair
                 tp = {k: blocks[k]["msg"]["units"] / blocks[k]["msg"]["seconds"] for k in keys}
                 ratios.append(tp[a] / tp[b_])
-            reason, interval = stop_reason(ratios, cycle + 1, elapsed, settings)
+            reason, interval = stop_reason(ratios, cycle + 1, elapsed, settings, epoch + 1)
             if interval is not None:
                 outcome.main_ratio = interval
                 if (cycle + 1) % 10 == 0 or reason:

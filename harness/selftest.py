@@ -70,7 +70,7 @@ MIN_JOBS_TO_STORE = 10
 SHIPPED_RESIDENTS = ("capacity_lockstep", "capacity")
 #: the ``compare.*`` settings that make a job's procedure (its stop rule, respawning, blocks); a self-test whose
 #: jobs ran with other values than `CompareSettings`'s defaults (what ships) measures something else: not stored
-PROCEDURE = ("precision", "min_cycles", "block_s", "block_rounds", "confidence", "respawn_s")
+PROCEDURE = ("precision", "min_cycles", "block_s", "block_rounds", "confidence", "respawn_s", "respawn_share")
 #: set by the self-test itself, not to be passed through
 OWN_KEYS = ("backends", "compare.extra_work", "compare.max_seconds")
 

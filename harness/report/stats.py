@@ -65,7 +65,8 @@ def median_ci(x: Iterable[float], confidence: float = CONFIDENCE, n_boot: int = 
 # the paired interval and the verdict rule live in `harness.report.intervals` (one definition for the stop rule
 # and the report); re-exported here
 from harness.report.intervals import (  # noqa: E402,F401
-    EQUIVALENT, FASTER, SLOWER, TOO_FEW, UNCLEAR, MedianInterval, drawn_ranks, effective_size, half_width,
+    EQUIVALENT, FASTER, SLOWER, TOO_FEW, UNCLEAR, MedianInterval, drawn_ranks, effective_size, evident_dependence,
+    fewest_effective, half_width,
     lag1_autocorrelation, median_interval, min_samples, order_statistic_ranks, rank_coverage, verdict)
 
 

@@ -75,7 +75,7 @@ def test_the_job_stops_on_time_and_leaves_nothing(timed_out):
 
 
 def test_the_stopping_rule_ends_on_precision_or_on_time_never_before_the_cycles_the_confidence_needs():
-    settings = CompareSettings(precision=0.05, max_seconds=100.0, min_cycles=8)
+    settings = CompareSettings(precision=0.05, max_seconds=100.0, min_cycles=8, respawn_s=0)
     steady = [1.5, 1.51, 1.49, 1.5, 1.52, 1.48, 1.5, 1.51]
     noisy = [1.0, 2.0, 1.2, 1.9, 1.1, 1.8, 1.0, 2.0]
     assert stop_reason(steady[:7], 7, 1.0, settings)[0] == ""  # precise already, but fewer than min_cycles
@@ -85,10 +85,20 @@ def test_the_stopping_rule_ends_on_precision_or_on_time_never_before_the_cycles_
     assert stop_reason(noisy, 8, 100.0, settings)[0] == "time"
     assert stop_reason(noisy[:7], 7, 100.0, settings)[0] == ""  # min_cycles binds the time stop too
     # a min_cycles below what 95% needs (6 values: [min, max] covers 1 - 2/64) is raised to it
-    few = CompareSettings(precision=0.05, max_seconds=1.0, min_cycles=2)
+    few = CompareSettings(precision=0.05, max_seconds=1.0, min_cycles=2, respawn_s=0)
     assert stop_reason(steady[:5], 5, 100.0, few) == ("", None)  # 5 values: no 95% interval exists
     assert stop_reason(steady[:6], 6, 100.0, few)[0] == "precision"
     assert stop_reason([], 6, 100.0, few)[0] == "time"  # a job without a pair stops on time
+
+
+def test_with_respawning_on_the_precision_stop_waits_for_a_second_set_of_processes():
+    """One set of processes can carry an offset its interval cannot see (shipped: respawning on)."""
+    shipped = CompareSettings(precision=0.05, max_seconds=100.0, min_cycles=8)
+    assert shipped.respawn_s > 0
+    steady = [1.5, 1.51, 1.49, 1.5, 1.52, 1.48, 1.5, 1.51]
+    assert stop_reason(steady, 8, 1.0, shipped, epochs=1)[0] == ""
+    assert stop_reason(steady, 8, 1.0, shipped, epochs=2)[0] == "precision"
+    assert stop_reason(steady, 8, 100.0, shipped, epochs=1)[0] == "time"  # the cap still ends it
 
 
 def test_bad_input_on_the_command_line_fails_before_anything_runs(tmp_path):
@@ -228,7 +238,7 @@ def test_a_waiting_reactor_takes_no_cpu_during_serial_blocks(tmp_path):
 def test_residents_respawned_mid_job_keep_equal_work_and_leave_nothing(tmp_path):
     out = tmp_path / "respawn"
     proc = run_cli("compare", *SMOKE, "backends=[serial,reactor]", "compare.block_rounds=10",
-                   "compare.precision=0.000001", "compare.max_seconds=1.2", "compare.respawn_s=0.4",
+                   "compare.precision=0.000001", "compare.max_seconds=1.2", "compare.respawn_s=0.4", "compare.respawn_share=0",
                    "compare.min_cycles=6", run_dir=out)
     assert proc.returncode == 0, proc.stderr
     rows = read_rows(out)
