@@ -144,8 +144,10 @@ paired() {  # scenario workers [overrides...]
   local scenario=$1 w=$2; shift 2
   job $((PAIRED_SECONDS + 12)) $((PAIRED_SECONDS + 90)) "$PY" -m harness compare "scenario=$scenario" \
     "backends=[serial,reactor,capacity_lockstep]" "workers=$w" budget=local "compare.max_seconds=$PAIRED_SECONDS" \
-    "compare.min_cycles=$MIN_CYCLES" "${common[@]}" "$@" "hydra.run.dir=$OUT_DIR/paired/${scenario}/w$w${TAG:-}"
-}
+    "compare.min_cycles=$MIN_CYCLES" compare.respawn_s=0 "${common[@]}" "$@" \
+    "hydra.run.dir=$OUT_DIR/paired/${scenario}/w$w${TAG:-}"
+}  # one set of processes per job: a respawn of 16-process residents costs seconds the budget has not got, and the
+   # readings here are shares and breakdowns, not 1% effects
 standalone() {  # scenario workers backends rounds estimate [overrides...]
   local scenario=$1 w=$2 backends=$3 rounds=$4 estimate=$5; shift 5
   job "$estimate" $((estimate * 4 + 60)) "$PY" -m harness -m "scenario=$scenario" "backend=$backends" "workers=$w" \

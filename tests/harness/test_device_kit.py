@@ -99,6 +99,7 @@ def test_device_sweep_dry_run_plans_every_job_with_existing_presets():
         scenarios = {re.search(r"scenario=(\w+)", s).group(1) for s in paired if f"workers={w} " in s}
         assert scenarios == {"gym", "atari", "marl", "dqn"}
     assert all("compare.min_cycles=20" in s for s in paired)  # at least 20 cycles per cell
+    assert all("compare.respawn_s=0" in s for s in paired)  # the budget holds one set of processes per job
     wide = {re.search(r"scenario=(\w+)", s).group(1) for s in paired
             if "workers=16 " in s and "scenario.num_envs=64" in s}
     assert wide == {"gym", "atari"}  # four envs per worker at the widest count
