@@ -40,17 +40,20 @@ def _slow(reason: str) -> pytest.MarkDecorator:
 
 
 #: (scenario, backends) of the fast gate and of ``make test-slow``. The fast gate runs every backend on gym but
-#: Ray's compiled graph (the one full per-backend check, with Ray's one-actor-per-role and packed layouts
-#: recorded; the compiled graph runs gym in tests/ray and object_size here), atari's frames on the reactor's
-#: processes executor and on vector (in tests/scenarios/test_cli.py's atari multirun), object_size's large
-#: payloads and overhead's chain/fan programs everywhere; the rest repeats a data path that a fast test already
-#: checks against serial.
+#: Ray's one-actor-per-role modes (the one full per-backend check, with Ray's packed layout recorded: 3 roles on
+#: 2 workers, an actor of 2 and one of 1; Ray's actor loop with one role per actor and its layout run
+#: object_size, dqn and marl here, the compiled graph gym in tests/ray and object_size here), atari's frames on
+#: the reactor's processes executor and on vector (in tests/scenarios/test_cli.py's atari multirun),
+#: object_size's large payloads and overhead's chain/fan programs everywhere; the rest repeats a data path that a
+#: fast test already checks against serial.
 RUNS = [
-    pytest.param("gym", [b for b in backends_for("gym") if b != "ray_compiled"], id="gym"),
-    pytest.param("gym", ["serial", "ray_compiled"], id="gym-compiled",
-                 marks=_slow("gym's roles through a compiled graph: tests/ray's test_compiled_envs_per_actor_2_matches_"
-                             "serial_and_teardown_leaves_no_ray_process (the same actor loop, packed); one compiled "
-                             "actor per role from the CLI: [object_size]")),
+    pytest.param("gym", [b for b in backends_for("gym") if b not in ("ray", "ray_compiled")], id="gym"),
+    pytest.param("gym", ["serial", "ray", "ray_compiled"], id="gym-one-actor-per-role",
+                 marks=_slow("gym's roles one per Ray actor: the same actor loop as ray_packed's [gym] (an actor of "
+                             "one role included), one role per actor and its layout in [object_size] and the "
+                             "paper-mode dqn and marl jobs; through a compiled graph: tests/ray's test_compiled_"
+                             "envs_per_actor_2_matches_serial_and_teardown_leaves_no_ray_process (the same actor "
+                             "loop, packed); one compiled actor per role from the CLI: [object_size]")),
     pytest.param("atari", ["serial", "reactor", "vector"], id="atari",
                  marks=_slow("the same backends and sizes, serial twice: tests/scenarios/test_cli.py's "
                              "test_atari_is_deterministic_and_vector_matches_serial")),
@@ -89,14 +92,21 @@ def test_every_backend_computes_the_same_checksums(tmp_path, scenario, backends)
         reference = group[group.backend == "serial"].checksum
         assert len(reference) == 1
         assert (group.checksum == reference.iloc[0]).all(), group[["label", "checksum"]].to_string()
-    if "ray_packed" in backends:  # [gym]
+    if scenario == "gym":
         serial = rows[rows.backend == "serial"].checksum
         assert len(serial) == 2 and serial.nunique() == 2  # each repetition extends the stream
-        for label, layout in (("ray:actors", (1, 3)), ("ray:actors_packed", (2, 2))):  # (envs per actor, actors)
-            ray = rows[rows.label == label]
-            assert (ray.startup_seconds > 0).all() and (ray.throughput > 0).all(), label
-            extra = json.loads(ray.extra.iloc[0])
-            assert (extra["envs_per_actor"], extra["actors"]) == layout, label
+    # Ray's layouts, (envs per actor, actors): one actor per role (ray: [object_size]'s 2 clients, [gym-one-actor-
+    # per-role]'s 3 envs), one actor per worker (ray_packed: [gym]'s 3 envs on 2 workers, an actor of 2 and one of 1)
+    layouts = {("gym", "ray:actors"): (1, 3), ("object_size", "ray:actors"): (1, 2),
+               ("gym", "ray:actors_packed"): (2, 2)}
+    for label in ("ray:actors", "ray:actors_packed"):
+        ray = rows[rows.label == label]
+        if ray.empty or (scenario, label) not in layouts:
+            continue
+        layout = layouts[scenario, label]
+        assert (ray.startup_seconds > 0).all() and (ray.throughput > 0).all(), label
+        extra = json.loads(ray.extra.iloc[0])
+        assert (extra["envs_per_actor"], extra["actors"]) == layout, label
 
 
 #: budget=paper (the authors' settings: same seeding, Atari reset quirk and full actions, DQN first-N minibatch

@@ -2,7 +2,7 @@
 
 Ray start-up costs seconds per job on a 2-core machine, so the default set here starts Ray twice (one
 in-process run, one failing CLI job; the CLI layouts against serial are checked in tests/test_cross_backend.py's
-gym multirun); the other failure paths and the cluster join are ``slow``.
+gym and object_size multiruns); the other failure paths and the cluster join are ``slow``.
 """
 from __future__ import annotations
 
@@ -215,7 +215,8 @@ def test_known_small_sizes_without_serializing():
 
 # ------------------------------------------------------------------ real Ray
 # The CLI's Ray layouts (one actor per role, packed) against serial, with the layout each row records: in
-# tests/test_cross_backend.py[gym], whose multirun runs ray and ray_packed beside every other backend. The
+# tests/test_cross_backend.py, whose [gym] multirun runs ray_packed beside every other backend and whose
+# [object_size] runs ray (one actor per role; gym's own, 3 envs on 3 actors, is [gym-one-actor-per-role], slow). The
 # compiled graph's packed layout: the in-process test below; ``auto``'s resolution is the same for both modes
 # (test_envs_per_actor_auto_is_one_actor_per_worker).
 def test_compiled_envs_per_actor_2_matches_serial_and_teardown_leaves_no_ray_process():

@@ -64,17 +64,21 @@ def _extras(rows) -> list[dict]:
 def test_a_parked_ray_packed_resident_does_the_same_work_and_takes_no_cpu_during_serial_blocks(tmp_path):
     before = {e.name for e in SHM.iterdir()}
     out = tmp_path / "job"
-    # serial's blocks last about 0.1 s (1,500 rounds of 4 CartPoles): long enough that an idle Ray left running
-    # (35-50 ms of CPU per second here) would show
+    # serial's blocks last about 0.1 s (125 rounds of 48 CartPoles, the 6,000 env steps that 1,500 rounds of 4
+    # took): long enough that an idle Ray left running (35-65 ms of CPU per second here) would show. Wide rounds
+    # keep Ray's own blocks short: its cost is per round (two actor calls, ~3 ms), so 1,500 rounds of 4 envs made
+    # every Ray block ~4 s (25 s of the job) where 125 rounds of 48 take ~0.7 s
     proc, mark = compare(out, "scenario=gym", "budget=smoke", "workers=2", "backends=[serial,ray_packed]",
-                         "compare.block_rounds=1500", "compare.precision=0.000001", "compare.max_seconds=2",
-                         "compare.min_cycles=6")
+                         "scenario.num_envs=48", "compare.block_rounds=125", "compare.precision=0.000001",
+                         "compare.max_seconds=2", "compare.min_cycles=6")
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = read_rows(out)
     assert set(rows["status"]) == {"ok"} and rows["cycle"].nunique() >= 6
     assert set(zip(rows["backend"], rows["variant"])) == {("serial", "-"), ("ray", "actors_packed")}
     assert rows.groupby("cycle")["checksum"].nunique().eq(1).all()  # the same work in every cycle
     extra = _extras(rows)
+    # ray_packed's one actor per worker: 48 envs on 2 workers, 24 each
+    assert {(e["envs_per_actor"], e["actors"]) for e, b in zip(extra, rows["backend"]) if b == "ray"} == {(24, 2)}
     ray_rows = [e for e, b in zip(extra, rows["backend"]) if b == "ray"]
     serial_rows = [e for e, b in zip(extra, rows["backend"]) if b == "serial"]
     assert all(e["parked"] for e in ray_rows) and not any(e["parked"] for e in serial_rows)
