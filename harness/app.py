@@ -118,8 +118,8 @@ COMPARE_HELP = {
     "confidence": "of the intervals (0.95)",
     "margin": "the resolution floor: a winner only where the interval clears 1 +- margin (unset: this machine's "
               f"margin as `make selftest` stored it in results/machine/, else {DEFAULT_MARGIN:g})",
-    "respawn_s": "restart every resident after this many seconds of cycles, in the reverse start order each time "
-                 "(10; 0: never); with it on, the precision stop comes only where a pair of sets ends",
+    "respawn_s": "restart every resident after this many seconds of cycles (10; 0: never); with it on, the precision "
+                 "stop waits for a second set of processes",
     "respawn_share": "the most of a job's time restarting may take (0.25: a respawn waits for 3x the last start; "
                      "0: no wait)",
     "extra_work": "per listed backend, injected extra work (e.g. [0,0.03]: the second 3% slower; for A/A checks)",

@@ -62,8 +62,7 @@ class CompareSettings:
     #: restart every resident after this many seconds of cycles (0: never), in the reverse start order each
     #: time, so an offset a resident owes to its process (its placement, its memory layout) changes with its
     #: processes instead of lasting the whole job (rows: ``extra.epoch``). With respawning on, the precision stop
-    #: comes only where a set of processes ends after an even number of them: as many cycles of the start order
-    #: as of its reverse (which resident starts first moves its throughput by about 1% here)
+    #: waits for a second set of processes (one set's offset cannot be told from an effect)
     respawn_s: float = 10.0
     #: restarting takes at most this share of a job's time: a respawn waits for at least
     #: ``start * (1 - share) / share`` seconds of cycles after a start that took ``start`` (Ray's takes seconds);
@@ -141,22 +140,22 @@ def rest(res: "Resident") -> float:
     return settle(res.pids)
 
 
-def stop_reason(ratios: list[float], cycles: int, elapsed_s: float, settings: CompareSettings,
-                balanced: bool = True) -> tuple[str, Optional[tuple[float, float, float]]]:
+def stop_reason(ratios: list[float], cycles: int, elapsed_s: float, settings: CompareSettings, epochs: int = 1
+                ) -> tuple[str, Optional[tuple[float, float, float]]]:
     """Whether a paired job stops after ``cycles`` cycles and ``elapsed_s`` seconds of them: ``precision``
     once the main ratio (its per-cycle values ``ratios``) has an interval within +-precision of its median
-    (`harness.report.stats.half_width`), where the cycles are ``balanced`` (with respawning on: a set of processes
-    ends after an even number of them, so each start order has had as many cycles as its reverse; one set's
-    offset is not noise the interval can see); ``time`` once ``max_seconds`` have passed. Neither before
-    ``min_cycles`` cycles, which is never fewer than the confidence needs (`harness.report.stats.min_samples`):
-    a job stopped by time earlier would give no verdict. Also returns the main ratio's (median, low, high) once
-    it has an interval."""
+    (`harness.report.stats.half_width`) and, with respawning on, its cycles span at least two sets of processes
+    (``epochs``: one set's offset is not noise the interval can see); ``time`` once ``max_seconds`` have passed.
+    Neither before ``min_cycles`` cycles, which is never fewer than the confidence needs
+    (`harness.report.stats.min_samples`): a job stopped by time earlier would give no verdict. Also returns the
+    main ratio's (median, low, high) once it has an interval."""
     enough = cycles >= max(settings.min_cycles, min_samples(settings.confidence))
     interval = None
     if ratios:
         reading = main_ratio(ratios, settings.confidence)
         interval = reading.as_tuple() if reading.enough else None
-        if enough and balanced and interval is not None and half_width(*interval) <= settings.precision:
+        respawned = settings.respawn_s <= 0 or epochs >= 2
+        if enough and respawned and interval is not None and half_width(*interval) <= settings.precision:
             return "precision", interval
     if elapsed_s >= settings.max_seconds and enough:
         return "time", interval
@@ -322,9 +321,7 @@ def run_compare(jobs: list[dict[str, Any]], job_dir: Path, settings: CompareSett
                 a, b_ = outcome.main_pair
                 tp = {k: blocks[k]["msg"]["units"] / blocks[k]["msg"]["seconds"] for k in keys}
                 ratios.append(tp[a] / tp[b_])
-            # with respawning on, the precision stop only where this set ends and it is the second of a pair
-            balanced = settings.respawn_s <= 0 or (elapsed >= respawn_at and epoch % 2 == 1)
-            reason, interval = stop_reason(ratios, cycle + 1, elapsed, settings, balanced)
+            reason, interval = stop_reason(ratios, cycle + 1, elapsed, settings, epoch + 1)
             if interval is not None:
                 outcome.main_ratio = interval
                 if (cycle + 1) % 10 == 0 or reason:
