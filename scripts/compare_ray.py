@@ -95,35 +95,39 @@ def leftovers(tag_value: str, shm_before: dict[str, int]) -> list[str]:
     return out
 
 
-def _inverse(text: str) -> str:
-    """``0.103 [0.0955, 0.145]`` (Ray over the reactor) as the reactor over Ray: ``9.71x [6.90, 10.5]``; the
-    inverse of a median of per-cycle ratios, with its interval's ends swapped (a monotone map keeps both)."""
-    import re
+def ray_lines(run: Path) -> list[str]:
+    """The reactor over each Ray layout in the run's paired jobs (per regime where the host shifted): configuration,
+    cycles, the median of per-cycle ratios [95% interval] and the verdict, by the report's own reading
+    (`harness.report.paired.analyze_paired`, whose ratios are Ray over the reactor: inverted here, the interval's
+    ends swapped, a monotone map keeping both). Read from the rows, not from report.md, which shows only the first
+    rows of its long tables."""
+    from harness.report.build import config_names
+    from harness.report.figures import shown as preset
+    from harness.report.intervals import verdict, verdict_phrase
+    from harness.report.load import load_results
+    from harness.report.paired import analyze_paired, ratio_frame, split_paired
 
-    numbers = [float(x) for x in re.findall(r"[0-9.]+(?:e[-+]?[0-9]+)?", text)]
-    if not numbers or min(numbers) <= 0:
-        return text
-    if len(numbers) >= 3:
-        return f"{1 / numbers[0]:.3g}x [{1 / numbers[2]:.3g}, {1 / numbers[1]:.3g}]"
-    return f"{1 / numbers[0]:.3g}x (no interval)"
-
-
-def ray_lines(markdown: str) -> list[str]:
-    """The reactor over each Ray layout, from the report's "Paired ratios" rows ``ray... / reactor`` (inverted):
-    configuration, cycles, median of per-cycle ratios [95% interval], the report's verdict."""
-    start = markdown.find("\n## Paired ratios")
-    if start < 0:
+    rows, _ = split_paired(load_results([run]).rows)
+    if not len(rows):
         return []
-    end = markdown.find("\n## ", start + 1)
+    jobs = analyze_paired(rows, config_names(rows))
+    frame = ratio_frame(jobs)
+    if not len(frame):
+        return []
+    presets = {j.job: j.presets for j in jobs}
     out = []
-    for line in markdown[start:end if end >= 0 else None].splitlines():
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) >= 8 and cells[2].startswith("ray") and cells[2].endswith(" / reactor"):
-            config = cells[0].split(" [")[0]
-            regime = "" if cells[1] == "all" else f", {cells[1]}"
-            layout = cells[2].split(" / ")[0]
-            out.append(f"  {config}: reactor / {layout} = {_inverse(cells[5])} ({cells[4]} cycles{regime}; "
-                       f"{cells[7]})")
+    for r in frame.to_dict("records"):
+        num, den = str(r["numerator"]), str(r["denominator"])
+        if not (num.startswith("ray") and den.startswith("reactor")) or not r["median"] > 0:
+            continue
+        names = presets.get(r["job"])
+        layout, reactor = preset(num, names), preset(den, names)
+        med, lo, hi = 1 / r["median"], 1 / r["ci_high"], 1 / r["ci_low"]
+        reading = f"{med:.3g}x [{lo:.3g}, {hi:.3g}]" if lo == lo and hi == hi else f"{med:.3g}x (no interval)"
+        word = verdict(lo, hi, float(r["margin"]))
+        regime = "" if r["regime"] == "all" else f", {r['regime']}"
+        out.append(f"  {r['name'].split(' [')[0]}: {reactor} / {layout} = {reading} ({r['cycles']} cycles{regime}; "
+                   f"{verdict_phrase(word, reactor, layout, float(r['margin']), int(r['cycles']))})")
     return out
 
 
@@ -188,8 +192,8 @@ def main(argv: list[str] | None = None) -> int:
         rc = subprocess.run(report, cwd=ROOT, env={**env, "PYTHONWARNINGS": "ignore"}).returncode
         if rc != 0:
             failed.append(f"the report (exit {rc})")
-        elif (out / "report" / "report.md").exists():
-            lines = ray_lines((out / "report" / "report.md").read_text())
+        else:
+            lines = ray_lines(out)
             if lines:
                 print("\nThe reactor over each Ray layout (paired: median of per-cycle ratios [95% interval]; over 1: "
                       "the reactor is faster):\n" + "\n".join(lines))

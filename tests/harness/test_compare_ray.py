@@ -113,9 +113,10 @@ def test_answer_section_is_the_reports_answer():
     assert answer_section("# r\n\n## Headline\n").startswith("(the report has no answer")
 
 
-def test_the_reactor_over_each_ray_layout_is_read_from_the_report(tmp_path: Path):
-    """What compare-ray prints after the answer, from the report of a paired job holding both packed layouts:
-    the reactor 3x ray_packed and 1.5x ray_compiled_packed in every cycle."""
+def test_the_reactor_over_each_ray_layout_is_read_as_the_report_reads_it(tmp_path: Path):
+    """What compare-ray prints after the answer, from the rows of paired jobs holding both packed layouts: the
+    reactor 3x ray_packed and 1.5x ray_compiled_packed in every cycle. Every workload's lines, also where the
+    report's markdown cuts its long tables (here: 25 jobs, whose ratio table passes report.md's rows)."""
     sys.path.insert(0, str(ROOT / "scripts"))
     import compare_ray
 
@@ -123,15 +124,19 @@ def test_the_reactor_over_each_ray_layout_is_read_from_the_report(tmp_path: Path
     from tests.report.test_one_rule import paired_job
 
     n = 12
-    paired_job(tmp_path / "run" / "gym", {("serial", "-"): [100.0] * n, ("reactor", "processes"): [150.0] * n,
-                                          ("ray", "actors_packed"): [50.0] * n, ("ray", "compiled_packed"): [100.0] * n})
+    jobs = 25
+    for i in range(jobs):
+        paired_job(tmp_path / "run" / f"gym{i:02d}", {
+            ("serial", "-"): [100.0] * n, ("reactor", "processes"): [150.0] * n,
+            ("ray", "actors_packed"): [50.0] * n, ("ray", "compiled_packed"): [100.0] * n})
     files = build_report([tmp_path / "run"], figures=False)
     text = files.markdown.read_text()
     assert "| gym CartPole-v1" in answer_section(text)
-    lines = compare_ray.ray_lines(text)
-    assert len(lines) == 2, text
-    assert "reactor / ray_packed = 3x [3, 3] (12 cycles; reactor faster)" in lines[0]
-    assert "reactor / ray_compiled_packed = 1.5x [1.5, 1.5] (12 cycles; reactor faster)" in lines[1]
+    lines = compare_ray.ray_lines(tmp_path / "run")
+    assert len(lines) == 2 * jobs, lines
+    assert sum("reactor / ray_packed = 3x [3, 3] (12 cycles; reactor faster)" in ln for ln in lines) == jobs
+    assert sum("reactor / ray_compiled_packed = 1.5x [1.5, 1.5] (12 cycles; reactor faster)" in ln
+               for ln in lines) == jobs
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs GNU make")
