@@ -62,7 +62,8 @@ class CompareSettings:
     #: restart every resident after this many seconds of cycles (0: never), in the reverse start order each
     #: time, so an offset a resident owes to its process (its placement, its memory layout) changes with its
     #: processes instead of lasting the whole job (rows: ``extra.epoch``). With respawning on, the precision stop
-    #: waits for a second set of processes (one set's offset cannot be told from an effect)
+    #: comes only where a set of processes ends, from the second on (one set's offset cannot be told from an effect,
+    #: nor can a last set of a cycle or two dilute it)
     respawn_s: float = 10.0
     #: restarting takes at most this share of a job's time: a respawn waits for at least
     #: ``start * (1 - share) / share`` seconds of cycles after a start that took ``start`` (Ray's takes seconds);
@@ -140,22 +141,22 @@ def rest(res: "Resident") -> float:
     return settle(res.pids)
 
 
-def stop_reason(ratios: list[float], cycles: int, elapsed_s: float, settings: CompareSettings, epochs: int = 1
-                ) -> tuple[str, Optional[tuple[float, float, float]]]:
+def stop_reason(ratios: list[float], cycles: int, elapsed_s: float, settings: CompareSettings,
+                set_ended: bool = True) -> tuple[str, Optional[tuple[float, float, float]]]:
     """Whether a paired job stops after ``cycles`` cycles and ``elapsed_s`` seconds of them: ``precision``
     once the main ratio (its per-cycle values ``ratios``) has an interval within +-precision of its median
-    (`harness.report.stats.half_width`) and, with respawning on, its cycles span at least two sets of processes
-    (``epochs``: one set's offset is not noise the interval can see); ``time`` once ``max_seconds`` have passed.
-    Neither before ``min_cycles`` cycles, which is never fewer than the confidence needs
-    (`harness.report.stats.min_samples`): a job stopped by time earlier would give no verdict. Also returns the
-    main ratio's (median, low, high) once it has an interval."""
+    (`harness.report.stats.half_width`) where ``set_ended`` (with respawning on: a set of processes, the second or
+    a later one, has just run its time: one set's offset is not noise the interval can see, and a last set of a
+    cycle or two would leave the job one set's); ``time`` once ``max_seconds`` have passed. Neither before
+    ``min_cycles`` cycles, which is never fewer than the confidence needs (`harness.report.stats.min_samples`):
+    a job stopped by time earlier would give no verdict. Also returns the main ratio's (median, low, high) once
+    it has an interval."""
     enough = cycles >= max(settings.min_cycles, min_samples(settings.confidence))
     interval = None
     if ratios:
         reading = main_ratio(ratios, settings.confidence)
         interval = reading.as_tuple() if reading.enough else None
-        respawned = settings.respawn_s <= 0 or epochs >= 2
-        if enough and respawned and interval is not None and half_width(*interval) <= settings.precision:
+        if enough and set_ended and interval is not None and half_width(*interval) <= settings.precision:
             return "precision", interval
     if elapsed_s >= settings.max_seconds and enough:
         return "time", interval
@@ -321,7 +322,9 @@ def run_compare(jobs: list[dict[str, Any]], job_dir: Path, settings: CompareSett
                 a, b_ = outcome.main_pair
                 tp = {k: blocks[k]["msg"]["units"] / blocks[k]["msg"]["seconds"] for k in keys}
                 ratios.append(tp[a] / tp[b_])
-            reason, interval = stop_reason(ratios, cycle + 1, elapsed, settings, epoch + 1)
+            # with respawning on, the precision stop only where a set ends, from the second set on
+            set_ended = settings.respawn_s <= 0 or (epoch >= 1 and elapsed >= respawn_at)
+            reason, interval = stop_reason(ratios, cycle + 1, elapsed, settings, set_ended)
             if interval is not None:
                 outcome.main_ratio = interval
                 if (cycle + 1) % 10 == 0 or reason:

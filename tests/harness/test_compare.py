@@ -91,14 +91,14 @@ def test_the_stopping_rule_ends_on_precision_or_on_time_never_before_the_cycles_
     assert stop_reason([], 6, 100.0, few)[0] == "time"  # a job without a pair stops on time
 
 
-def test_with_respawning_on_the_precision_stop_waits_for_a_second_set_of_processes():
+def test_with_respawning_on_the_precision_stop_waits_for_the_end_of_a_second_set_of_processes():
     """One set of processes can carry an offset its interval cannot see (shipped: respawning on)."""
     shipped = CompareSettings(precision=0.05, max_seconds=100.0, min_cycles=8)
     assert shipped.respawn_s > 0
     steady = [1.5, 1.51, 1.49, 1.5, 1.52, 1.48, 1.5, 1.51]
-    assert stop_reason(steady, 8, 1.0, shipped, epochs=1)[0] == ""
-    assert stop_reason(steady, 8, 1.0, shipped, epochs=2)[0] == "precision"
-    assert stop_reason(steady, 8, 100.0, shipped, epochs=1)[0] == "time"  # the cap still ends it
+    assert stop_reason(steady, 8, 1.0, shipped, set_ended=False)[0] == ""
+    assert stop_reason(steady, 8, 1.0, shipped, set_ended=True)[0] == "precision"
+    assert stop_reason(steady, 8, 100.0, shipped, set_ended=False)[0] == "time"  # the cap still ends it
 
 
 def test_bad_input_on_the_command_line_fails_before_anything_runs(tmp_path):
@@ -237,13 +237,19 @@ def test_a_waiting_reactor_takes_no_cpu_during_serial_blocks(tmp_path):
 
 def test_residents_respawned_mid_job_keep_equal_work_and_leave_nothing(tmp_path):
     out = tmp_path / "respawn"
+    # a precision any cycles reach: the job ends where its second (or a later) set of processes has run its time
     proc = run_cli("compare", *SMOKE, "backends=[serial,reactor]", "compare.block_rounds=10",
-                   "compare.precision=0.000001", "compare.max_seconds=1.2", "compare.respawn_s=0.4", "compare.respawn_share=0",
-                   "compare.min_cycles=6", run_dir=out)
+                   "compare.precision=0.9", "compare.max_seconds=20", "compare.respawn_s=0.4",
+                   "compare.respawn_share=0", "compare.min_cycles=6", run_dir=out)
     assert proc.returncode == 0, proc.stderr
     rows = read_rows(out)
     epochs = [json.loads(e)["epoch"] for e in rows["extra"]]
     assert len(set(epochs)) >= 2 and epochs == sorted(epochs)  # fresh residents, epoch by epoch
+    summary = json.loads((out / COMPARE_FILE).read_text())
+    assert summary["stopped_by"] == "precision"
+    last = [json.loads(e)["epoch"] for e in rows["extra"]].count(epochs[-1]) // 2
+    first = epochs.count(0) // 2
+    assert last >= min(first, 2)  # the last set ran its time, not a cycle or two
     assert rows.groupby("cycle")["checksum"].nunique().eq(1).all()  # each cycle: the same work on both
     summary = json.loads((out / COMPARE_FILE).read_text())
     assert summary["status"] == "ok" and summary["leftover_processes"] == 0 and summary["leftover_shm"] == []
