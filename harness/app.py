@@ -119,7 +119,7 @@ COMPARE_HELP = {
     "margin": "the resolution floor: a winner only where the interval clears 1 +- margin (unset: this machine's "
               f"margin as `make selftest` stored it in results/machine/, else {DEFAULT_MARGIN:g})",
     "respawn_s": "restart every resident after this many seconds of cycles (10; 0: never); with it on, the precision "
-                 "stop waits for a second set of processes",
+                 "stop comes only where a set ends, from the second on",
     "respawn_share": "the most of a job's time restarting may take (0.25: a respawn waits for 3x the last start; "
                      "0: no wait)",
     "extra_work": "per listed backend, injected extra work (e.g. [0,0.03]: the second 3% slower; for A/A checks)",
