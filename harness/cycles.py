@@ -141,6 +141,15 @@ def rest(res: "Resident") -> float:
     return settle(res.pids)
 
 
+def respawn_interval(settings: CompareSettings, start_s: float) -> float:
+    """Seconds of cycles until the next respawn after a start that took ``start_s``: ``respawn_s``, or longer where
+    starting would otherwise take more than ``respawn_share`` of the job; never without respawning."""
+    if settings.respawn_s <= 0:
+        return math.inf
+    share = settings.respawn_share
+    return max(settings.respawn_s, start_s * (1 - share) / share if share > 0 else 0.0)
+
+
 def stop_reason(ratios: list[float], cycles: int, elapsed_s: float, settings: CompareSettings,
                 set_ended: bool = True) -> tuple[str, Optional[tuple[float, float, float]]]:
     """Whether a paired job stops after ``cycles`` cycles and ``elapsed_s`` seconds of them: ``precision``
@@ -215,9 +224,11 @@ def run_compare(jobs: list[dict[str, Any]], job_dir: Path, settings: CompareSett
         probe = CoreProbe()
         warm: dict[str, float] = {}
 
-        def start(order: list[str]) -> None:
-            """Start and warm up the residents of ``order`` one at a time, while the others wait."""
+        def start(order: list[str]) -> float:
+            """Start and warm up the residents of ``order`` one at a time, while the others wait; the seconds it
+            took."""
             nonlocal current
+            t0 = time.monotonic()
             for key in order:
                 current = key
                 res = residents[key] = Resident(key, jobs[keys.index(key)], job_dir)
@@ -240,6 +251,7 @@ def run_compare(jobs: list[dict[str, Any]], job_dir: Path, settings: CompareSett
                 log(f"{key}: started in {started_s:.1f} s, warm-up {warm[key] * 1e3:.3g} ms per round"
                     + (f", parked between its blocks ({len(res.pids)} processes, idle "
                        f"{res.idle_ns_per_s / 1e6:.3g} ms of CPU per second)" if res.parkable else ""))
+            return time.monotonic() - t0
 
         def retire() -> None:
             """Stop every resident (as at the job's end), counting what each left behind."""
@@ -253,9 +265,7 @@ def run_compare(jobs: list[dict[str, Any]], job_dir: Path, settings: CompareSett
                 end_job(res.tree, ledger)
             residents.clear()
 
-        t_start = time.monotonic()
-        start(keys)
-        start_s = time.monotonic() - t_start
+        start_s = start(keys)
         if settings.block_rounds > 0:
             n_rounds, calibration = settings.block_rounds, 0
         else:
@@ -269,14 +279,7 @@ def run_compare(jobs: list[dict[str, Any]], job_dir: Path, settings: CompareSett
         cycle = 0
         epoch = 0
         cycles_from = time.monotonic()  # the time budget counts cycles only (not start-up, warm-up, sizing)
-
-        def respawn_after(start_s: float) -> float:
-            if settings.respawn_s <= 0:
-                return math.inf
-            share = settings.respawn_share
-            return max(settings.respawn_s, start_s * (1 - share) / share if share > 0 else 0.0)
-
-        respawn_at = respawn_after(start_s)
+        respawn_at = respawn_interval(settings, start_s)
         while True:
             if time.monotonic() - cycles_from >= respawn_at:
                 # fresh processes in the reverse start order: an offset that a resident owes to its process
@@ -284,10 +287,9 @@ def run_compare(jobs: list[dict[str, Any]], job_dir: Path, settings: CompareSett
                 t_respawn = time.monotonic()
                 retire()
                 epoch += 1
-                start(keys[::-1] if epoch % 2 else list(keys))
-                start_s = time.monotonic() - t_respawn
-                cycles_from += start_s  # respawning is not cycle time
-                respawn_at = time.monotonic() - cycles_from + respawn_after(start_s)
+                start_s = start(keys[::-1] if epoch % 2 else list(keys))
+                cycles_from += time.monotonic() - t_respawn  # respawning is not cycle time
+                respawn_at = time.monotonic() - cycles_from + respawn_interval(settings, start_s)
                 log(f"respawned every resident in {start_s:.1f} s (epoch {epoch})")
             steal0, t_cycle = steal_seconds(), time.perf_counter()
             core_ms = probe.probe()  # the probes read their pipes again at once: nothing to settle
