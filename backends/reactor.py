@@ -254,7 +254,7 @@ class ReactorBackend(Backend):
         the bank members each process steps (``bd_w<rank>_members``); processes executor only."""
         if self.breakdown is None or self._top is None:
             return {}
-        snap = self.breakdown.snapshot()
+        snap = self.breakdown.counters()  # raw: the parts are derived from their differences (never negative)
         done = self._top.server.done  # rounds completed (the server ticks the clock once per round)
         rounds = done - self._bd_rounds
         prev = self._bd_prev
@@ -266,8 +266,9 @@ class ReactorBackend(Backend):
         for rank, now in enumerate(snap):
             out[f"bd_w{rank}_members"] = float(placed.count(rank))  # bank members this process steps
             before = prev[rank] if rank < len(prev) else {}
+            delta = self.breakdown.parts({k: v - before.get(k, 0) for k, v in now.items()})
             for part in (*self.breakdown.PARTS, "cpu"):
-                out[f"bd_w{rank}_{part}_us"] = (now[part] - before.get(part, 0)) / rounds / 1e3
+                out[f"bd_w{rank}_{part}_us"] = delta[part] / rounds / 1e3
         return out
 
     def torch_threads_observed(self) -> int | list[int] | None:

@@ -204,26 +204,38 @@ class Breakdown:
         if self._link is not None:
             self._link.exclude(int(ns), int(cpu_ns))
 
-    def snapshot(self) -> list[dict[str, int]]:
-        """Per process (by rank): cumulative ``work``, ``transport``, ``wait``, ``handoff``, ``other``, ``total``
-        (ns since that process entered the tag loop) and ``tags``. Empty before the run starts."""
+    def counters(self) -> list[dict[str, int]]:
+        """Per process (by rank): the raw cumulative counters (``FIELDS``, ns since that process entered the tag
+        loop; ``wait`` includes ``handoff``). Each only grows, so the difference of two readings is never
+        negative, even where a reading caught another process between two of its stores. Empty before the run
+        starts."""
         if self._final is not None:
             return [dict(d) for d in self._final]
         b = self._barrier
         if b is None:
             return []
-        out = []
-        for rank in range(self.workers):
-            vals = {k: int(b.counter(rank, _C_BREAKDOWN + i)) for i, k in enumerate(self.FIELDS)}
-            vals["handoff"] = min(vals["handoff"], vals["wait"])  # both are read while they grow
-            vals["wait"] -= vals["handoff"]
-            vals["other"] = max(0, vals["total"] - vals["work"] - vals["transport"] - vals["wait"]
-                                - vals["handoff"])
-            out.append(vals)
-        return out
+        return [{k: int(b.counter(rank, _C_BREAKDOWN + i)) for i, k in enumerate(self.FIELDS)}
+                for rank in range(self.workers)]
+
+    @classmethod
+    def parts(cls, raw: dict[str, int]) -> dict[str, int]:
+        """The disjoint parts (``PARTS``) of raw counters or of the difference of two readings, with ``total``,
+        ``tags`` and ``cpu``. Why from differences: the parts are derived (hand-off out of waiting, other as the
+        rest), and a derived part of one reading minus that of another can be negative where the readings
+        caught counters mid-store; derived from the counters' own differences, every part is at least 0."""
+        vals = dict(raw)
+        vals["handoff"] = max(0, min(vals["handoff"], vals["wait"]))  # both are read while they grow
+        vals["wait"] -= vals["handoff"]
+        vals["other"] = max(0, vals["total"] - vals["work"] - vals["transport"] - vals["wait"] - vals["handoff"])
+        return vals
+
+    def snapshot(self) -> list[dict[str, int]]:
+        """Per process (by rank): cumulative ``work``, ``transport``, ``wait``, ``handoff``, ``other``, ``total``
+        (ns since that process entered the tag loop), ``tags`` and ``cpu``. Empty before the run starts."""
+        return [self.parts(c) for c in self.counters()]
 
     def _freeze(self) -> None:
-        self._final = self.snapshot()
+        self._final = self.counters()
         self._barrier = None
 
 

@@ -136,3 +136,16 @@ def test_positions_order_levels_before_the_advance_and_tags_after_each_other():
         m(_sync.MAX_EPOCH + 1, 0)
     with pytest.raises(OverflowError):
         a(1, -1)
+
+
+def test_parts_of_a_difference_of_two_readings_are_never_negative():
+    """A reading can catch another process between two of its stores (here: ``total`` already stored, ``wait``
+    not yet), which inflates that reading's derived ``other``; the parts of the next interval, derived from the
+    counters' own differences, stay at least 0 where the difference of derived parts would go below."""
+    torn = {"work": 100, "transport": 10, "wait": 50, "total": 300, "tags": 5, "handoff": 20, "cpu": 90}
+    later = {"work": 200, "transport": 20, "wait": 180, "total": 420, "tags": 10, "handoff": 30, "cpu": 180}
+    naive_other = Breakdown.parts(later)["other"] - Breakdown.parts(torn)["other"]
+    assert naive_other < 0  # what the rows carried before
+    delta = Breakdown.parts({k: later[k] - torn[k] for k in later})
+    assert all(delta[p] >= 0 for p in Breakdown.PARTS)
+    assert delta["handoff"] == 10 and delta["wait"] == 120 and delta["work"] == 100
