@@ -145,13 +145,14 @@ compare-ray: install ## The reactor against Ray here in ~10 min: paired jobs on 
 # what this machine can resolve (docs/harness.md, "Known answers"): A/A paired jobs and injected effects, run as
 # bench-paired runs its jobs (its stop rule compare.precision=SELFTEST_PRECISION, by default PAIRED_PRECISION; the
 # ceilings of PAIRED_BACKENDS as residents; respawning and the margin as shipped), each capped at SELFTEST_SECONDS
-# of cycles (PAIRED_SECONDS as shipped; 60 keeps 10 jobs near 10 min). It stores the measured margin for this
+# of cycles (PAIRED_SECONDS as shipped; 90 keeps 10 jobs near 10 min and leaves a job that misses +-5% at its
+# second and third set of processes room for three more: at 60 s one did not, and hit the cap). It stores the measured margin for this
 # machine (results/machine/) when its jobs ran as shipped and there were at least 10; paired jobs use it from then.
 # The issue's long targets (docs/harness.md, "Known answers"): make selftest SELFTEST_JOBS=40 SELFTEST_SECONDS=240
 # (A/A exactly as bench-paired), then make selftest SELFTEST_JOBS=30 SELFTEST_SECONDS=120 SELFTEST_PRECISION=1e-9
 # SELFTEST_EFFECTS=0.01,0.02,0.03 (detection in 120-s jobs: time stops them)
 SELFTEST_JOBS ?= 10
-SELFTEST_SECONDS ?= 60
+SELFTEST_SECONDS ?= 90
 SELFTEST_EFFECTS ?= 0.02,0.05
 SELFTEST_PRECISION ?= $(PAIRED_PRECISION)
 SELFTEST_RESIDENTS ?= $(subst $(space),$(comma),$(filter capacity%,$(subst $(comma), ,$(PAIRED_BACKENDS))))

@@ -167,8 +167,8 @@ def test_a_selftest_not_run_as_shipped_or_too_short_stores_nothing(tmp_path: Pat
 
 
 def test_only_jobs_run_as_shipped_cap_included_store_a_margin(tmp_path: Path, monkeypatch) -> None:
-    """``make selftest`` caps each job at selftest.seconds=60 where shipped paired jobs run up to
-    ``compare.max_seconds`` (240): a job that stopped by the precision rule ran as shipped whatever its cap, one
+    """``make selftest`` caps each job at selftest.seconds=90, shorter than the ``compare.max_seconds`` (240) that
+    shipped paired jobs run up to: a job that stopped by the precision rule ran as shipped whatever its cap, one
     stopped by a shorter cap did not, and then no margin is stored, saying how many jobs and which cap."""
     monkeypatch.setenv("REACTORBENCH_MACHINE_DIR", str(tmp_path / "machine"))
     shipped_cap = CompareSettings().max_seconds
