@@ -262,6 +262,7 @@ def read_job(job_dir: Path, settings: SelftestSettings) -> dict[str, Any]:
                            "compare": {k: ran.get(k) for k in PROCEDURE + ("max_seconds",)},
                            "problems": problems}
     out["aa"] = pair(2)
+    out["aa_by_start_order"] = by_start_order(rows, t, labels[1], labels[2])
     for i, e in enumerate(settings.effects):
         reading = pair(3 + i)
         extra = [x for x in rows.loc[(rows["label"] == labels[3 + i]) & (rows["status"] == "ok"), "extra_dict"]]
@@ -272,6 +273,21 @@ def read_job(job_dir: Path, settings: SelftestSettings) -> dict[str, Any]:
     meta = rows["meta"].iloc[0]
     out["started_at"] = meta.get("started_at")
     out["load_avg"] = meta.get("load_avg")
+    return out
+
+
+def by_start_order(rows: pd.DataFrame, table: pd.DataFrame, first: str, copy: str) -> dict[str, Any]:
+    """The A/A pair's median ratio (``copy`` over ``first``) over the cycles of each start order: residents are
+    started in the listed order in even sets of processes (``extra.epoch``; ``first`` before its copy) and in the
+    reverse order in odd ones (`harness.cycles`). Why: an offset that follows the start order is a property of
+    the procedure, not noise, and respawning in alternating order is what is meant to cancel it."""
+    ok = rows[(rows["label"] == first) & (rows["status"] == "ok")]
+    epoch = {int(c): int(e.get("epoch", 0) or 0) for c, e in zip(ok["cycle"], ok["extra_dict"])}
+    out: dict[str, Any] = {}
+    for name, parity in (("listed", 0), ("reversed", 1)):
+        keep = [c for c in table.index if epoch.get(int(c), 0) % 2 == parity]
+        r = (table.loc[keep, copy] / table.loc[keep, first]).replace([np.inf, -np.inf], np.nan).dropna()
+        out[name] = {"cycles": int(r.size), "median": float(np.median(r)) if r.size else math.nan}
     return out
 
 
@@ -371,6 +387,7 @@ def summarize(jobs: list[dict[str, Any]], standalone: list[dict[str, Any]], sett
         "verdict_independent": rate(sum(called(a["verdict_independent"]) for a in aa), n),
         "verdict_bootstrap": rate(sum(called(a["verdict_bootstrap"]) for a in aa), n)}
     s["aa_too_few"] = int(sum(a["verdict"] == stats.TOO_FEW for a in aa))
+    s["aa_bias"] = aa_bias(jobs)
     s["aa_half_width_median"] = float(np.median([a["half_width"] for a in aa])) if aa else math.nan
     s["cycles_median"] = float(np.median([j.get("cycles", a["cycles"]) for j, a in zip(jobs, aa)])) if aa else math.nan
     s["stopped_by"] = {k: sum(j.get("stopped_by") == k for j in jobs) for k in ("precision", "time")}
@@ -398,6 +415,27 @@ def summarize(jobs: list[dict[str, Any]], standalone: list[dict[str, Any]], sett
     return s
 
 
+def aa_bias(jobs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Whether the A/A copy reads faster on the whole: over all jobs, the mean of (A/A median - 1), how many
+    medians lie above 1 with a sign test's p-value (identical residents: half above), and the same mean per start
+    order (`by_start_order`). A margin covers an offset per job; a bias that all jobs share would show here."""
+    from scipy.stats import binomtest
+
+    meds = np.array([j["aa"]["median"] for j in jobs], dtype=float)
+    meds = meds[np.isfinite(meds)]
+    above = int((meds > 1.0).sum())
+    ties = int((meds == 1.0).sum())
+    n = int(meds.size) - ties
+    out: dict[str, Any] = {"mean_offset": float(np.mean(meds - 1.0)) if meds.size else math.nan,
+                           "above_1": above, "jobs": int(meds.size),
+                           "sign_test_p": float(binomtest(above, n).pvalue) if n else math.nan}
+    for order in ("listed", "reversed"):
+        m = [j["aa_by_start_order"][order]["median"] for j in jobs if "aa_by_start_order" in j
+             and j["aa_by_start_order"][order]["cycles"]]
+        out[order] = {"mean_offset": float(np.mean(np.asarray(m) - 1.0)) if m else math.nan, "jobs": len(m)}
+    return out
+
+
 def _pct_ci(r: dict[str, Any]) -> str:
     return f"{r['k']}/{r['n']} ({r['rate']:.0%}, 95% CI {r['low']:.0%}-{r['high']:.0%})" if r.get("n") else "-"
 
@@ -409,6 +447,10 @@ def summary_line(s: dict[str, Any]) -> str:
     ran = ", ".join(f"+-{r['margin'] * 100:.3g}% ({r['source']})" for r in m["ran_with"])
     parts = [f"margin +-{m['value'] * 100:.2f}% (95th percentile of |A/A - 1| over {m['jobs']} jobs)",
              f"A/A false verdicts {_pct_ci(s['aa_false']['as_run'])} at the margin the jobs ran with ({ran})"]
+    b = s.get("aa_bias")
+    if b and b["jobs"] > 1:
+        parts.append(f"A/A copy above 1 in {b['above_1']}/{b['jobs']} jobs (mean {b['mean_offset'] * 100:+.2f}%, "
+                     f"sign test p={b['sign_test_p']:.2g})")
     for d in s["effects"].values():
         parts.append(f"{d['name']} detected {d['detected']['k']}/{d['detected']['n']}")
     if s.get("not_as_shipped"):

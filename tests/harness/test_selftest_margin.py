@@ -32,9 +32,10 @@ SHIPPED = {k: getattr(CompareSettings(), k) for k in selftest.PROCEDURE}
 
 def recorded_job(folder: Path, aa: Sequence[float], effects: dict[float, Sequence[float]],
                  ceiling: Optional[Sequence[float]] = None, margin: float = 0.01, source: str = "default",
-                 compare: Optional[dict] = None) -> Path:
+                 compare: Optional[dict] = None, set_cycles: int = 0) -> Path:
     """A self-test job as `harness.cycles` writes it, with recorded cycles: serial at 1000/s, its copy at
-    ``aa[c]`` x that, each effect copy at ``effects[e][c]`` x that, and the ceilings (``ceiling[c]`` x 2000/s)."""
+    ``aa[c]`` x that, each effect copy at ``effects[e][c]`` x that, and the ceilings (``ceiling[c]`` x 2000/s);
+    with ``set_cycles``, a new set of processes (``extra.epoch``) every that many cycles."""
     writer = ResultsWriter(folder)
     n = len(aa)
     ceiling = ceiling if ceiling is not None else [1.0] * n
@@ -46,7 +47,8 @@ def recorded_job(folder: Path, aa: Sequence[float], effects: dict[float, Sequenc
         for backend, copy, share, factors in residents:
             tp = 1000.0 * float(factors[cycle])
             extra = {"paired": True, "block_rounds": 50, "stopped_by": "precision" if cycle == n - 1 else "",
-                     "margin": margin, "margin_source": source, "precision_target": 0.05}
+                     "margin": margin, "margin_source": source, "precision_target": 0.05,
+                     "epoch": cycle // set_cycles if set_cycles else 0}
             if share:
                 extra.update({"extra_work": share, "extra_work_ms_per_round": 1.0})
             writer.append(make_row({**BASE, "backend": backend, "variant": "-", "copy": copy}, repetition=cycle,
@@ -127,6 +129,26 @@ def test_the_summary_measures_the_margin_and_counts_false_verdicts_out_of_sample
     assert rows[0][0].startswith("margin") and "A/A false verdicts" in rows[1][0] and "1/12" in rows[1][1]
     assert rows[3][0].startswith("serial +50%")
     assert s["line"].startswith("What this machine resolves") and "serial +50% detected 12/12" in s["line"]
+
+
+def test_the_aa_offset_is_read_per_start_order_and_a_shared_bias_is_summed_over_jobs(tmp_path: Path) -> None:
+    """Sets of 10 cycles: the copy reads +2% in the sets started in the listed order (epochs 0, 2) and level in the
+    reversed ones (1); over eight such jobs every median lies above 1, which a sign test calls a bias (p < 0.01),
+    while jobs level in both orders show none."""
+    aa = [1.02 if (c // 10) % 2 == 0 else 1.0 for c in range(30)]
+    job = read(recorded_job(tmp_path / "job_000", aa, {0.5: wiggle(30, 0.9)}, set_cycles=10))
+    order = job["aa_by_start_order"]
+    assert (order["listed"]["cycles"], order["reversed"]["cycles"]) == (20, 10)
+    assert order["listed"]["median"] == pytest.approx(1.02) and order["reversed"]["median"] == pytest.approx(1.0)
+    jobs = [job] * 8
+    b = selftest.summarize(jobs, [], SETTINGS, {"cpu_model": "Test CPU", "cpu_count": 2})["aa_bias"]
+    assert (b["above_1"], b["jobs"]) == (8, 8) and b["sign_test_p"] < 0.01
+    assert b["listed"]["mean_offset"] == pytest.approx(0.02) and b["reversed"]["mean_offset"] == pytest.approx(0.0)
+    level = [read(recorded_job(tmp_path / f"lv_{i}", wiggle(30, 1.0 + (0.003 if i % 2 else -0.003), 0.001),
+                               {0.5: wiggle(30, 0.9)}, set_cycles=10)) for i in range(8)]
+    s = selftest.summarize(level, [], SETTINGS, {"cpu_model": "Test CPU", "cpu_count": 2})
+    assert s["aa_bias"]["above_1"] == 4 and s["aa_bias"]["sign_test_p"] == pytest.approx(1.0)
+    assert "A/A copy above 1 in 4/8 jobs" in s["line"]
 
 
 # ---------------------------------------------------------------- the margin, stored per machine
