@@ -84,6 +84,13 @@ def table_rows(summary: dict[str, Any]) -> list[list[str]]:
         rows.append(["one job's A/A median off 1 (median / largest of jobs)",
                      f"{off['offset_p50'] * 100:.2f}% / {off['offset_max'] * 100:.2f}%",
                      "what a single job can resolve"])
+    b = summary.get("aa_bias")
+    if b and b.get("jobs", 0) > 1:
+        rows.append(["A/A copy above 1 (jobs; mean offset; by start order: listed / reversed)",
+                     f"{b['above_1']}/{b['jobs']}; {b['mean_offset'] * 100:+.2f}%; "
+                     f"{b['listed']['mean_offset'] * 100:+.2f}% / {b['reversed']['mean_offset'] * 100:+.2f}%",
+                     f"about half, mean near 0 (sign test p={b['sign_test_p']:.2g}: a small p is a bias all jobs "
+                     "share, which no margin per job covers)"])
     rows.append(["A/A false verdicts, the interval alone (margin 0, all cycles)", _pct(f["verdict"]),
                  "about 5% (the interval's promise)"])
     rows.append(["A/A false verdicts, cycles taken as independent", _pct(f["verdict_independent"]),

@@ -20,7 +20,7 @@ from harness import selftest
 from harness.child import ExtraWork
 from harness.cycles import COMPARE_FILE, CompareSettings
 from harness.report import stats
-from harness.report.resolution import opening_rows
+from harness.report.resolution import opening_rows, table_rows
 from harness.results import ResultsWriter, make_row
 
 REPO = Path(__file__).resolve().parents[2]
@@ -149,6 +149,8 @@ def test_the_aa_offset_is_read_per_start_order_and_a_shared_bias_is_summed_over_
     s = selftest.summarize(level, [], SETTINGS, {"cpu_model": "Test CPU", "cpu_count": 2})
     assert s["aa_bias"]["above_1"] == 4 and s["aa_bias"]["sign_test_p"] == pytest.approx(1.0)
     assert "A/A copy above 1 in 4/8 jobs" in s["line"]
+    (row,) = [r for r in table_rows({**s, "stored": "stored"}) if r[0].startswith("A/A copy above 1")]
+    assert row[1].startswith("4/8;") and "p=1" in row[2]
 
 
 # ---------------------------------------------------------------- the margin, stored per machine
