@@ -191,7 +191,7 @@ def test_a_selftest_not_run_as_shipped_or_too_short_stores_nothing(tmp_path: Pat
 
 
 def test_only_jobs_run_as_shipped_cap_included_store_a_margin(tmp_path: Path, monkeypatch) -> None:
-    """``make selftest`` caps each job at selftest.seconds=90, shorter than the ``compare.max_seconds`` (240) that
+    """A self-test may cap each job at a selftest.seconds shorter than the ``compare.max_seconds`` (240) that
     shipped paired jobs run up to: a job that stopped by the precision rule ran as shipped whatever its cap, one
     stopped by a shorter cap did not, and then no margin is stored, saying how many jobs and which cap."""
     monkeypatch.setenv("REACTORBENCH_MACHINE_DIR", str(tmp_path / "machine"))
@@ -281,6 +281,8 @@ def test_make_selftest_runs_jobs_as_make_bench_paired_runs_them() -> None:
     ceilings = [b for b in shipped_backends if b.startswith("capacity")]
     assert args["selftest.residents"].strip("[]").split(",") == ceilings == list(selftest.SHIPPED_RESIDENTS)
     assert not [k for k in args if k.startswith("compare.") and k != "compare.precision"]
+    # the cap too: a job stopped by a shorter one did not run as shipped, and then no margin would be stored
+    assert float(args["selftest.seconds"]) == float(shipped["compare.max_seconds"])
     # the issue's long targets are documented commands of the same target
     as_shipped = _make_n("selftest", "SELFTEST_JOBS=40", "SELFTEST_SECONDS=240")
     assert "selftest.jobs=40 selftest.seconds=240" in as_shipped and "compare.precision=0.05" in as_shipped
