@@ -146,8 +146,8 @@ compare-ray: install ## The reactor against Ray here in ~10 min: paired jobs on 
 # bench-paired runs its jobs (its stop rule compare.precision=SELFTEST_PRECISION, by default PAIRED_PRECISION; the
 # ceilings of PAIRED_BACKENDS as residents; respawning and the margin as shipped), each capped at SELFTEST_SECONDS
 # of cycles (PAIRED_SECONDS, as shipped: a job stopped by a shorter cap did not run as bench-paired runs it, and
-# then no margin is stored; in 40 jobs here 3-8 ran past 90 s of cycles and 20 past 60 s, so a shorter cap would
-# seldom store one. 10 jobs take about 15 minutes here). It stores the measured margin for this
+# then no margin is stored; of the 40 jobs in results/reference/vm-2core-2026-12-05-end-of-set/, 7 ran past 90 s of
+# cycles and 17 past 60 s, so a shorter cap would seldom store one. 10 jobs take about 15 minutes here). It stores the measured margin for this
 # machine (results/machine/) when its jobs ran as shipped and there were at least 10; paired jobs use it from then.
 # The issue's long targets (docs/harness.md, "Known answers"): make selftest SELFTEST_JOBS=40 SELFTEST_SECONDS=240
 # (A/A exactly as bench-paired), then make selftest SELFTEST_JOBS=30 SELFTEST_SECONDS=120 SELFTEST_PRECISION=1e-9
