@@ -242,7 +242,7 @@ def read_job(job_dir: Path, settings: SelftestSettings) -> dict[str, Any]:
     """A self-test job as the report reads it (`harness.report.paired.analyze_paired`: its cycles, regimes and
     margin), each copy over the first: the A/A copy (``aa``) and one per effect (``effect_<share>``)."""
     from harness.report.load import load_results
-    from harness.report.paired import analyze_paired
+    from harness.report.paired import analyze_paired, cycle_ratios
 
     rows = load_results([job_dir]).rows
     recorded = json.loads((job_dir / COMPARE_FILE).read_text())
@@ -253,8 +253,8 @@ def read_job(job_dir: Path, settings: SelftestSettings) -> dict[str, Any]:
 
     def pair(k: int) -> dict[str, Any]:
         num, den = labels[k], labels[1]
-        ratio = lambda tt: (tt[num] / tt[den]).replace([np.inf, -np.inf], np.nan).dropna().to_numpy(float)  # noqa: E731
-        return read_pair(ratio(t), settings.confidence, [ratio(t.iloc[lo:hi]) for lo, hi in job.regimes])
+        return read_pair(cycle_ratios(t, num, den), settings.confidence,
+                         [cycle_ratios(t.iloc[lo:hi], num, den) for lo, hi in job.regimes])
 
     ran = recorded.get("settings", recorded)  # the compare.* settings (older files: their top level)
     out: dict[str, Any] = {"job": job_dir.name, "margin": job.margin, "margin_source": job.margin_source,
@@ -281,12 +281,14 @@ def by_start_order(rows: pd.DataFrame, table: pd.DataFrame, first: str, copy: st
     started in the listed order in even sets of processes (``extra.epoch``; ``first`` before its copy) and in the
     reverse order in odd ones (`harness.cycles`). Why: an offset that follows the start order is a property of
     the procedure, not noise, and respawning in alternating order is what is meant to cancel it."""
+    from harness.report.paired import cycle_ratios
+
     ok = rows[(rows["label"] == first) & (rows["status"] == "ok")]
     epoch = {int(c): int(e.get("epoch", 0) or 0) for c, e in zip(ok["cycle"], ok["extra_dict"])}
     out: dict[str, Any] = {}
     for name, parity in (("listed", 0), ("reversed", 1)):
         keep = [c for c in table.index if epoch.get(int(c), 0) % 2 == parity]
-        r = (table.loc[keep, copy] / table.loc[keep, first]).replace([np.inf, -np.inf], np.nan).dropna()
+        r = cycle_ratios(table.loc[keep], copy, first)
         out[name] = {"cycles": int(r.size), "median": float(np.median(r)) if r.size else math.nan}
     return out
 
