@@ -6,7 +6,8 @@ N rounds, in an order shuffled per cycle with the job's seed, while the others w
 two blocks the parent waits until the backend that just finished has gone quiet (its waiting processes
 asleep: `settle`), so a block never shares the cores with another backend's wind-down. Each block is one
 row of ``results.csv`` (``cycle``, ``block`` = its position in time, and in ``extra``: the CPU the waiting
-backends used during it, the settle time, the host's calibration of the cycle and its CPU steal).
+backends used during it, the settle time, the host's calibration of the cycle and its CPU steal, and
+``cycles_s``: the seconds of cycles at the cycle's end, which ``max_seconds`` counts).
 
 Cycles go on until the main ratio (the second backend over the first: reactor/serial in
 ``backends=serial,reactor,...``) is known to ``precision`` (the half-width of its order-statistic interval
@@ -317,9 +318,11 @@ def run_compare(jobs: list[dict[str, Any]], job_dir: Path, settings: CompareSett
                 position += 1
             wall = time.perf_counter() - t_cycle
             steal = (steal_seconds() - steal0) / (wall * max(1, len(probe.cores))) if wall > 0 else math.nan
-            host = {"cycle": cycle, "host_core_ms": core_ms, "host_steal": steal}
             outcome.cycles = cycle + 1
             elapsed = time.monotonic() - cycles_from
+            # cycles_s: the job's seconds of cycles at this cycle's end (what max_seconds counts), so a longer
+            # job's rows also read as the shorter job it began as (`harness.selftest`, --at-seconds)
+            host = {"cycle": cycle, "host_core_ms": core_ms, "host_steal": steal, "cycles_s": elapsed}
             if outcome.main_pair is not None:
                 a, b_ = outcome.main_pair
                 tp = {k: blocks[k]["msg"]["units"] / blocks[k]["msg"]["seconds"] for k in keys}
