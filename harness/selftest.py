@@ -39,6 +39,8 @@ whose summary the report opens with as "What this machine can resolve" (`harness
         [selftest.residents=[capacity_lockstep,capacity]] [selftest.standalone=true] [selftest.store=true]
         [selftest.out=results/selftest/<time>] [scenario=gym workers=2 compare.precision=0.05 ...]
     python -m harness selftest --reanalyze <out>     (read the jobs again with this version's statistics)
+    python -m harness selftest --reanalyze <out> --at-seconds 60     (the same jobs read as 60-s jobs: their
+        cycles up to that cap, which is what a 60-s job of the same seed would have run; selftest_at_60s.json)
     python -m harness selftest --latest-line         (the newest self-test's line, as `make bench` prints it)
 """
 from __future__ import annotations
@@ -238,14 +240,41 @@ def copy_labels(rows: pd.DataFrame, first: str) -> dict[int, str]:
     return {int(c): str(g["label"].iloc[0]) for c, g in same.groupby("copy")}
 
 
-def read_job(job_dir: Path, settings: SelftestSettings) -> dict[str, Any]:
+def shorter_job(rows: pd.DataFrame, seconds: float, enough: int) -> tuple[pd.DataFrame, bool]:
+    """The rows of a paired job as the job a cap of ``seconds`` would have made of it: its cycles up to the first
+    whose end lies at ``seconds`` of cycles or later (``extra.cycles_s``) and that has ``enough`` cycles, which is
+    where `harness.cycles.stop_reason` stops by time; whether that cut any. The stop rule reads only the cycles
+    so far, so a shorter job is a prefix of a longer one of the same seed: one run of long jobs also reads as
+    shorter jobs. Raises ValueError for rows written without ``cycles_s``."""
+    ok = rows[rows["status"] == "ok"]
+    ends = ok.groupby("cycle")["extra_dict"].first().map(lambda e: (e or {}).get("cycles_s"))
+    if ends.isna().any():
+        raise ValueError("these rows have no extra.cycles_s (written before it was recorded): they cannot be "
+                         "read as a shorter job")
+    ends = ends.sort_index()
+    past = ends[(ends >= seconds) & (np.arange(1, len(ends) + 1) >= enough)]
+    if past.empty:
+        return rows, False
+    last = past.index[0]
+    return rows[rows["cycle"] <= last], bool(last < ends.index[-1])
+
+
+def read_job(job_dir: Path, settings: SelftestSettings, at_seconds: Optional[float] = None) -> dict[str, Any]:
     """A self-test job as the report reads it (`harness.report.paired.analyze_paired`: its cycles, regimes and
-    margin), each copy over the first: the A/A copy (``aa``) and one per effect (``effect_<share>``)."""
+    margin), each copy over the first: the A/A copy (``aa``) and one per effect (``effect_<share>``). With
+    ``at_seconds``: as the job a cap of that many seconds of cycles would have stopped (`shorter_job`)."""
+    from harness.report.intervals import min_samples
     from harness.report.load import load_results
     from harness.report.paired import analyze_paired, cycle_ratios
 
     rows = load_results([job_dir]).rows
     recorded = json.loads((job_dir / COMPARE_FILE).read_text())
+    ran = dict(recorded.get("settings", recorded))  # the compare.* settings (older files: their top level)
+    cut = False
+    if at_seconds is not None:
+        enough = max(int(ran.get("min_cycles", 0) or 0), min_samples(float(ran.get("confidence", 0.95))))
+        rows, cut = shorter_job(rows, at_seconds, enough)
+        ran["max_seconds"] = min(float(ran.get("max_seconds", math.inf)), at_seconds)
     labels = copy_labels(rows, recorded["backends"][0])
     problems: list[str] = []
     (job,) = analyze_paired(rows, problems=problems)
@@ -256,9 +285,9 @@ def read_job(job_dir: Path, settings: SelftestSettings) -> dict[str, Any]:
         return read_pair(cycle_ratios(t, num, den), settings.confidence,
                          [cycle_ratios(t.iloc[lo:hi], num, den) for lo, hi in job.regimes])
 
-    ran = recorded.get("settings", recorded)  # the compare.* settings (older files: their top level)
     out: dict[str, Any] = {"job": job_dir.name, "margin": job.margin, "margin_source": job.margin_source,
-                           "stopped_by": job.stopped_by, "cycles": job.cycles, "regimes": len(job.regimes),
+                           "stopped_by": "time" if cut else job.stopped_by, "cycles": job.cycles,
+                           "regimes": len(job.regimes),
                            "compare": {k: ran.get(k) for k in PROCEDURE + ("max_seconds",)},
                            "problems": problems}
     out["aa"] = pair(2)
@@ -490,24 +519,51 @@ def latest_summary(root: Path = ROOT / "results" / "selftest") -> Optional[Path]
     return found[-1] if found else None
 
 
-def reanalyze(out: Path) -> dict[str, Any]:
+def shorter_file(seconds: float) -> str:
+    """Where `reanalyze` writes a self-test read as jobs of ``seconds`` (``selftest_at_60s.json``)."""
+    return f"selftest_at_{seconds:g}s.json"
+
+
+def reanalyze(out: Path, at_seconds: Optional[float] = None) -> dict[str, Any]:
     """Read a finished self-test's job folders again (with this version's statistics) and rewrite its
-    ``selftest.json``: the measurement stays, the reading is redone (the machine's stored margin is not touched)."""
+    ``selftest.json``: the measurement stays, the reading is redone (the machine's stored margin is not touched).
+    With ``at_seconds``: read every job as a cap of that many seconds of cycles would have stopped it
+    (`shorter_job`), into `shorter_file` beside it (``selftest.json`` is left as it is)."""
     old = json.loads((out / SELFTEST_FILE).read_text())
     settings = SelftestSettings.of(old["settings"])
-    jobs = [read_job(d, settings) for d in sorted(out.glob("job_*")) if d.is_dir() and (d / "results.csv").exists()]
+    if at_seconds is not None:
+        settings.seconds = min(settings.seconds, at_seconds)
+    jobs = [read_job(d, settings, at_seconds) for d in sorted(out.glob("job_*"))
+            if d.is_dir() and (d / "results.csv").exists()]
     standalone = [read_standalone(d / "a", d / "b", settings.confidence) for d in sorted(out.glob("standalone_*"))
-                  if (d / "b" / "results.csv").exists()]
+                  if (d / "b" / "results.csv").exists() and at_seconds is None]
     summary = summarize(jobs, standalone, settings, old["machine"])
     summary["passed"], summary["stored"] = old.get("passed", []), old.get("stored", "")
     summary["per_job"], summary["standalone"] = jobs, standalone
-    (out / SELFTEST_FILE).write_text(json.dumps(summary, indent=1, default=str) + "\n")
+    if at_seconds is not None:
+        summary["read_as"] = f"jobs of {at_seconds:g} s of cycles: each job's cycles up to that cap (a prefix)"
+    name = SELFTEST_FILE if at_seconds is None else shorter_file(at_seconds)
+    (out / name).write_text(json.dumps(summary, indent=1, default=str) + "\n")
     return summary
 
 
 def main(argv: list[str]) -> int:
-    if argv and argv[0] == "--reanalyze" and len(argv) == 2:
-        print(reanalyze(Path(argv[1]))["line"])
+    if argv and argv[0] == "--reanalyze" and len(argv) in (2, 4):
+        at = None
+        if len(argv) == 4:
+            try:
+                if argv[2] != "--at-seconds" or float(argv[3]) <= 0:
+                    raise ValueError
+                at = float(argv[3])
+            except ValueError:
+                print(f"selftest: usage: --reanalyze <out> [--at-seconds S > 0], not {' '.join(argv)!r}",
+                      file=sys.stderr)
+                return 2
+        try:
+            print(reanalyze(Path(argv[1]), at)["line"])
+        except ValueError as exc:
+            print(f"selftest: {exc}", file=sys.stderr)
+            return 2
         return 0
     if argv and argv[0] == "--latest-line":
         path = latest_summary()

@@ -32,10 +32,11 @@ SHIPPED = {k: getattr(CompareSettings(), k) for k in selftest.PROCEDURE}
 
 def recorded_job(folder: Path, aa: Sequence[float], effects: dict[float, Sequence[float]],
                  ceiling: Optional[Sequence[float]] = None, margin: float = 0.01, source: str = "default",
-                 compare: Optional[dict] = None, set_cycles: int = 0) -> Path:
+                 compare: Optional[dict] = None, set_cycles: int = 0, cycle_s: float = 0.0) -> Path:
     """A self-test job as `harness.cycles` writes it, with recorded cycles: serial at 1000/s, its copy at
     ``aa[c]`` x that, each effect copy at ``effects[e][c]`` x that, and the ceilings (``ceiling[c]`` x 2000/s);
-    with ``set_cycles``, a new set of processes (``extra.epoch``) every that many cycles."""
+    with ``set_cycles``, a new set of processes (``extra.epoch``) every that many cycles; with ``cycle_s``, each
+    cycle ends ``cycle_s`` seconds of cycles after the last (``extra.cycles_s``)."""
     writer = ResultsWriter(folder)
     n = len(aa)
     ceiling = ceiling if ceiling is not None else [1.0] * n
@@ -49,6 +50,8 @@ def recorded_job(folder: Path, aa: Sequence[float], effects: dict[float, Sequenc
             extra = {"paired": True, "block_rounds": 50, "stopped_by": "precision" if cycle == n - 1 else "",
                      "margin": margin, "margin_source": source, "precision_target": 0.05,
                      "epoch": cycle // set_cycles if set_cycles else 0}
+            if cycle_s:
+                extra["cycles_s"] = cycle_s * (cycle + 1)
             if share:
                 extra.update({"extra_work": share, "extra_work_ms_per_round": 1.0})
             writer.append(make_row({**BASE, "backend": backend, "variant": "-", "copy": copy}, repetition=cycle,
@@ -304,6 +307,35 @@ def test_a_job_list_puts_the_pair_and_effects_first_then_the_residents() -> None
         ["workers=2"]
 
 
+# ---------------------------------------------------------------- long jobs read as shorter ones
+
+
+def test_a_long_job_reads_as_the_shorter_job_a_smaller_cap_would_have_stopped(tmp_path: Path) -> None:
+    """60 cycles of 2 s: the A/A copy is level for the first 30 (60 s) and 10% faster after. Read whole, its
+    median is off; read at 60 s it is the first 30 cycles (the first whose end reaches 60 s), stopped by time, and level.
+    The cut never leaves fewer cycles than the job's min_cycles; rows without ``cycles_s`` are refused."""
+    aa = wiggle(30, 1.0) + wiggle(30, 1.1)
+    job = recorded_job(tmp_path / "st" / "job_000", aa, {0.5: wiggle(60, 1 / 1.5)}, cycle_s=2.0)
+    whole, short = read(job), selftest.read_job(job, SETTINGS, at_seconds=60)
+    assert whole["cycles"] == 60 and whole["aa"]["median"] > 1.04
+    assert short["cycles"] == 30 and short["stopped_by"] == "time" and short["compare"]["max_seconds"] == 60
+    assert not selftest.called(short["aa"]["verdict"]) and abs(short["aa"]["median"] - 1) < 0.005
+    assert selftest.read_job(job, SETTINGS, at_seconds=3)["cycles"] == SHIPPED["min_cycles"]
+    assert selftest.read_job(job, SETTINGS, at_seconds=500)["stopped_by"] == "precision"  # ended sooner: as it ran
+    # the whole self-test read as 60-s jobs: a file beside selftest.json, which stays as it was
+    s = selftest.summarize([whole], [], SETTINGS, {"cpu_model": "Test CPU", "cpu_count": 2})
+    (tmp_path / "st" / selftest.SELFTEST_FILE).write_text(json.dumps({**s, "per_job": [whole]}, default=str))
+    before = (tmp_path / "st" / selftest.SELFTEST_FILE).read_text()
+    assert selftest.main(["--reanalyze", str(tmp_path / "st"), "--at-seconds", "60"]) == 0
+    at60 = json.loads((tmp_path / "st" / selftest.shorter_file(60)).read_text())
+    assert at60["per_job"][0]["cycles"] == 30 and at60["aa_false"]["as_run"]["k"] == 0
+    assert (tmp_path / "st" / selftest.SELFTEST_FILE).read_text() == before
+    assert selftest.main(["--reanalyze", str(tmp_path / "st"), "--at-seconds", "-1"]) == 2
+    old = recorded_job(tmp_path / "old" / "job_000", wiggle(30, 1.0), {0.5: wiggle(30, 1 / 1.5)})
+    with pytest.raises(ValueError, match="cycles_s"):
+        selftest.read_job(old, SETTINGS, at_seconds=60)
+
+
 # ---------------------------------------------------------------- the injected cost, measured apart
 
 
@@ -368,6 +400,8 @@ def test_the_selftest_detects_an_injected_50_percent_slowdown_end_to_end(tmp_pat
     assert "not stored" in done.stdout  # one job, block_rounds set: the stored margin stays
     assert json.loads((stored / f"{machine.machine_id(meta)}.json").read_text())["margin"] == 0.037
     again = selftest.reanalyze(out)
+    # its rows say when each cycle ended, so it also reads as a shorter job: never fewer than min_cycles (20)
+    assert selftest.reanalyze(out, at_seconds=1e-3)["per_job"][0]["cycles"] == 20
     same = lambda a, b: json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)  # noqa: E731 NaN-tolerant
     assert same(again["aa_false"], s["aa_false"]) and same(again["per_job"][0]["effect_0.5"], effect)
 
