@@ -122,6 +122,7 @@ COMPARE_HELP = {
                  "stop comes only where a set ends, from the second on",
     "respawn_share": "the most of a job's time restarting may take (0.25: a respawn waits for 3x the last start; "
                      "0: no wait)",
+    "pin_single": "run each cycle's single-process residents (serial) on one CPU, the next CPU each cycle (false)",
     "extra_work": "per listed backend, injected extra work (e.g. [0,0.03]: the second 3% slower; for A/A checks)",
 }
 #: what a paired job refuses (`harness.compare.job_configs`)

@@ -58,6 +58,7 @@ class CompareRanges(CompareSettings):
     margin: Optional[float] = field(default=None, metadata={"range": {"ge": 0, "le": 0.5}})
     respawn_s: float = field(default=10.0, metadata={"range": {"ge": 0}})
     respawn_share: float = field(default=0.25, metadata={"range": {"ge": 0, "le": 0.9}})
+    pin_single: bool = False
     #: per position in ``backends``: the injected extra work of that resident (`harness.child.ExtraWork`),
     #: e.g. ``backends=[serial,serial] compare.extra_work=[0,0.03]``; empty: none
     extra_work: List[float] = field(default_factory=list)

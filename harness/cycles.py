@@ -33,7 +33,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from harness.cleanup import ShmLedger, end_job
-from harness.hostwatch import CoreProbe, cpu_ns, cpus_of, steal_seconds
+from harness.hostwatch import CoreProbe, cpu_ns, cpus_of, pin_process, steal_seconds
 from harness.labels import label_of
 from harness.margin import DEFAULT_MARGIN, resolve_margin
 from harness.metadata import job_metadata, load_average
@@ -70,6 +70,11 @@ class CompareSettings:
     #: ``start * (1 - share) / share`` seconds of cycles after a start that took ``start`` (Ray's takes seconds);
     #: 0: no such wait
     respawn_share: float = 0.25
+    #: run every single-process resident's blocks of a cycle on one CPU of the job's, the next CPU each cycle
+    #: (rows: ``extra.pinned_cpu``): two such residents of one cycle never run on two different CPUs, whose speeds
+    #: differ on a shared host, and each one's blocks visit every CPU alike. Residents of several processes (the
+    #: reactor, the ceilings, Ray) are never pinned
+    pin_single: bool = False
     #: the machine's resolution floor: a ratio is called faster or slower only where its interval clears
     #: 1 +- margin (`harness.report.intervals.verdict`); None: this machine's margin as its last self-test
     #: measured it (`machine_margin`), else `DEFAULT_MARGIN`
@@ -223,6 +228,7 @@ def run_compare(jobs: list[dict[str, Any]], job_dir: Path, settings: CompareSett
     load_start = load_average()
     try:
         probe = CoreProbe()
+        job_cpus = sorted(probe.cores)  # the CPUs this job may use (`compare.pin_single` takes turns over them)
         warm: dict[str, float] = {}
 
         def start(order: list[str]) -> float:
@@ -295,6 +301,7 @@ def run_compare(jobs: list[dict[str, Any]], job_dir: Path, settings: CompareSett
             steal0, t_cycle = steal_seconds(), time.perf_counter()
             core_ms = probe.probe()  # the probes read their pipes again at once: nothing to settle
             order = [keys[i] for i in rng.permutation(len(keys))]
+            pin_cpu = job_cpus[cycle % len(job_cpus)] if settings.pin_single and len(job_cpus) > 1 else None
             blocks: dict[str, dict[str, Any]] = {}
             for key in order:
                 current = key
@@ -307,14 +314,18 @@ def run_compare(jobs: list[dict[str, Any]], job_dir: Path, settings: CompareSett
                     res.unpark()
                     settle(res.pids, quiet_ns=res.quiet_ns)  # back at its idle rate: what its timers owe has run
                     unpark_s = time.perf_counter() - t_unpark
+                pinned = pin_cpu is not None and len(res.pids) == 1 and pin_process(res.pids[0], {pin_cpu})
                 before = {k: cpu_ns(p) for k, p in waiting.items()}
                 msg = run_block(res, n_rounds)
                 others_ns = {k: cpu_ns(p) - before[k] for k, p in waiting.items()}
                 cpus = cpus_of(res.pids)  # where its processes ran the block, before they go to sleep
+                if pinned:
+                    pin_process(res.pids[0], job_cpus)
                 settle_s = rest(res)
                 blocks[key] = {"msg": msg, "position": position, "others_ms": sum(others_ns.values()) / 1e6,
                                "others_by": {k: v / 1e6 for k, v in others_ns.items() if k},
-                               "settle_ms": settle_s * 1e3, "unpark_ms": unpark_s * 1e3, "cpus": cpus}
+                               "settle_ms": settle_s * 1e3, "unpark_ms": unpark_s * 1e3, "cpus": cpus,
+                               "pinned_cpu": pin_cpu if pinned else None}
                 position += 1
             wall = time.perf_counter() - t_cycle
             steal = (steal_seconds() - steal0) / (wall * max(1, len(probe.cores))) if wall > 0 else math.nan
@@ -344,7 +355,7 @@ def run_compare(jobs: list[dict[str, Any]], job_dir: Path, settings: CompareSett
                 extra.update(host)
                 extra.update({"paired": True, "block_rounds": n_rounds, "others_cpu_ms": b["others_ms"],
                               "others_cpu_ms_by": b["others_by"], "parked": residents[key].parkable,
-                              "cpus": b["cpus"], "epoch": epoch,
+                              "cpus": b["cpus"], "pinned_cpu": b["pinned_cpu"], "epoch": epoch,
                               "settle_ms": b["settle_ms"], "unpark_ms": b["unpark_ms"], "stopped_by": reason,
                               "precision_target": settings.precision, "margin": settings.margin,
                               "margin_source": margin_source,

@@ -131,6 +131,24 @@ def cpu_ns(pids: Iterable[int]) -> int:
     return total
 
 
+def pin_process(pid: int, cpus: Iterable[int]) -> bool:
+    """Restrict every thread of process ``pid`` to ``cpus`` (an affinity is per thread: the process's own call
+    would reach its main thread only); False where the process is gone or the call is refused."""
+    cpus = set(cpus)
+    try:
+        tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+    except OSError:
+        return False
+    done = False
+    for tid in tids:
+        try:
+            os.sched_setaffinity(tid, cpus)
+            done = True
+        except OSError:  # a thread that ended meanwhile
+            pass
+    return done
+
+
 def tree_pids(root: int) -> list[int]:
     """The pid of ``root`` and of all its descendants alive now."""
     try:

@@ -3,6 +3,7 @@ the stopping rule, and bad input refused before anything runs."""
 from __future__ import annotations
 
 import json
+import os
 import platform
 import sys
 import time
@@ -254,3 +255,46 @@ def test_residents_respawned_mid_job_keep_equal_work_and_leave_nothing(tmp_path)
     summary = json.loads((out / COMPARE_FILE).read_text())
     assert summary["status"] == "ok" and summary["leftover_processes"] == 0 and summary["leftover_shm"] == []
     assert not [p for p in psutil.process_iter(["cmdline"]) if str(out) in " ".join(p.info["cmdline"] or [])]
+
+
+@SHARED_JOB
+def test_without_pinning_no_block_is_pinned(timed_out):
+    assert all(json.loads(e)["pinned_cpu"] is None for e in read_rows(timed_out)["extra"])
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs to take turns over")
+def test_pinned_single_process_residents_share_one_cpu_per_cycle_taking_turns(tmp_path):
+    """``compare.pin_single``: in each cycle both serial copies run on the same CPU, the next CPU each cycle (the
+    CPU each ran on is read at its block's end, before it is let go); the reactor, several processes, never."""
+    out = tmp_path / "pin"
+    proc = run_cli("compare", *SMOKE, "backends=[serial,serial,reactor]", "compare.pin_single=true",
+                   "compare.block_rounds=10", "compare.max_seconds=1", "compare.min_cycles=6", run_dir=out)
+    assert proc.returncode == 0, proc.stderr
+    rows = read_rows(out)
+    cpus = sorted(os.sched_getaffinity(0))
+    for (backend, cycle), e in zip(zip(rows["backend"], rows["cycle"]), (json.loads(x) for x in rows["extra"])):
+        if backend == "serial":
+            assert e["pinned_cpu"] == cpus[cycle % len(cpus)] and e["cpus"] == [e["pinned_cpu"]]
+        else:
+            assert e["pinned_cpu"] is None
+    assert rows.groupby("cycle")["checksum"].nunique().eq(1).all()
+    assert rows["cycle"].nunique() >= 6
+
+
+def test_pinning_a_process_reaches_every_thread_and_a_gone_process_is_said(tmp_path):
+    import subprocess
+
+    from harness.hostwatch import pin_process
+
+    script = "import threading, time; threading.Thread(target=time.sleep, args=(30,), daemon=True).start(); time.sleep(30)"
+    child = subprocess.Popen([sys.executable, "-c", script])
+    try:
+        time.sleep(0.5)
+        cpu = max(os.sched_getaffinity(0))
+        assert pin_process(child.pid, {cpu})
+        tids = [int(t) for t in os.listdir(f"/proc/{child.pid}/task")]
+        assert len(tids) >= 2 and all(os.sched_getaffinity(t) == {cpu} for t in tids)
+    finally:
+        child.kill()
+        child.wait()
+    assert not pin_process(child.pid, {cpu})
