@@ -72,7 +72,10 @@ MIN_JOBS_TO_STORE = 10
 SHIPPED_RESIDENTS = ("capacity_lockstep", "capacity")
 #: the ``compare.*`` settings that make a job's procedure (its stop rule, respawning, blocks); a self-test whose
 #: jobs ran with other values than `CompareSettings`'s defaults (what ships) measures something else: not stored
-PROCEDURE = ("precision", "min_cycles", "block_s", "block_rounds", "confidence", "respawn_s", "respawn_share")
+PROCEDURE = ("precision", "min_cycles", "block_s", "block_rounds", "confidence", "respawn_s", "respawn_share",
+             "pin_single")
+#: what jobs recorded before a setting existed did: their ``compare.json`` lacks it
+BEFORE_IT_EXISTED = {"pin_single": False}
 #: set by the self-test itself, not to be passed through
 OWN_KEYS = ("backends", "compare.extra_work", "compare.max_seconds")
 
@@ -288,7 +291,7 @@ def read_job(job_dir: Path, settings: SelftestSettings, at_seconds: Optional[flo
     out: dict[str, Any] = {"job": job_dir.name, "margin": job.margin, "margin_source": job.margin_source,
                            "stopped_by": "time" if cut else job.stopped_by, "cycles": job.cycles,
                            "regimes": len(job.regimes),
-                           "compare": {k: ran.get(k) for k in PROCEDURE + ("max_seconds",)},
+                           "compare": {k: ran.get(k, BEFORE_IT_EXISTED.get(k)) for k in PROCEDURE + ("max_seconds",)},
                            "problems": problems}
     out["aa"] = pair(2)
     out["aa_by_start_order"] = by_start_order(rows, t, labels[1], labels[2])
@@ -373,7 +376,7 @@ def cut_short(jobs: list[dict[str, Any]], shipped_cap: float = CompareSettings.m
 
 def not_as_shipped(jobs: list[dict[str, Any]], settings: SelftestSettings) -> list[str]:
     """How the jobs' procedure differed from what ships (nothing: they ran as ``make bench-paired`` runs): a
-    ``compare.*`` setting of the stop rule, respawning or blocks other than shipped (`PROCEDURE`), a job stopped
+    ``compare.*`` setting of the stop rule, respawning, blocks or pinning other than shipped (`PROCEDURE`), a job stopped
     by a cap shorter than the shipped ``compare.max_seconds`` (`cut_short`: a job that stopped by the precision
     rule ran as shipped, whatever its cap), or the ceilings not resident."""
     shipped = CompareSettings()
