@@ -139,11 +139,21 @@ def test_an_aa_job_holds_a_backend_and_an_identical_copy_of_it():
 
 
 def test_an_aa_job_runs_the_same_work_on_both_copies_and_injects_only_where_asked(tmp_path):
+    """Also ``compare.pin_single``: in each cycle both serial copies run on the same CPU, the next CPU each cycle
+    (the CPU each ran on is read at its block's end, before it is let go); the ceiling, several processes, never."""
     out = tmp_path / "aa"
-    proc = run_cli("compare", *SMOKE, "backends=[serial,serial]", "compare.extra_work=[0,0.05]", "budget.warmup_rounds=5",
-                   "compare.block_rounds=20", "compare.max_seconds=0.5", "compare.min_cycles=6", run_dir=out)
+    proc = run_cli("compare", *SMOKE, "backends=[serial,serial,capacity_lockstep]", "compare.extra_work=[0,0.05,0]",
+                   "budget.warmup_rounds=5", "compare.block_rounds=20", "compare.max_seconds=0.5",
+                   "compare.min_cycles=6", "compare.pin_single=true", run_dir=out)
     assert proc.returncode == 0, proc.stderr
     rows = read_rows(out)
+    cpus = sorted(os.sched_getaffinity(0))
+    for backend, cycle, e in zip(rows["backend"], rows["cycle"], (json.loads(x) for x in rows["extra"])):
+        if backend == "serial" and len(cpus) > 1:
+            assert e["pinned_cpu"] == cpus[cycle % len(cpus)] and e["cpus"] == [e["pinned_cpu"]]
+        else:
+            assert e["pinned_cpu"] is None
+    rows = rows[rows["backend"] == "serial"]
     assert sorted(set(rows["copy"])) == [1, 2]
     assert rows.groupby("cycle")["checksum"].nunique().eq(1).all()  # the injected cost changes no result
     extra = {c: [json.loads(e) for e in g["extra"]] for c, g in rows.groupby("copy")}
@@ -260,25 +270,6 @@ def test_residents_respawned_mid_job_keep_equal_work_and_leave_nothing(tmp_path)
 @SHARED_JOB
 def test_without_pinning_no_block_is_pinned(timed_out):
     assert all(json.loads(e)["pinned_cpu"] is None for e in read_rows(timed_out)["extra"])
-
-
-@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs to take turns over")
-def test_pinned_single_process_residents_share_one_cpu_per_cycle_taking_turns(tmp_path):
-    """``compare.pin_single``: in each cycle both serial copies run on the same CPU, the next CPU each cycle (the
-    CPU each ran on is read at its block's end, before it is let go); the reactor, several processes, never."""
-    out = tmp_path / "pin"
-    proc = run_cli("compare", *SMOKE, "backends=[serial,serial,reactor]", "compare.pin_single=true",
-                   "compare.block_rounds=10", "compare.max_seconds=1", "compare.min_cycles=6", run_dir=out)
-    assert proc.returncode == 0, proc.stderr
-    rows = read_rows(out)
-    cpus = sorted(os.sched_getaffinity(0))
-    for (backend, cycle), e in zip(zip(rows["backend"], rows["cycle"]), (json.loads(x) for x in rows["extra"])):
-        if backend == "serial":
-            assert e["pinned_cpu"] == cpus[cycle % len(cpus)] and e["cpus"] == [e["pinned_cpu"]]
-        else:
-            assert e["pinned_cpu"] is None
-    assert rows.groupby("cycle")["checksum"].nunique().eq(1).all()
-    assert rows["cycle"].nunique() >= 6
 
 
 def test_pinning_a_process_reaches_every_thread_and_a_gone_process_is_said(tmp_path):
