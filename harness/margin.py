@@ -2,7 +2,8 @@
 
 A ratio is called faster or slower only where its interval clears 1 +- margin (`harness.report.intervals.verdict`).
 The margin is a property of the machine, not of the code: ``python -m harness selftest`` measures it (the 95th
-percentile, over its A/A jobs, of how far a job's median ratio between two identical residents lies from 1) and
+percentile, over its A/A jobs, of how far a job's interval of the ratio between two identical residents lies beyond
+1: `harness.selftest.clearance`) and
 stores it in ``results/machine/<machine id>.json``; a paired job uses it unless ``compare.margin`` is given, and
 `DEFAULT_MARGIN` where this machine has none. Every row and ``compare.json`` record the margin used and its source
 (``selftest <date>``, ``compare.margin`` or ``default``). Definitions: docs/harness.md, "Known answers".

@@ -12,14 +12,15 @@ without a ceiling no job would ever be split, and the self-test would validate a
   job's A/A verdict is what the report says of the pair, per regime, at the margin the job ran with
   (`harness.margin.resolve_margin`): called when any regime says faster or slower. Over many jobs the share of
   false verdicts, with its binomial (Clopper-Pearson) interval, is the real error rate of the verdicts.
-* **The margin**: the offset a single job shows between identical residents is how far its A/A median (of
-  per-cycle ratios, over all its cycles) lies from 1. The margin is its 95th percentile over the jobs
-  (``numpy.quantile(|median - 1|, 0.95)``, linear between order statistics; with 10 jobs, between the two largest
-  offsets): the offset that 95% of jobs stay within. Stored per machine (`harness.margin`, results/machine/) when
-  the jobs ran as shipped (`not_as_shipped`; the cap included: a job stopped by a ``selftest.seconds`` shorter
-  than the shipped ``compare.max_seconds`` did not, one stopped by the precision rule did) and there were at least
-  `MIN_JOBS_TO_STORE`; paired jobs use it from then on. The
-  false-verdict rate at the measured margin is read leave-one-out (each job at the margin of the other jobs), so
+* **The margin**: a verdict is given where a regime's interval clears 1 +- margin, so what a margin must cover is
+  how far an A/A job's interval lies beyond 1 (`clearance`: in its regime farthest off 1; 0 where every regime's
+  interval holds 1). The margin is its 95th percentile over the jobs (``numpy.quantile``, linear between order
+  statistics; with 10 jobs, between the two largest): the smallest margin at which about 95% of A/A jobs get no
+  verdict. (|A/A median - 1| would also count the part of a job's offset that its own interval already covers.)
+  Stored per machine (`harness.margin`, results/machine/) when the jobs ran as shipped (`not_as_shipped`; the cap
+  included: a job stopped by a ``selftest.seconds`` shorter than the shipped ``compare.max_seconds`` did not, one
+  stopped by the precision rule did) and there were at least `MIN_JOBS_TO_STORE`; paired jobs use it from then on.
+  The false-verdict rate at the measured margin is read leave-one-out (each job at the margin of the other jobs), so
   it is not the in-sample rate, which is below 5% by construction.
 * **Injected effects**: further copies that spend a calibrated extra share of their round time
   (``compare.extra_work``, `harness.child.ExtraWork`), named by their effect (``serial +2%``): each must be called
@@ -348,10 +349,23 @@ def rate(k: int, n: int, confidence: float = 0.95) -> dict[str, Any]:
     return {"k": int(k), "n": int(n), "rate": k / n, "low": float(ci.low), "high": float(ci.high)}
 
 
-def measured_margin(offsets: np.ndarray) -> float:
-    """The margin from the jobs' A/A offsets (|job median - 1|): their 95th percentile (`numpy.quantile`, linear
-    between order statistics)."""
-    return float(np.quantile(offsets, 0.95)) if offsets.size else math.nan
+def clearance(reading: dict[str, Any]) -> float:
+    """How far a pair's interval lies beyond 1, in the regime where it lies farthest (``low - 1`` above,
+    ``1 - high`` below; 0 where every regime's interval holds 1, or has none): for an A/A pair, the smallest margin
+    at which the report would not call the copy faster or slower (`harness.report.intervals.verdict` calls a
+    regime only where its interval clears 1 +- margin)."""
+    worst = 0.0
+    for r in _regimes(reading):
+        low, high = float(r.get("low", math.nan)), float(r.get("high", math.nan))
+        if math.isfinite(low) and math.isfinite(high):
+            worst = max(worst, low - 1.0, 1.0 - high)
+    return worst
+
+
+def measured_margin(clearances: np.ndarray) -> float:
+    """The margin from the jobs' A/A clearances (`clearance`): their 95th percentile (`numpy.quantile`, linear
+    between order statistics), the smallest margin at which about 95% of A/A jobs get no verdict."""
+    return float(np.quantile(clearances, 0.95)) if clearances.size else math.nan
 
 
 def _regimes(reading: dict[str, Any]) -> list[dict[str, Any]]:
@@ -403,12 +417,16 @@ def summarize(jobs: list[dict[str, Any]], standalone: list[dict[str, Any]], sett
                          "started": jobs[0].get("started_at") if jobs else None,
                          "ended": jobs[-1].get("started_at") if jobs else None}
     offsets = np.array([abs(a["median"] - 1.0) for a in aa], dtype=float)
-    margin = measured_margin(offsets)
-    loo = [measured_margin(np.delete(offsets, i)) if n > 1 else math.nan for i in range(n)]
+    clear = np.array([clearance(a) for a in aa], dtype=float)
+    margin = measured_margin(clear)
+    loo = [measured_margin(np.delete(clear, i)) if n > 1 else math.nan for i in range(n)]
     ran = sorted({(float(j.get("margin", math.nan)), str(j.get("margin_source") or "?")) for j in jobs})
-    s["margin"] = {"value": margin, "jobs": n, "how": "95th percentile of |A/A job median - 1| (numpy.quantile, "
-                                                      "linear)",
+    s["margin"] = {"value": margin, "jobs": n,
+                   "how": "95th percentile of the A/A clearance: how far a job's A/A interval lies beyond 1 in its "
+                          "regime farthest off 1, 0 where every regime's interval holds 1 (numpy.quantile, linear)",
+                   "cleared": int((clear > 0).sum()),
                    "offset_p50": float(np.median(offsets)) if n else math.nan,
+                   "offset_p95": float(np.quantile(offsets, 0.95)) if n else math.nan,
                    "offset_max": float(offsets.max()) if n else math.nan,
                    "ran_with": [{"margin": m, "source": src} for m, src in ran]}
     s["aa_false"] = {
@@ -479,7 +497,8 @@ def summary_line(s: dict[str, Any]) -> str:
     interval, detection per effect."""
     m = s["margin"]
     ran = ", ".join(f"+-{r['margin'] * 100:.3g}% ({r['source']})" for r in m["ran_with"])
-    parts = [f"margin +-{m['value'] * 100:.2f}% (95th percentile of |A/A - 1| over {m['jobs']} jobs)",
+    parts = [f"margin +-{m['value'] * 100:.2f}% (95th percentile over {m['jobs']} jobs of how far the A/A interval "
+             f"lies beyond 1)",
              f"A/A false verdicts {_pct_ci(s['aa_false']['as_run'])} at the margin the jobs ran with ({ran})"]
     b = s.get("aa_bias")
     if b and b["jobs"] > 1:

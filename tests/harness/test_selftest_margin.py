@@ -1,10 +1,11 @@
 """The self-test as shipped (issue 47, items 3-5, 8): its A/A verdicts read from recorded cycles the way the report
-reads any paired job (per regime, at the job's margin), the margin it measures (the 95th percentile of the per-job
-A/A offset) stored per machine and used by paired jobs unless ``compare.margin`` says otherwise, the injected cost
+reads any paired job (per regime, at the job's margin), the margin it measures (the 95th percentile of how far a job's
+A/A interval lies beyond 1) stored per machine and used by paired jobs unless ``compare.margin`` says otherwise, the injected cost
 measured apart from how it was computed, and what ``make selftest`` runs against what ``make bench-paired`` runs."""
 from __future__ import annotations
 
 import json
+import math
 import re
 import shutil
 import subprocess
@@ -114,9 +115,15 @@ def test_the_summary_measures_the_margin_and_counts_false_verdicts_out_of_sample
     jobs = [read(recorded_job(tmp_path / f"job_{i:03d}", wiggle(30, lv, 0.001), {0.5: wiggle(30, 0.9)}))
             for i, lv in enumerate(levels)]
     s = selftest.summarize(jobs, [], SETTINGS, {"cpu_model": "Test CPU", "cpu_count": 2})
-    offsets = sorted(abs(lv - 1) for lv in levels)  # 0 .. 0.01 (twice), 0.03
-    # the 95th percentile of 12 offsets: 0.95 * 11 = 10.45 places it 45% of the way from the 11th to the 12th
-    assert s["margin"]["value"] == pytest.approx(offsets[10] + 0.45 * (offsets[11] - offsets[10]))
+    # each job's clearance: how far its interval (+-0.1% at most around its level) lies beyond 1
+    clear = [selftest.clearance(j["aa"]) for j in jobs]
+    for lv, c in zip(levels, clear):
+        assert (c == 0.0) if lv == 1.0 else (abs(lv - 1) - 0.0011 < c < abs(lv - 1)), (lv, c)
+    clear = sorted(clear)  # 0 .. just under 0.01 (twice), just under 0.03
+    # the 95th percentile of 12 clearances: 0.95 * 11 = 10.45 places it 45% of the way from the 11th to the 12th
+    assert s["margin"]["value"] == pytest.approx(clear[10] + 0.45 * (clear[11] - clear[10]))
+    assert 0.0175 < s["margin"]["value"] < 0.019 and s["margin"]["cleared"] == 11
+    assert s["margin"]["offset_p95"] == pytest.approx(0.019)  # the medians' 95th percentile, beside it
     assert s["margin"]["jobs"] == 12 and s["margin"]["ran_with"] == [{"margin": 0.01, "source": "default"}]
     # as run (margin 1%): only the copy 3% off is called
     assert (s["aa_false"]["as_run"]["k"], s["aa_false"]["as_run"]["n"]) == (1, 12)
@@ -305,6 +312,21 @@ def test_a_job_list_puts_the_pair_and_effects_first_then_the_residents() -> None
     assert selftest.main(["selftest.jobs=1", "nosuch=1"]) == 2  # refused by composition before any job ran
     assert selftest.standalone_command(settings, ["workers=2", "compare.precision=0.05"], Path("/tmp/x"))[3:4] == \
         ["workers=2"]
+
+
+def test_a_clearance_is_how_far_an_interval_lies_beyond_1_in_the_regime_farthest_off() -> None:
+    """The smallest margin at which the report's rule gives no verdict: 0 where every regime's interval holds 1."""
+    def reading(*regimes):
+        return {"regimes": [{"low": lo, "high": hi} for lo, hi in regimes]}
+
+    assert selftest.clearance(reading((0.98, 1.01), (0.99, 1.03))) == 0.0
+    assert selftest.clearance(reading((0.98, 1.01), (1.02, 1.05))) == pytest.approx(0.02)
+    assert selftest.clearance(reading((0.95, 0.97), (1.01, 1.04))) == pytest.approx(0.03)
+    assert selftest.clearance(reading((math.nan, math.nan))) == 0.0  # too few cycles: no interval, no verdict
+    for lo, hi in ((0.95, 0.97), (1.02, 1.05)):  # at that margin the rule says nothing; just below, it calls
+        m = selftest.clearance(reading((lo, hi)))
+        assert not selftest.called(selftest.job_word([{"low": lo, "high": hi}], m + 1e-12))
+        assert selftest.called(selftest.job_word([{"low": lo, "high": hi}], m - 1e-6))
 
 
 # ---------------------------------------------------------------- long jobs read as shorter ones
