@@ -151,7 +151,7 @@ compare-ray: install ## The reactor against Ray here in ~10 min: paired jobs on 
 # machine (results/machine/) when its jobs ran as shipped and there were at least 10; paired jobs use it from then.
 # The issue's long targets (docs/harness.md, "Known answers"): make selftest SELFTEST_JOBS=40 SELFTEST_SECONDS=240
 # (A/A exactly as bench-paired), then make selftest SELFTEST_JOBS=30 SELFTEST_SECONDS=120 SELFTEST_PRECISION=1e-9
-# SELFTEST_EFFECTS=0.01,0.02,0.03 (detection in 120-s jobs: time stops them; python -m harness selftest --reanalyze
+# SELFTEST_EFFECTS=0.02,0.05,0.08 (detection in 120-s jobs: time stops them; python -m harness selftest --reanalyze
 # <its folder> --at-seconds 60 reads the same jobs as 60-s jobs)
 SELFTEST_JOBS ?= 10
 SELFTEST_SECONDS ?= $(PAIRED_SECONDS)
