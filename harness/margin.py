@@ -22,6 +22,10 @@ from harness.metadata import machine_metadata
 #: the margin of a paired job on a machine without a stored self-test and without ``compare.margin`` (the only
 #: place it is written: `harness.compare`, `harness.selftest` and ``--help`` read it from here)
 DEFAULT_MARGIN = 0.01
+#: the rule the self-test measures the margin by (`harness.selftest.measured_margin`: the 95th percentile of how far
+#: an A/A job's interval lies beyond 1), recorded with a stored margin; a margin stored by another rule (an older
+#: version's 95th percentile of |A/A median - 1|, which counts each job's own sampling noise again) is not read
+MARGIN_RULE = "clearance"
 #: where ``python -m harness selftest`` stores each machine's measured margin (``<machine id>.json``) and paired
 #: jobs read it; ``REACTORBENCH_MACHINE_DIR`` puts it elsewhere (tests)
 MACHINE_DIR = Path(__file__).resolve().parents[1] / "results" / "machine"
@@ -45,14 +49,15 @@ def machine_file(meta: Optional[dict[str, Any]] = None) -> Path:
 
 def machine_margin(meta: Optional[dict[str, Any]] = None) -> Optional[dict[str, Any]]:
     """This machine's stored self-test reading (``margin``, ``source``: ``selftest <date>``, ...), or None when
-    the self-test never stored one here (or the file is unreadable: said by the caller's source ``default``)."""
+    the self-test never stored one here, stored it by another rule than `MARGIN_RULE`, or the file is unreadable
+    (said by the caller's source ``default``)."""
     path = machine_file(meta)
     try:
         stored = json.loads(path.read_text())
         margin = float(stored["margin"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    if not (math.isfinite(margin) and 0 <= margin <= 0.5):
+    if not (math.isfinite(margin) and 0 <= margin <= 0.5) or stored.get("rule") != MARGIN_RULE:
         return None
     return {**stored, "margin": margin, "file": str(path)}
 

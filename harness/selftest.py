@@ -60,7 +60,7 @@ import numpy as np
 import pandas as pd
 
 from harness.cycles import COMPARE_FILE, CompareSettings
-from harness.margin import machine_file
+from harness.margin import MARGIN_RULE, machine_file
 from harness.metadata import job_metadata
 from harness.report import stats
 from harness.report.resolution import DETECTION_GOAL
@@ -528,7 +528,7 @@ def store_margin(summary: dict[str, Any], out: Path, settings: SelftestSettings)
     path = machine_file(summary["machine"])
     path.parent.mkdir(parents=True, exist_ok=True)
     day = str(summary.get("ended") or datetime.now().isoformat())[:10]
-    record = {"margin": value, "source": f"selftest {day}", "how": summary["margin"]["how"],
+    record = {"margin": value, "rule": MARGIN_RULE, "source": f"selftest {day}", "how": summary["margin"]["how"],
               "jobs": summary["jobs"], "selftest": str(out), "line": summary["line"],
               "machine": summary["machine"], "scenario_overrides": summary.get("passed", [])}
     path.write_text(json.dumps(record, indent=1, default=str) + "\n")

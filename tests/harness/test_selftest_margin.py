@@ -246,7 +246,9 @@ def test_a_stored_margin_outside_its_range_or_unreadable_is_not_used(tmp_path: P
     meta = {"hostname": "box", "cpu_model": "Test CPU", "cpu_count": 2}
     monkeypatch.setattr(machine, "machine_metadata", lambda: meta)
     path = machine.machine_file(meta)
-    for text in ("not json", json.dumps({"margin": 0.9}), json.dumps({"margin": "nan"}), json.dumps({})):
+    rule = machine.MARGIN_RULE
+    for text in ("not json", json.dumps({"margin": 0.9, "rule": rule}), json.dumps({"margin": "nan", "rule": rule}),
+                 json.dumps({}), json.dumps({"margin": 0.02})):  # the last: stored by an older rule
         path.write_text(text)
         assert machine.resolve_margin(None) == (machine.DEFAULT_MARGIN, "default")
     assert re.fullmatch(r"[a-z0-9.-]+", machine.machine_id(meta)) and "test-cpu" in machine.machine_id(meta)
@@ -401,7 +403,7 @@ def test_the_selftest_detects_an_injected_50_percent_slowdown_end_to_end(tmp_pat
     stored = tmp_path / "machine"
     stored.mkdir()
     meta = {k: v for k, v in machine.machine_metadata().items() if k in ("hostname", "cpu_model", "cpu_count")}
-    (stored / f"{machine.machine_id(meta)}.json").write_text(json.dumps({"margin": 0.037,
+    (stored / f"{machine.machine_id(meta)}.json").write_text(json.dumps({"margin": 0.037, "rule": machine.MARGIN_RULE,
                                                                          "source": "selftest 2026-12-01"}))
     out = tmp_path / "st"
     done = subprocess.run([sys.executable, "-m", "harness", "selftest", "selftest.jobs=1", "selftest.seconds=1",
