@@ -217,7 +217,7 @@ def word_phrase(word: str, margin: float = 0.0, n: Optional[int] = None, samples
     """The verdict ``word`` on a ratio a/b said of a (``a 1.2x of b (faster)``): "faster", "slower",
     "equivalent within +-m%", "no clear difference", "too few cycles (n)"."""
     if word == EQUIVALENT:
-        return f"equivalent within +-{margin * 100:g}%"
+        return f"equivalent within +-{margin * 100:.3g}%"
     if word == TOO_FEW:
         return f"too few {samples}" + (f" ({n})" if n is not None else "")
     return word
