@@ -397,7 +397,7 @@ def test_the_selftest_detects_an_injected_50_percent_slowdown_end_to_end(tmp_pat
     """One self-test job, run as the command runs it, with a stored margin for this machine: the job records that
     margin and its source, and the copy that spends 50% more per round is called slower (through the rows, the
     report's reading and the verdict: the test fails where any of them loses the effect). 40 cycles at least: with
-    20, under the other test worker's load, the ratios drifted enough in about one run in ten for the dependence
+    20, under the other test worker's load, the ratios drifted enough in about one run in five for the dependence
     correction to find too few cycles for an interval."""
     import os
     import sys
