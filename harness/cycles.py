@@ -156,6 +156,12 @@ def respawn_interval(settings: CompareSettings, start_s: float) -> float:
     return max(settings.respawn_s, start_s * (1 - share) / share if share > 0 else 0.0)
 
 
+def fewest_cycles(min_cycles: int, confidence: float) -> int:
+    """The cycles a paired job runs before it may stop, on precision or on time: ``min_cycles``, never fewer than
+    the confidence needs for an interval (`harness.report.intervals.min_samples`)."""
+    return max(int(min_cycles), min_samples(confidence))
+
+
 def stop_reason(ratios: list[float], cycles: int, elapsed_s: float, settings: CompareSettings,
                 set_ended: bool = True) -> tuple[str, Optional[tuple[float, float, float]]]:
     """Whether a paired job stops after ``cycles`` cycles and ``elapsed_s`` seconds of them: ``precision``
@@ -166,7 +172,7 @@ def stop_reason(ratios: list[float], cycles: int, elapsed_s: float, settings: Co
     ``min_cycles`` cycles, which is never fewer than the confidence needs (`harness.report.stats.min_samples`):
     a job stopped by time earlier would give no verdict. Also returns the main ratio's (median, low, high) once
     it has an interval."""
-    enough = cycles >= max(settings.min_cycles, min_samples(settings.confidence))
+    enough = cycles >= fewest_cycles(settings.min_cycles, settings.confidence)
     interval = None
     if ratios:
         reading = main_ratio(ratios, settings.confidence)

@@ -59,7 +59,7 @@ from typing import Any, Optional
 import numpy as np
 import pandas as pd
 
-from harness.cycles import COMPARE_FILE, CompareSettings
+from harness.cycles import COMPARE_FILE, CompareSettings, fewest_cycles
 from harness.margin import MARGIN_RULE, machine_file
 from harness.metadata import job_metadata
 from harness.report import stats
@@ -267,7 +267,6 @@ def read_job(job_dir: Path, settings: SelftestSettings, at_seconds: Optional[flo
     """A self-test job as the report reads it (`harness.report.paired.analyze_paired`: its cycles, regimes and
     margin), each copy over the first: the A/A copy (``aa``) and one per effect (``effect_<share>``). With
     ``at_seconds``: as the job a cap of that many seconds of cycles would have stopped (`shorter_job`)."""
-    from harness.report.intervals import min_samples
     from harness.report.load import load_results
     from harness.report.paired import analyze_paired, cycle_ratios
 
@@ -276,7 +275,7 @@ def read_job(job_dir: Path, settings: SelftestSettings, at_seconds: Optional[flo
     ran = dict(recorded.get("settings", recorded))  # the compare.* settings (older files: their top level)
     cut = False
     if at_seconds is not None:
-        enough = max(int(ran.get("min_cycles", 0) or 0), min_samples(float(ran.get("confidence", 0.95))))
+        enough = fewest_cycles(int(ran.get("min_cycles", 0) or 0), float(ran.get("confidence", 0.95)))
         rows, cut = shorter_job(rows, at_seconds, enough)
         ran["max_seconds"] = min(float(ran.get("max_seconds", math.inf)), at_seconds)
     labels = copy_labels(rows, recorded["backends"][0])
