@@ -420,7 +420,7 @@ def summarize(jobs: list[dict[str, Any]], standalone: list[dict[str, Any]], sett
     margin = measured_margin(clear)
     loo = [measured_margin(np.delete(clear, i)) if n > 1 else math.nan for i in range(n)]
     ran = sorted({(float(j.get("margin", math.nan)), str(j.get("margin_source") or "?")) for j in jobs})
-    s["margin"] = {"value": margin, "jobs": n,
+    s["margin"] = {"value": margin, "jobs": n, "rule": MARGIN_RULE,
                    "how": "95th percentile of the A/A clearance: how far a job's A/A interval lies beyond 1 in its "
                           "regime farthest off 1, 0 where every regime's interval holds 1 (numpy.quantile, linear)",
                    "cleared": int((clear > 0).sum()),
@@ -527,7 +527,7 @@ def store_margin(summary: dict[str, Any], out: Path, settings: SelftestSettings)
     path = machine_file(summary["machine"])
     path.parent.mkdir(parents=True, exist_ok=True)
     day = str(summary.get("ended") or datetime.now().isoformat())[:10]
-    record = {"margin": value, "rule": MARGIN_RULE, "source": f"selftest {day}", "how": summary["margin"]["how"],
+    record = {"margin": value, "rule": summary["margin"]["rule"], "source": f"selftest {day}", "how": summary["margin"]["how"],
               "jobs": summary["jobs"], "selftest": str(out), "line": summary["line"],
               "machine": summary["machine"], "scenario_overrides": summary.get("passed", [])}
     path.write_text(json.dumps(record, indent=1, default=str) + "\n")

@@ -39,6 +39,12 @@ def _ran_with(summary: dict[str, Any]) -> str:
     return ", ".join(f"+-{r['margin'] * 100:.3g}% ({r['source']})" for r in summary["margin"].get("ran_with", []))
 
 
+def _clearance_rule(margin: dict[str, Any]) -> bool:
+    """Whether a self-test's margin is the 95th percentile of the A/A clearances: such a summary records its rule
+    (``rule``, `harness.margin.MARGIN_RULE`); an older one, whose margin came from |A/A median - 1|, records none."""
+    return bool(margin.get("rule"))
+
+
 def opening_rows(summary: dict[str, Any]) -> list[list[str]]:
     """What the machine resolves, first: the margin, the A/A false-verdict rate with its interval, and each
     injected effect's detection, named by its effect (``serial +2%``)."""
@@ -49,8 +55,8 @@ def opening_rows(summary: dict[str, Any]) -> list[list[str]]:
              f"at least {DETECTION_GOAL:.0%} to count as resolved"] for e, d in summary.get("effects", {}).items()]
     m = summary["margin"]
     f = summary["aa_false"]
-    how = ("95th percentile of |A/A job median - 1|" if "cleared" not in m else  # an older self-test's rule
-           "95th percentile of how far an A/A interval lies beyond 1")
+    how = ("95th percentile of how far an A/A interval lies beyond 1" if _clearance_rule(m) else
+           "95th percentile of |A/A job median - 1|")  # an older self-test's rule
     rows = [[f"margin: {how} over {m['jobs']} jobs",
              f"+-{m['value'] * 100:.2f}%" if math.isfinite(m["value"]) else "-",
              f"{summary.get('stored', '')}; a paired job's verdict clears it unless compare.margin is given"],
@@ -83,7 +89,7 @@ def table_rows(summary: dict[str, Any]) -> list[list[str]]:
                      "as `make bench-paired` stops its jobs" if not summary.get("not_as_shipped")
                      else "NOT as shipped: " + ", ".join(summary["not_as_shipped"])])
         off = summary["margin"]
-        if "cleared" in off:
+        if _clearance_rule(off):
             rows.append(["one job's A/A median off 1 (median / 95th percentile / largest of jobs)",
                          f"{off['offset_p50'] * 100:.2f}% / {off['offset_p95'] * 100:.2f}% / "
                          f"{off['offset_max'] * 100:.2f}%",
