@@ -22,10 +22,10 @@ without a ceiling no job would ever be split, and the self-test would validate a
   stopped by the precision rule did) and there were at least `MIN_JOBS_TO_STORE`; paired jobs use it from then on.
   The false-verdict rate at the measured margin is read leave-one-out (each job at the margin of the other jobs), so
   it is not the in-sample rate, which is below 5% by construction.
-* **Injected effects**: further copies that spend a calibrated extra share of their round time
-  (``compare.extra_work``, `harness.child.ExtraWork`), named by their effect (``serial +2%``): each must be called
-  slower (in some regime, and faster in none). The detection rate per effect says how small a difference this
-  machine resolves in jobs of this length.
+* **Injected effects**: further copies whose every round takes a known share longer (a wait of that share of the
+  round's own time: ``compare.extra_work``, `harness.child.ExtraWork`), named by their effect (``serial +2%``):
+  each must be called slower (in some regime, and faster in none). The detection rate per effect says how small a
+  difference this machine resolves in jobs of this length.
 
 Every job holds the A/A pair, the effects and the ceilings as residents of one paired job (``backends=[b, b, b,
 b, capacity_lockstep, capacity]``, ``compare.extra_work=[0, 0, e1, e2, 0, 0]``), so they sample the same seconds
@@ -299,8 +299,11 @@ def read_job(job_dir: Path, settings: SelftestSettings, at_seconds: Optional[flo
         reading = pair(3 + i)
         extra = [x for x in rows.loc[(rows["label"] == labels[3 + i]) & (rows["status"] == "ok"), "extra_dict"]]
         reading["name"] = effect_name(settings.backend, e)
-        reading["calibrated_ms_per_round"] = float(np.median(
+        reading["extra_work_ms_per_round"] = float(np.median(
             [x.get("extra_work_ms_per_round", math.nan) for x in extra])) if extra else math.nan
+        # how the effect was injected: "wall time" (each round's own), or "process CPU time" (a loop calibrated at
+        # start-up, before 2026-12-05: it cost about 1.1 points more than its name)
+        reading["extra_work_clock"] = extra[0].get("extra_work_clock") if extra else None
         out[f"effect_{e:g}"] = reading
     meta = rows["meta"].iloc[0]
     out["started_at"] = meta.get("started_at")

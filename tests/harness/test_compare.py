@@ -127,8 +127,6 @@ def test_extra_work_needs_one_share_per_backend():
         _jobs("serial", "serial", override="compare.extra_work=[0]")
     with pytest.raises(ConfigRangeError, match="not in"):
         _jobs("serial", "serial", override="compare.extra_work=[0,2]")
-    with pytest.raises(ConfigRangeError, match="budget.warmup_rounds=2 must be at least 3"):
-        _jobs("serial", "serial", override="compare.extra_work=[0,0.1]")  # smoke: 2 warm-up rounds
 
 
 def test_an_aa_job_holds_a_backend_and_an_identical_copy_of_it():
@@ -158,11 +156,12 @@ def test_an_aa_job_runs_the_same_work_on_both_copies_and_injects_only_where_aske
     assert rows.groupby("cycle")["checksum"].nunique().eq(1).all()  # the injected cost changes no result
     extra = {c: [json.loads(e) for e in g["extra"]] for c, g in rows.groupby("copy")}
     assert all("extra_work" not in e for e in extra[1])
+    assert all(e["extra_work_rounds"] == 20 for e in extra[2])  # every timed round of each block (block_rounds)
     for e in extra[2]:
-        assert e["extra_work"] == 0.05 and e["extra_work_iters_per_round"] >= 1
-        # the calibrated loop costs the asked share of a warm-up round (up to the rounding of one iteration)
-        share = e["extra_work_ms_per_round"] / e["extra_work_calibration_round_ms"]
-        assert share == pytest.approx(0.05, abs=0.01 + 1.0 / e["extra_work_iters_per_round"])
+        assert e["extra_work"] == 0.05
+        # every timed round of the block waited at least the asked share of its own time (a wait ends at its
+        # target; a preemption at its end, on a loaded host, can only add: tests/harness/test_selftest_margin.py)
+        assert e["extra_work_ms_per_round"] >= 0.05 * 0.999 * e["extra_work_round_ms"] > 0
     summary = json.loads((out / COMPARE_FILE).read_text())
     assert summary["main_pair"] == ["serial:-#2", "serial:-"]
     cores = set(range(psutil.cpu_count()))
