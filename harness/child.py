@@ -127,11 +127,13 @@ class ExtraWork:
     takes ``1 + share`` times as long, whatever the host does during it: the throughput an identical copy without
     it should show over this one is ``1 + share``, and the ratio the self-test expects is ``1 / (1 + share)``.
 
-    Why wall time, measured in every round: the paired ratio is a ratio of wall times. A loop of a fixed number of
-    iterations, calibrated at start-up on CPU time, cost its asked share in CPU time but about 1.1 points more than
-    its name in the ratio on this project's 2-vCPU VM (0.969 for "2%", 0.940 for "5%", 0.915 for "8%";
-    results/reference/vm-2core-2026-12-05-detect120-respawn/), so an effect called there was larger than its name.
-    The warm-up rounds spend nothing. What each row's rounds spent goes into it (`fields`)."""
+    Why: an injected copy once read about 1.1 points slower than its name (0.969 for "2%", 0.940 for "5%", 0.915 for
+    "8%" in results/reference/vm-2core-2026-12-05-detect120-respawn/), so an effect called there was larger than
+    its name. The loop it ran then cost its share in CPU time; the rest was the wrapper's own calls, which with no
+    wait at all cost 1.2-1.5% of a 0.3-ms gym round on this project's 2-vCPU VM (cold after the round's work, where
+    warm they cost 0.4 us). So every resident of a paired job that injects runs its rounds through a wrapper
+    (`with_extra_work`, share 0 for the others), and the wait is measured in wall time, the paired ratio's unit,
+    in every round. The warm-up rounds spend nothing. What each row's rounds spent goes into it (`fields`)."""
 
     def __init__(self, share: float, warmup_rounds: int):
         if share < 0:
@@ -154,7 +156,7 @@ class ExtraWork:
         now = time.perf_counter()
         since = self._since
         self._ticks += 1
-        if since is None or self._ticks <= self.warmup or self.share <= 0:
+        if since is None or self._ticks <= self.warmup:
             return
         work = now - since
         until = now + self.share * work
@@ -200,9 +202,12 @@ class ExtraWorkClock:
 
 
 def with_extra_work(clock: Any, spec: dict[str, Any]) -> tuple[Any, ExtraWork | None]:
-    """``clock`` wrapped to spend the spec's ``backend.extra_work`` (unchanged, and None, when it is 0)."""
+    """``clock`` wrapped to spend the spec's ``backend.extra_work``; unchanged, and None, when that is 0, unless the
+    spec says ``extra_work_wrapped`` (every resident of a paired job that injects: the wrapper's own calls cost
+    about 1.2-1.5% of a 0.3-ms gym round here, so a copy that has it and one that does not would differ by that
+    much more than the share; wrapped alike, they differ by the share only)."""
     share = float(spec["backend"].get("extra_work", 0.0) or 0.0)
-    if share <= 0:
+    if share <= 0 and not spec.get("extra_work_wrapped"):
         return clock, None
     extra = ExtraWork(share, int(spec["budget"]["warmup_rounds"]))
     return ExtraWorkClock(clock, extra), extra

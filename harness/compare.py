@@ -155,6 +155,8 @@ def job_configs(plain: dict[str, Any]) -> list[dict[str, Any]]:
         job["interpreter"] = interpreter or plain.get("interpreter") or "default"
         # an A/A job lists a backend twice: each later listing is another identical resident (``#2``, ...)
         job["copy"] = names[:position].count(name) + 1
+        if any(float(v) > 0 for v in extra_work):  # every resident runs its rounds through the same wrapper
+            job["extra_work_wrapped"] = True
         errors += [f"{name}: {e}" for e in range_errors(job) + fit_errors(job)]
         try:
             backend_variant(backend)

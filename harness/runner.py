@@ -97,6 +97,8 @@ def job_spec(cfg: dict[str, Any]) -> dict[str, Any]:
     spec["trial"] = cfg.get("trial", 0)
     if cfg.get("interpreter", DEFAULT_INTERPRETER) != DEFAULT_INTERPRETER:  # (default: hashes as before)
         spec["interpreter"] = cfg["interpreter"]
+    if cfg.get("extra_work_wrapped"):  # a paired job that injects: every resident's clock is wrapped (harness.child)
+        spec["extra_work_wrapped"] = True
     if cfg.get("preset"):  # the backend preset's name: stored in the rows' metadata, never hashed
         spec["preset"] = cfg["preset"]
     return spec

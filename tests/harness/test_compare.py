@@ -18,6 +18,7 @@ from harness.compare import CONF_DIR, job_configs
 from harness.config import ConfigRangeError
 from harness.cycles import COMPARE_FILE, CompareSettings, backend_key, stop_reason
 from harness.resident import Resident, settle
+from harness.runner import job_spec
 from harness.hostwatch import cpu_ns
 from tests.conftest import read_rows, run_cli
 
@@ -134,6 +135,11 @@ def test_an_aa_job_holds_a_backend_and_an_identical_copy_of_it():
     assert [j["copy"] for j in jobs] == [1, 1, 2, 3]
     assert [backend_key(j) for j in jobs] == ["serial:-", "reactor:processes", "serial:-#2", "serial:-#3"]
     assert [j["backend"]["extra_work"] for j in jobs] == [0, 0, 0, 0.03]
+    # a job that injects runs every resident's rounds through the same wrapper (its own cost then cancels)
+    assert all(job_spec(j)["extra_work_wrapped"] for j in jobs)
+    assert not any("extra_work_wrapped" in job_spec(j) for j in _jobs("serial", "serial", warmup=3))
+    assert not any("extra_work_wrapped" in job_spec(j)
+                   for j in _jobs("serial", "serial", override="compare.extra_work=[0,0]", warmup=3))
 
 
 def test_an_aa_job_runs_the_same_work_on_both_copies_and_injects_only_where_asked(tmp_path):
@@ -155,7 +161,8 @@ def test_an_aa_job_runs_the_same_work_on_both_copies_and_injects_only_where_aske
     assert sorted(set(rows["copy"])) == [1, 2]
     assert rows.groupby("cycle")["checksum"].nunique().eq(1).all()  # the injected cost changes no result
     extra = {c: [json.loads(e) for e in g["extra"]] for c, g in rows.groupby("copy")}
-    assert all("extra_work" not in e for e in extra[1])
+    # the copy without injected work ran through the same wrapper, waiting nothing
+    assert all(e["extra_work"] == 0 and e["extra_work_rounds"] == 20 for e in extra[1])
     assert all(e["extra_work_rounds"] == 20 for e in extra[2])  # every timed round of each block (block_rounds)
     for e in extra[2]:
         assert e["extra_work"] == 0.05

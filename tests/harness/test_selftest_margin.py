@@ -422,14 +422,18 @@ def test_extra_work_waits_the_asked_share_of_each_rounds_own_time_measured_aroun
     assert extra.fields()["extra_work_rounds"] == 0  # each row counts its own rounds
 
 
-def test_no_share_spends_nothing() -> None:
+def test_no_share_goes_through_the_same_calls_and_waits_nothing() -> None:
+    """A resident beside an injected one is wrapped with share 0 (`harness.child.with_extra_work`): it counts its
+    rounds as the injected one does, and what it adds is one clock read, not a share of the round."""
     extra = ExtraWork(0.0, warmup_rounds=0)
     clock = ExtraWorkClock(_PausingClock(), extra)
     clock.begin()
     for _ in range(3):
         time.sleep(0.002)
         clock.tick()
-    assert extra.fields()["extra_work_rounds"] == 0
+    fields = extra.fields()
+    assert fields["extra_work"] == 0 and fields["extra_work_rounds"] == 3
+    assert fields["extra_work_ms_per_round"] < 0.05 * fields["extra_work_round_ms"]
 
 
 # ---------------------------------------------------------------- end to end: a 50% slowdown is detected
