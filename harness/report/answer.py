@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import numpy as np
 import pandas as pd
@@ -23,8 +23,8 @@ from harness.labels import BackendLabel, PresetNames
 from harness.report.fmt import num, percent, ratio
 from harness.report.model import (Report, backend_name, is_rl, name_of, natural_key, scenario_order,
                                   short_machine)
-from harness.report.paired import PairedJob, cycle_ratios, leader_and_runner_up, ratio_frame
-from harness.report.intervals import FASTER, UNCLEAR, median_interval, no_winner_phrase, verdict
+from harness.report.paired import PairedJob, leader_and_runner_up, ratio_frame
+from harness.report.intervals import FASTER, UNCLEAR, no_winner_phrase, verdict
 from harness.report.stats import CEILING, CEILINGS, SERIAL, SYNC_CEILING
 from harness.report.verdict import REACTOR, REFERENCE_BACKENDS, Headline, is_alternative, standalone_word  # noqa: F401
 
@@ -58,6 +58,8 @@ class Part:
     ceiling: Optional[Reading] = None       # the reactor over the measured ceiling (capacity)
     sync_ceiling: Optional[Reading] = None  # the reactor over the synchronized ceiling (capacity_lockstep)
     ceiling_source: str = "measured"
+    #: a paired job's reactor over its best alternative in this regime (the same per-cycle ratios as ``lead``)
+    vs_best: Optional[Reading] = None
     #: the rule's word on ``lead`` (`harness.report.intervals.verdict`), the margin it used, and how many
     #: cycles (or repetitions: ``samples``) the lead stands on
     word: str = UNCLEAR
@@ -97,12 +99,10 @@ class Answer:
         many = len(self.parts) > 1
         tag = lambda p, text: f"{text} ({p.span})" if many and p.span and text != "-" else text  # noqa: E731
         join = lambda texts: "; ".join(texts)  # noqa: E731
-        best = (f"{self.vs_best.text()} {backend_name(self.vs_best.denominator, self.names)}" if self.vs_best is not None
-                else "-")
         return [self.workload,
                 join(tag(p, _who(p, self.names)) for p in self.parts),
                 join(tag(p, p.reactor.text() if p.reactor else "-") for p in self.parts),
-                best,
+                self._best_text(tag) or "-",
                 join(tag(p, _shares(p, short=True) or "-") for p in self.parts),
                 "; ".join([self.how, *self.extra]), self.machine]
 
@@ -110,11 +110,23 @@ class Answer:
         """The line: ``workload: <who wins>; reactor <x> serial [lo, hi]; <share> of the ceiling (<how>; machine)``."""
         clauses = [_part_text(p, len(self.parts) > 1, self.names) for p in self.parts]
         body = "; then ".join(clauses) if len(self.parts) > 1 else clauses[0]
-        best = ([f"reactor {self.vs_best.text()} {backend_name(self.vs_best.denominator, self.names)}, the best "
-                 "alternative"]
-                if self.vs_best is not None else [])
-        tail = "; ".join([*best, *self.extra, f"{self.how}; {self.machine}"])
+        many = len(self.parts) > 1
+        best = self._best_text(lambda p, text: f"{text} ({p.span})" if many and p.span else text)
+        tail = "; ".join([*([f"reactor {best}, the best alternative"] if best else []), *self.extra,
+                          f"{self.how}; {self.machine}"])
         return f"{self.workload}: {body} ({tail})"
+
+    def _best_text(self, tag: Callable[[Part, str], str]) -> str:
+        """The reactor over the best alternative, named: per regime where the paired job held one (read as the
+        regime's other ratios are, so it never disagrees with who wins), else the whole reading; "" for none."""
+        per_part = [p.vs_best for p in self.parts]
+        if any(r is not None for r in per_part):
+            name = backend_name(next(r for r in per_part if r is not None).denominator, self.names)
+            return "; ".join(tag(p, p.vs_best.text() if p.vs_best is not None else "-") for p in self.parts) + \
+                f" {name}"
+        if self.vs_best is None:
+            return ""
+        return f"{self.vs_best.text()} {backend_name(self.vs_best.denominator, self.names)}"
 
 
 def _who(p: Part, names: Optional[PresetNames] = None) -> str:
@@ -232,8 +244,9 @@ def paired_best_alternative(medians: dict[str, float]) -> Optional[str]:
     return max(alts, key=lambda lab: medians[lab]) if alts else None
 
 
-def paired_parts(job: PairedJob) -> list[Part]:
-    """One `Part` per regime of a paired job (one for the whole job without a host shift)."""
+def paired_parts(job: PairedJob, best: Optional[str] = None) -> list[Part]:
+    """One `Part` per regime of a paired job (one for the whole job without a host shift); ``best``: the job's best
+    alternative (`paired_best_alternative`), read against the reactor in each regime."""
     frame = ratio_frame([job])
     if not len(frame):
         return []
@@ -252,7 +265,8 @@ def paired_parts(job: PairedJob) -> list[Part]:
             word=verdict(lead.low, lead.high, job.margin) if lead else UNCLEAR, margin=job.margin, n=len(t),
             reactor=_reading(g, reactor, serial) if reactor and serial in contenders else None,
             ceiling=_reading(g[g["kind"] == "efficiency"], reactor, CEILING) if reactor else None,
-            sync_ceiling=_reading(g[g["kind"] == "efficiency"], reactor, SYNC_CEILING) if reactor else None))
+            sync_ceiling=_reading(g[g["kind"] == "efficiency"], reactor, SYNC_CEILING) if reactor else None,
+            vs_best=_reading(g[g["kind"] == "ratio"], reactor, best) if reactor and best else None))
     return parts
 
 
@@ -265,7 +279,11 @@ def _job_meta(rep: Report, job: PairedJob) -> dict[str, Any]:
 
 
 def paired_answer(rep: Report, job: PairedJob, twins: int = 1) -> Optional[Answer]:
-    parts = paired_parts(job)
+    # the best alternative resident in the job (a Ray layout), by median block throughput over the whole job;
+    # the reactor over it is read per regime, with the regime's other ratios (`paired_parts`)
+    reactor = _reactor_label([lab for lab in job.labels if lab not in CEILINGS])
+    best = paired_best_alternative({lab: float(job.table[lab].median()) for lab in job.labels if lab in job.table})
+    parts = paired_parts(job, best if reactor else None)
     if not parts:
         return None
     name = name_of(rep, job.config)
@@ -275,12 +293,6 @@ def paired_answer(rep: Report, job: PairedJob, twins: int = 1) -> Optional[Answe
     answer = Answer(config=job.config, scenario=job.scenario, workload=name, source="paired", parts=parts,
                     machine=short_machine(_job_meta(rep, job)), how=f"paired, {job.cycles} cycles{shift}",
                     names=rep.presets)
-    # the best alternative resident in the job (a Ray layout), over the whole job: per-cycle ratios
-    reactor = _reactor_label([lab for lab in job.labels if lab not in CEILINGS])
-    best = paired_best_alternative({lab: float(job.table[lab].median()) for lab in job.labels if lab in job.table})
-    if reactor and best:  # per-cycle ratios over the whole job (a ratio within a cycle cancels a host shift)
-        med, lo, hi = median_interval(cycle_ratios(job.table, reactor, best)).as_tuple()
-        answer.vs_best = Reading(reactor, best, med, lo, hi)
     return answer
 
 
@@ -331,7 +343,7 @@ def answers(rep: Report, rl: Optional[bool] = True) -> list[Answer]:
         a = paired_answer(rep, job, per_config.get(job.config, 1))
         if a is None:
             continue
-        if a.vs_best is None and job.config in heads:  # no alternative resident in the job
+        if all(p.vs_best is None for p in a.parts) and job.config in heads:  # no alternative resident in the job
             a.vs_best = _standalone_best(heads[job.config])
             a.extra.append("best alternative: standalone")
         seen.add(job.config)

@@ -88,7 +88,8 @@ def test_a_paired_job_never_takes_an_aa_or_injected_copy_as_its_best_alternative
     (job,) = rep.paired
     assert {"serial:-#2", "serial:-#3 +2%", "vector:- +2%"} <= set(job.labels)  # the injected ones apart
     (answer,) = answers(rep)
-    assert answer.vs_best is not None and answer.vs_best.denominator == "ray:actors_packed"
+    (part,) = answer.parts
+    assert part.vs_best is not None and part.vs_best.denominator == "ray:actors_packed"
     assert answer.cells()[3].endswith(" ray_packed")
     (cells,) = headline_table(rep).rows
     assert cells[3].startswith("ray:actors_packed: ")  # the headline's best alternative (a label, said below)

@@ -51,10 +51,12 @@ def test_a_paired_job_with_ray_fills_the_answer_and_the_headline_columns(tmp_pat
     _paired_job(tmp_path / "paired")
     rep = make_report([tmp_path], figures=False)
     (answer,) = answers(rep)
-    assert answer.source == "paired" and answer.vs_best is not None
-    assert (answer.vs_best.numerator, answer.vs_best.denominator) == ("reactor:processes", "ray:actors_packed")
-    assert abs(answer.vs_best.median - 1.5) < 0.05
-    assert answer.vs_best.low > 1  # 1.5x with 1% noise: an interval above 1
+    (part,) = answer.parts
+    best = part.vs_best
+    assert answer.source == "paired" and best is not None
+    assert (best.numerator, best.denominator) == ("reactor:processes", "ray:actors_packed")
+    assert abs(best.median - 1.5) < 0.05
+    assert best.low > 1  # 1.5x with 1% noise: an interval above 1
     assert "best alternative: standalone" not in answer.extra
     cells = answer.cells()
     assert re.match(r"1\.[45]\dx \[.*\] ray", cells[3]), cells[3]
@@ -66,3 +68,35 @@ def test_a_paired_job_with_ray_fills_the_answer_and_the_headline_columns(tmp_pat
     assert re.match(r"3\.[56]\dx \[", row[8]), row  # reactor / Ray, the paper's layout
     assert header[7].endswith("/ best alternative") and "/" in header[8]
     assert "reactor / best alternative" in to_markdown(rep)
+
+
+def test_after_a_host_shift_the_best_alternative_is_read_per_regime_as_who_wins_is(tmp_path: Path):
+    """The synchronized ceiling halves at cycle 40 (a host shift: two regimes) while the reactor's lead over the packed
+    Ray layout falls from 1.5x to 1.1x: the "reactor / best alternative" cell gives each regime's reading, the same
+    one "who wins" gives, not one reading pooled over both."""
+    rng = np.random.default_rng(7)
+    writer = ResultsWriter(tmp_path / "paired")
+    base = {"scenario": "gym", "workers": 2, "num_envs": 15, "env_id": "CartPole-v1", "budget": "local", "seed": 0,
+            "threads_per_worker": 1, "params": {"num_envs": 15}, "unit": "env_steps",
+            "metadata": {"hostname": "box", "cpu_model": "Test CPU", "cpu_count": 2, "started_at": "2026-01-01T00:00"}}
+    block = 0
+    for cycle in range(80):
+        late = cycle >= 40
+        serial = 20000 * rng.normal(1, 0.01)
+        speeds = ((("serial", "-"), 1.0), (("reactor", "processes"), 1.8),
+                  (("ray", "actors_packed"), 1.8 / (1.1 if late else 1.5)), (("capacity", "lockstep"), 1.0 if late else 2.0))
+        for (b, v), k in speeds:
+            tp = serial * k * rng.normal(1, 0.01)
+            writer.append(make_row({**base, "backend": b, "variant": v, "copy": 1}, repetition=cycle, cycle=cycle,
+                                   block=block, status="ok", units=1000, seconds=1000 / tp, throughput=tp,
+                                   checksum=f"c{cycle}", extra={"paired": True, "block_rounds": 50}))
+            block += 1
+    rep = make_report([tmp_path], figures=False)
+    (answer,) = answers(rep)
+    assert len(answer.parts) == 2, [p.span for p in answer.parts]
+    for part, expected in zip(answer.parts, (1.5, 1.1)):
+        assert part.vs_best is not None and abs(part.vs_best.median - expected) < 0.03
+        assert (part.leader, part.runner_up) == ("reactor:processes", "ray:actors_packed")
+        assert part.vs_best == part.lead
+    cell = answer.cells()[3]
+    assert cell.count("x [") == 2 and cell.endswith(" ray_packed") and "(cycles 0-39)" in cell, cell
