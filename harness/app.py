@@ -83,7 +83,7 @@ SUBCOMMANDS = {
 BUDGET_HELP = {
     "smoke": "tiny sizes: a job in seconds (Ray's start-up adds 5-30 s); tests and trying things out",
     "local": "the default and `make bench`'s: a standalone job 5 s to about a minute here, Ray's start-up included "
-             "(make bench: well over an hour on 2 cores)",
+             "(make bench: about 90 minutes on 2 cores)",
     "paper": "the paper's sizes (e.g. gym: 15 envs, 10,000 rounds): hours per job on a small machine, days for all "
              "(make bench-paper prints an estimate first)",
 }
