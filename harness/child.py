@@ -127,11 +127,10 @@ class ExtraWork:
     takes ``1 + share`` times as long, whatever the host does during it: the throughput an identical copy without
     it should show over this one is ``1 + share``, and the ratio the self-test expects is ``1 / (1 + share)``.
 
-    Why: an injected copy once read about 1.1 points slower than its name (0.969 for "2%", 0.940 for "5%", 0.915 for
-    "8%" in results/reference/vm-2core-2026-12-05-detect120-respawn/), so an effect called there was larger than
-    its name. The loop it ran then cost its share in CPU time; the rest was the wrapper's own calls, which with no
-    wait at all cost 1.2-1.5% of a 0.3-ms gym round on this project's 2-vCPU VM (cold after the round's work, where
-    warm they cost 0.4 us). So every resident of a paired job that injects runs its rounds through a wrapper
+    Why: an injected copy once read about a point slower than its name, so an effect called then was larger than its
+    name. The loop it ran cost its share in CPU time; the rest was the wrapper's own calls, cold after the round's
+    work, which only the injected copy paid (the readings: results/reference/README.md, "Timed, not kept"). So
+    every resident of a paired job that injects runs its rounds through a wrapper
     (`with_extra_work`, share 0 for the others), and the wait is measured in wall time, the paired ratio's unit,
     in every round. The warm-up rounds spend nothing. What each row's rounds spent goes into it (`fields`)."""
 
@@ -203,9 +202,8 @@ class ExtraWorkClock:
 
 def with_extra_work(clock: Any, spec: dict[str, Any]) -> tuple[Any, ExtraWork | None]:
     """``clock`` wrapped to spend the spec's ``backend.extra_work``; unchanged, and None, when that is 0, unless the
-    spec says ``extra_work_wrapped`` (every resident of a paired job that injects: the wrapper's own calls cost
-    about 1.2-1.5% of a 0.3-ms gym round here, so a copy that has it and one that does not would differ by that
-    much more than the share; wrapped alike, they differ by the share only)."""
+    spec says ``extra_work_wrapped`` (every resident of a paired job that injects: a copy with the wrapper and one
+    without would differ by the wrapper's own calls as well as the share; wrapped alike, by the share only)."""
     share = float(spec["backend"].get("extra_work", 0.0) or 0.0)
     if share <= 0 and not spec.get("extra_work_wrapped"):
         return clock, None

@@ -134,6 +134,7 @@ def job_configs(plain: dict[str, Any]) -> list[dict[str, Any]]:
     errors = compare_errors(plain)
     jobs = []
     extra_work = list((plain.get("compare") or {}).get("extra_work") or [])
+    injects = any(float(v) > 0 for v in extra_work)  # then every resident runs its rounds through the same wrapper
     names = list(plain.get("backends") or [])
     for position, name in enumerate(names):
         preset, _, interpreter = str(name).partition("@")
@@ -155,7 +156,7 @@ def job_configs(plain: dict[str, Any]) -> list[dict[str, Any]]:
         job["interpreter"] = interpreter or plain.get("interpreter") or "default"
         # an A/A job lists a backend twice: each later listing is another identical resident (``#2``, ...)
         job["copy"] = names[:position].count(name) + 1
-        if any(float(v) > 0 for v in extra_work):  # every resident runs its rounds through the same wrapper
+        if injects:
             job["extra_work_wrapped"] = True
         errors += [f"{name}: {e}" for e in range_errors(job) + fit_errors(job)]
         try:
