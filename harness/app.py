@@ -117,7 +117,8 @@ COMPARE_HELP = {
     "block_rounds": "rounds per block instead (0: from block_s)",
     "confidence": "of the intervals (0.95)",
     "margin": "the resolution floor: a winner only where the interval clears 1 +- margin (unset: this machine's "
-              f"margin as `make selftest` stored it in results/machine/, else {DEFAULT_MARGIN:g})",
+              "margin for the job's scenario and workers as `make selftest` stored it in results/machine/, else "
+              f"{DEFAULT_MARGIN:g})",
     "respawn_s": "restart every resident after this many seconds of cycles (10; 0: never); with it on, the precision "
                  "stop comes only where a set ends, from the second on",
     "respawn_share": "the most of a job's time restarting may take (0.25: a respawn waits for 3x the last start; "

@@ -76,8 +76,8 @@ class CompareSettings:
     #: reactor, the ceilings, Ray) are never pinned
     pin_single: bool = False
     #: the machine's resolution floor: a ratio is called faster or slower only where its interval clears
-    #: 1 +- margin (`harness.report.intervals.verdict`); None: this machine's margin as its last self-test
-    #: measured it (`machine_margin`), else `DEFAULT_MARGIN`
+    #: 1 +- margin (`harness.report.intervals.verdict`); None: this machine's margin for the job's workload as
+    #: its last self-test of that workload measured it (`machine_margin`), else `DEFAULT_MARGIN`
     margin: Optional[float] = None
 
 
@@ -213,9 +213,9 @@ def backend_key(cfg: dict[str, Any]) -> str:
 def run_compare(jobs: list[dict[str, Any]], job_dir: Path, settings: CompareSettings, seed: int,
                 log: Callable[[str], None] = lambda s: None) -> CompareOutcome:
     """Measure ``jobs`` (one composed job config per backend, identical but for ``backend``) paired. The margin
-    is resolved once, before anything runs (`resolve_margin`): every row and ``compare.json`` record it and its
-    source."""
-    margin, margin_source = resolve_margin(settings.margin)
+    is resolved once, before anything runs, for the job's workload (`resolve_margin`): every row and
+    ``compare.json`` record it and its source."""
+    margin, margin_source = resolve_margin(settings.margin, jobs[0]["scenario"]["name"], int(jobs[0]["workers"]))
     settings = replace(settings, margin=margin)
     job_dir.mkdir(parents=True, exist_ok=True)
     writer = ResultsWriter(job_dir)

@@ -1,12 +1,15 @@
-"""The margin of a paired job's verdicts: what identical residents differ by on this machine.
+"""The margin of a paired job's verdicts: what identical residents differ by on this machine, for this workload.
 
 A ratio is called faster or slower only where its interval clears 1 +- margin (`harness.report.intervals.verdict`).
-The margin is a property of the machine, not of the code: ``python -m harness selftest`` measures it (the 95th
-percentile, over its A/A jobs, of how far a job's interval of the ratio between two identical residents lies beyond
-1: `harness.selftest.clearance`) and
-stores it in ``results/machine/<machine id>.json``; a paired job uses it unless ``compare.margin`` is given, and
-`DEFAULT_MARGIN` where this machine has none. Every row and ``compare.json`` record the margin used and its source
-(``selftest <date>``, ``compare.margin`` or ``default``). Definitions: docs/harness.md, "Known answers".
+The margin is a property of the machine and of the job's shape, not of the code: ``python -m harness selftest``
+measures it (the 95th percentile, over its A/A jobs, of how far a job's interval of the ratio between two identical
+residents lies beyond 1: `harness.selftest.clearance`) for the workload and worker count its jobs ran (`workload_key`:
+``gym workers=2``) and stores it in ``results/machine/<machine id>.json``, one entry per workload. A paired job uses
+its own workload's entry unless ``compare.margin`` is given, and `DEFAULT_MARGIN` where this machine has none for it:
+a margin measured on one workload is never used for another (a dqn block is one round, a gym block fifty: on the
+2-vCPU VM, dqn A/A jobs cleared gym's +-0.29% in 3 of 12). Every row and ``compare.json`` record the margin used and
+its source (``selftest <date> (gym workers=2)``, ``compare.margin`` or ``default (...)``). Definitions:
+docs/harness.md, "Known answers".
 """
 from __future__ import annotations
 
@@ -47,27 +50,73 @@ def machine_file(meta: Optional[dict[str, Any]] = None) -> Path:
     return machine_dir() / f"{machine_id(meta)}.json"
 
 
-def machine_margin(meta: Optional[dict[str, Any]] = None) -> Optional[dict[str, Any]]:
-    """This machine's stored self-test reading (``margin``, ``source``: ``selftest <date>``, ...), or None when
-    the self-test never stored one here, stored it by another rule than `MARGIN_RULE`, or the file is unreadable
-    (said by the caller's source ``default``)."""
-    path = machine_file(meta)
+def workload_key(scenario: str, workers: int) -> str:
+    """The name of a workload's entry in a machine's file: scenario and worker count (``gym workers=2``)."""
+    return f"{scenario} workers={int(workers)}"
+
+
+def _stored(path: Path) -> dict[str, Any]:
+    """A machine file's contents, or an empty one where it is missing or unreadable."""
     try:
         stored = json.loads(path.read_text())
-        margin = float(stored["margin"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    if not (math.isfinite(margin) and 0 <= margin <= 0.5) or stored.get("rule") != MARGIN_RULE:
-        return None
-    return {**stored, "margin": margin, "file": str(path)}
+    except (OSError, ValueError):
+        return {}
+    return stored if isinstance(stored, dict) else {}
 
 
-def resolve_margin(given: Optional[float]) -> tuple[float, str]:
+def machine_margin(scenario: str, workers: int, meta: Optional[dict[str, Any]] = None) -> Optional[dict[str, Any]]:
+    """This machine's stored self-test reading for one workload (``margin``, ``source``: ``selftest <date>``, ...),
+    or None when the self-test never stored one for it here, stored it by another rule than `MARGIN_RULE`, or the
+    file is unreadable (said by the caller's source ``default``). A file written before margins were stored per
+    workload (a single top-level ``margin``) has no entries: none is read from it.
+
+    Args:
+        scenario: the workload's scenario name (``gym``).
+        workers: the job's worker count.
+        meta: the machine's metadata (`harness.metadata.machine_metadata`; None: this machine's).
+    """
+    path = machine_file(meta)
+    margins = _stored(path).get("margins")
+    entry = margins.get(workload_key(scenario, workers)) if isinstance(margins, dict) else None
+    if not isinstance(entry, dict):
+        return None
+    try:
+        margin = float(entry["margin"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    if not (math.isfinite(margin) and 0 <= margin <= 0.5) or entry.get("rule") != MARGIN_RULE:
+        return None
+    return {**entry, "margin": margin, "file": str(path)}
+
+
+def store_machine_margin(record: dict[str, Any], scenario: str, workers: int,
+                         meta: Optional[dict[str, Any]] = None) -> Path:
+    """Store ``record`` (``margin``, ``rule``, ``source``, ...) as this machine's margin for one workload; the
+    entries of other workloads stay. Returns the file written."""
+    path = machine_file(meta)
+    stored = _stored(path)
+    margins = stored.get("margins") if isinstance(stored.get("margins"), dict) else {}
+    margins[workload_key(scenario, workers)] = record
+    out = {"machine": record.get("machine", stored.get("machine")), "margins": margins}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(out, indent=1, default=str) + "\n")
+    return path
+
+
+def resolve_margin(given: Optional[float], scenario: str, workers: int) -> tuple[float, str]:
     """The margin a paired job uses and where it came from: ``compare.margin`` when given; else this machine's
-    self-test (``selftest <date>``); else `DEFAULT_MARGIN` (``default``)."""
+    self-test of the job's workload (``selftest <date> (gym workers=2)``); else `DEFAULT_MARGIN` (``default``, with
+    the workload that has no self-test here).
+
+    Args:
+        given: ``compare.margin`` (None: not given).
+        scenario: the job's scenario name.
+        workers: the job's worker count.
+    """
     if given is not None:
         return float(given), "compare.margin"
-    stored = machine_margin()
+    key = workload_key(scenario, workers)
+    stored = machine_margin(scenario, workers)
     if stored is not None:
-        return stored["margin"], str(stored.get("source") or "selftest")
-    return DEFAULT_MARGIN, "default"
+        return stored["margin"], f"{stored.get('source') or 'selftest'} ({key})"
+    return DEFAULT_MARGIN, f"default: no self-test of {key} on this machine"

@@ -17,7 +17,8 @@ without a ceiling no job would ever be split, and the self-test would validate a
   interval holds 1). The margin is its 95th percentile over the jobs (``numpy.quantile``, linear between order
   statistics; with 10 jobs, between the two largest): the smallest margin at which about 95% of A/A jobs get no
   verdict. (|A/A median - 1| would also count the part of a job's offset that its own interval already covers.)
-  Stored per machine (`harness.margin`, results/machine/) when the jobs ran as shipped (`not_as_shipped`; the cap
+  Stored per machine and workload (`harness.margin`, results/machine/: the jobs' scenario and worker count, so
+  ``scenario=dqn`` measures dqn's; a job of a workload without an entry uses the default) when the jobs ran as shipped (`not_as_shipped`; the cap
   included: a job stopped by a ``selftest.seconds`` shorter than the shipped ``compare.max_seconds`` did not, one
   stopped by the precision rule did) and there were at least `MIN_JOBS_TO_STORE`; paired jobs use it from then on.
   The false-verdict rate at the measured margin is read leave-one-out (each job at the margin of the other jobs), so
@@ -60,7 +61,7 @@ import numpy as np
 import pandas as pd
 
 from harness.cycles import COMPARE_FILE, CompareSettings, fewest_cycles
-from harness.margin import MARGIN_RULE, machine_file
+from harness.margin import MARGIN_RULE, store_machine_margin, workload_key
 from harness.metadata import job_metadata
 from harness.report import stats
 from harness.report.resolution import DETECTION_GOAL
@@ -306,6 +307,7 @@ def read_job(job_dir: Path, settings: SelftestSettings, at_seconds: Optional[flo
         reading["extra_work_clock"] = extra[0].get("extra_work_clock") if extra else None
         out[f"effect_{e:g}"] = reading
     meta = rows["meta"].iloc[0]
+    out["scenario"], out["workers"] = str(rows["scenario"].iloc[0]), int(rows["workers"].iloc[0])
     out["started_at"] = meta.get("started_at")
     out["load_avg"] = meta.get("load_avg")
     return out
@@ -411,11 +413,19 @@ def not_as_shipped(jobs: list[dict[str, Any]], settings: SelftestSettings) -> li
     return why
 
 
+def workload_of(jobs: list[dict[str, Any]]) -> Optional[str]:
+    """The workload the jobs ran (`harness.margin.workload_key`: ``gym workers=2``), None where they recorded none
+    (a self-test of an older version) or ran several (then no margin is stored)."""
+    keys = {workload_key(j["scenario"], j["workers"]) if "scenario" in j and "workers" in j else None for j in jobs}
+    return keys.pop() if len(keys) == 1 else None
+
+
 def summarize(jobs: list[dict[str, Any]], standalone: list[dict[str, Any]], settings: SelftestSettings,
               machine: dict[str, Any]) -> dict[str, Any]:
     aa = [j["aa"] for j in jobs]
     n = len(aa)
     s: dict[str, Any] = {"settings": asdict(settings), "machine": machine, "jobs": n,
+                         "workload": workload_of(jobs),
                          "started": jobs[0].get("started_at") if jobs else None,
                          "ended": jobs[-1].get("started_at") if jobs else None}
     offsets = np.array([abs(a["median"] - 1.0) for a in aa], dtype=float)
@@ -511,13 +521,15 @@ def summary_line(s: dict[str, Any]) -> str:
     if s.get("not_as_shipped"):
         parts.append("NOT as shipped: " + ", ".join(s["not_as_shipped"]))
     cpu = s["machine"].get("cpu_model", "?")
-    return f"What this machine resolves ({cpu}, {s['machine'].get('cpu_count', '?')} CPUs): " + "; ".join(parts)
+    on = f", {s['workload']}" if s.get("workload") else ""
+    return f"What this machine resolves ({cpu}, {s['machine'].get('cpu_count', '?')} CPUs{on}): " + "; ".join(parts)
 
 
 def store_margin(summary: dict[str, Any], out: Path, settings: SelftestSettings) -> str:
-    """Store the measured margin as this machine's (`harness.margin.machine_file`) when the jobs ran as shipped
-    (`not_as_shipped`: the shipped procedure, and none stopped by a cap shorter than the shipped one), there were
-    enough of them and ``selftest.store`` allows it; what was done, in words (why not, where not stored)."""
+    """Store the measured margin as this machine's for the jobs' workload (`harness.margin.store_machine_margin`)
+    when the jobs ran as shipped (`not_as_shipped`: the shipped procedure, and none stopped by a cap shorter than
+    the shipped one), there were enough of them and ``selftest.store`` allows it; what was done, in words (why not,
+    where not stored)."""
     if not settings.store:
         return "not stored (selftest.store=false)"
     if summary["not_as_shipped"]:
@@ -527,14 +539,16 @@ def store_margin(summary: dict[str, Any], out: Path, settings: SelftestSettings)
     value = summary["margin"]["value"]
     if not math.isfinite(value):
         return "not stored: no margin measured"
-    path = machine_file(summary["machine"])
-    path.parent.mkdir(parents=True, exist_ok=True)
+    workload = summary.get("workload")
+    if not workload:
+        return "not stored: the jobs recorded no single workload"
+    scenario, _, workers = workload.partition(" workers=")
     day = str(summary.get("ended") or datetime.now().isoformat())[:10]
     record = {"margin": value, "rule": summary["margin"]["rule"], "source": f"selftest {day}", "how": summary["margin"]["how"],
               "jobs": summary["jobs"], "selftest": str(out), "line": summary["line"],
               "machine": summary["machine"], "scenario_overrides": summary.get("passed", [])}
-    path.write_text(json.dumps(record, indent=1, default=str) + "\n")
-    return f"stored as this machine's margin: {path}"
+    path = store_machine_margin(record, scenario, int(workers), summary["machine"])
+    return f"stored as this machine's margin for {workload}: {path}"
 
 
 def latest_summary(root: Path = ROOT / "results" / "selftest") -> Optional[Path]:

@@ -168,21 +168,51 @@ def test_the_aa_offset_is_read_per_start_order_and_a_shared_bias_is_summed_over_
 
 def test_a_shipped_selftest_stores_the_margin_paired_jobs_then_use(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("REACTORBENCH_MACHINE_DIR", str(tmp_path / "machine"))
-    assert machine.resolve_margin(None) == (machine.DEFAULT_MARGIN, "default")
-    assert machine.resolve_margin(0.02) == (0.02, "compare.margin")
+    nothing = "default: no self-test of gym workers=2 on this machine"
+    assert machine.resolve_margin(None, "gym", 2) == (machine.DEFAULT_MARGIN, nothing)
+    assert machine.resolve_margin(0.02, "gym", 2) == (0.02, "compare.margin")
     jobs = [read(recorded_job(tmp_path / f"job_{i:03d}", wiggle(30, 1 + 0.002 * i, 0.001), {0.5: wiggle(30, 0.9)}))
             for i in range(10)]
     s = selftest.summarize(jobs, [], SETTINGS, {"cpu_model": "Test CPU", "cpu_count": 2, "hostname": "box"})
+    assert s["workload"] == "gym workers=2" and "(Test CPU, 2 CPUs, gym workers=2)" in s["line"]
     s["ended"] = "2026-12-01T10:00"
     said = selftest.store_margin(s, tmp_path, SETTINGS)
     meta = {"hostname": "box", "cpu_model": "Test CPU", "cpu_count": 2}
-    assert said.startswith("stored") and machine.machine_file(meta).exists()
-    assert machine.machine_margin(meta)["margin"] == pytest.approx(s["margin"]["value"])
+    assert said.startswith("stored as this machine's margin for gym workers=2") and machine.machine_file(meta).exists()
+    assert machine.machine_margin("gym", 2, meta)["margin"] == pytest.approx(s["margin"]["value"])
     monkeypatch.setattr(machine, "machine_metadata", lambda: meta)
-    assert machine.resolve_margin(None) == (pytest.approx(s["margin"]["value"]), "selftest 2026-12-01")
-    assert machine.resolve_margin(0.0) == (0.0, "compare.margin")  # given, even 0, wins
+    assert machine.resolve_margin(None, "gym", 2) == (pytest.approx(s["margin"]["value"]),
+                                                      "selftest 2026-12-01 (gym workers=2)")
+    assert machine.resolve_margin(0.0, "gym", 2) == (0.0, "compare.margin")  # given, even 0, wins
     other = {**meta, "hostname": "elsewhere"}
-    assert machine.machine_margin(other) is None  # another machine never reads it
+    assert machine.machine_margin("gym", 2, other) is None  # another machine never reads it
+    # another workload, or the same at another worker count, never reads gym's: the default, saying why
+    assert machine.resolve_margin(None, "dqn", 2) == (machine.DEFAULT_MARGIN,
+                                                      "default: no self-test of dqn workers=2 on this machine")
+    assert machine.resolve_margin(None, "gym", 16)[0] == machine.DEFAULT_MARGIN
+
+
+def test_each_workload_keeps_its_own_margin(tmp_path: Path, monkeypatch) -> None:
+    """A self-test of dqn stores dqn's margin beside gym's (neither replaces the other), and each paired job reads
+    its own workload's."""
+    monkeypatch.setenv("REACTORBENCH_MACHINE_DIR", str(tmp_path / "machine"))
+    meta = {"cpu_model": "Test CPU", "cpu_count": 2, "hostname": "box"}
+    monkeypatch.setattr(machine, "machine_metadata", lambda: meta)
+    gym = [read(recorded_job(tmp_path / f"g_{i:03d}", wiggle(30, 1 + 0.001 * i, 0.001), {0.5: wiggle(30, 0.9)}))
+           for i in range(10)]
+    dqn = [read(recorded_job(tmp_path / f"d_{i:03d}", wiggle(30, 1 + 0.004 * i, 0.001), {0.5: wiggle(30, 0.9)}))
+           for i in range(10)]
+    for j in dqn:  # as a self-test run with scenario=dqn records it (its rows' scenario)
+        j["scenario"] = "dqn"
+    s_gym, s_dqn = (selftest.summarize(j, [], SETTINGS, meta) for j in (gym, dqn))
+    assert s_dqn["workload"] == "dqn workers=2" and s_dqn["margin"]["value"] > s_gym["margin"]["value"]
+    for s in (s_gym, s_dqn):
+        assert selftest.store_margin(s, tmp_path, SETTINGS).startswith("stored")
+    assert machine.resolve_margin(None, "gym", 2)[0] == pytest.approx(s_gym["margin"]["value"])
+    assert machine.resolve_margin(None, "dqn", 2)[0] == pytest.approx(s_dqn["margin"]["value"])
+    assert selftest.workload_of(gym + dqn) is None  # jobs of two workloads measure neither
+    mixed = selftest.summarize(gym + dqn, [], SETTINGS, meta)
+    assert selftest.store_margin(mixed, tmp_path, SETTINGS) == "not stored: the jobs recorded no single workload"
 
 
 def test_a_selftest_not_run_as_shipped_or_too_short_stores_nothing(tmp_path: Path, monkeypatch) -> None:
@@ -247,10 +277,14 @@ def test_a_stored_margin_outside_its_range_or_unreadable_is_not_used(tmp_path: P
     monkeypatch.setattr(machine, "machine_metadata", lambda: meta)
     path = machine.machine_file(meta)
     rule = machine.MARGIN_RULE
-    for text in ("not json", json.dumps({"margin": 0.9, "rule": rule}), json.dumps({"margin": "nan", "rule": rule}),
-                 json.dumps({}), json.dumps({"margin": 0.02})):  # the last: stored by an older rule
+    entry = lambda **e: json.dumps({"margins": {"gym workers=2": e}})  # noqa: E731
+    for text in ("not json", entry(margin=0.9, rule=rule), entry(margin="nan", rule=rule), json.dumps({}),
+                 entry(margin=0.02),  # stored by an older rule
+                 json.dumps({"margin": 0.002, "rule": rule})):  # stored before margins were kept per workload
         path.write_text(text)
-        assert machine.resolve_margin(None) == (machine.DEFAULT_MARGIN, "default")
+        assert machine.resolve_margin(None, "gym", 2)[0] == machine.DEFAULT_MARGIN
+    path.write_text(entry(margin=0.004, rule=rule, source="selftest 2026-12-05"))
+    assert machine.resolve_margin(None, "gym", 2) == (0.004, "selftest 2026-12-05 (gym workers=2)")
     assert re.fullmatch(r"[a-z0-9.-]+", machine.machine_id(meta)) and "test-cpu" in machine.machine_id(meta)
 
 
@@ -451,8 +485,8 @@ def test_the_selftest_detects_an_injected_50_percent_slowdown_end_to_end(tmp_pat
     stored = tmp_path / "machine"
     stored.mkdir()
     meta = {k: v for k, v in machine.machine_metadata().items() if k in ("hostname", "cpu_model", "cpu_count")}
-    (stored / f"{machine.machine_id(meta)}.json").write_text(json.dumps({"margin": 0.037, "rule": machine.MARGIN_RULE,
-                                                                         "source": "selftest 2026-12-01"}))
+    entry = {"margin": 0.037, "rule": machine.MARGIN_RULE, "source": "selftest 2026-12-01"}
+    (stored / f"{machine.machine_id(meta)}.json").write_text(json.dumps({"margins": {"gym workers=1": entry}}))
     out = tmp_path / "st"
     done = subprocess.run([sys.executable, "-m", "harness", "selftest", "selftest.jobs=1", "selftest.seconds=1",
                            "selftest.effects=[0.5]", f"selftest.out={out}", "scenario=gym", "budget=smoke",
@@ -463,14 +497,14 @@ def test_the_selftest_detects_an_injected_50_percent_slowdown_end_to_end(tmp_pat
     assert done.returncode == 0, done.stderr
     s = json.loads((out / selftest.SELFTEST_FILE).read_text())
     (job,) = s["per_job"]
-    assert (job["margin"], job["margin_source"]) == (0.037, "selftest 2026-12-01")
+    assert (job["margin"], job["margin_source"]) == (0.037, "selftest 2026-12-01 (gym workers=1)")
     effect = job["effect_0.5"]
     assert effect["cycles"] >= 10 and effect["extra_work_ms_per_round"] > 0 and effect["extra_work_clock"] == "wall time"
     assert effect["median"] < 0.85  # 1 / 1.5 = 0.667 expected
     assert selftest.job_word(effect["regimes"], job["margin"]) == stats.SLOWER, effect
     assert s["effects"]["0.5"]["detected"]["k"] == 1 and "serial +50% detected 1/1" in done.stdout
     assert "not stored" in done.stdout  # one job, block_rounds set: the stored margin stays
-    assert json.loads((stored / f"{machine.machine_id(meta)}.json").read_text())["margin"] == 0.037
+    assert json.loads((stored / f"{machine.machine_id(meta)}.json").read_text())["margins"] == {"gym workers=1": entry}
     again = selftest.reanalyze(out)
     # its rows say when each cycle ended, so it also reads as a shorter job: never fewer than min_cycles (40)
     assert selftest.reanalyze(out, at_seconds=1e-3)["per_job"][0]["cycles"] == 40
