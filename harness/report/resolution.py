@@ -57,9 +57,11 @@ def opening_rows(summary: dict[str, Any]) -> list[list[str]]:
     f = summary["aa_false"]
     how = ("95th percentile of how far an A/A interval lies beyond 1" if _clearance_rule(m) else
            "95th percentile of |A/A job median - 1|")  # an older self-test's rule
-    rows = [[f"margin: {how} over {m['jobs']} jobs",
+    on = f" ({summary['workload']})" if summary.get("workload") else ""
+    rows = [[f"margin{on}: {how} over {m['jobs']} jobs",
              f"+-{m['value'] * 100:.2f}%" if math.isfinite(m["value"]) else "-",
-             f"{summary.get('stored', '')}; a paired job's verdict clears it unless compare.margin is given"],
+             f"{summary.get('stored', '')}; a paired job of this workload clears it unless compare.margin is "
+             "given"],
             [f"A/A false verdicts as the report gave them, at the margin the jobs ran with ({_ran_with(summary)})",
              _pct(f["as_run"]), "at most 5%, its interval holding 5%"],
             ["A/A false verdicts at the measured margin (each job at the margin of the other jobs)",

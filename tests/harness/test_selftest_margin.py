@@ -136,7 +136,8 @@ def test_the_summary_measures_the_margin_and_counts_false_verdicts_out_of_sample
     assert s["effects"]["0.5"]["detected"]["k"] == 12 and s["effects"]["0.5"]["name"] == "serial +50%"
     assert s["not_as_shipped"] == [] and s["stopped_by"]["precision"] == 12
     rows = opening_rows({**s, "stored": "stored"})
-    assert rows[0][0].startswith("margin") and "A/A false verdicts" in rows[1][0] and "1/12" in rows[1][1]
+    assert rows[0][0].startswith("margin (gym workers=2)")  # the workload the margin was measured on
+    assert "A/A false verdicts" in rows[1][0] and "1/12" in rows[1][1]
     assert rows[3][0].startswith("serial +50%")
     assert s["line"].startswith("What this machine resolves") and "serial +50% detected 12/12" in s["line"]
 
@@ -213,6 +214,41 @@ def test_each_workload_keeps_its_own_margin(tmp_path: Path, monkeypatch) -> None
     assert selftest.workload_of(gym + dqn) is None  # jobs of two workloads measure neither
     mixed = selftest.summarize(gym + dqn, [], SETTINGS, meta)
     assert selftest.store_margin(mixed, tmp_path, SETTINGS) == "not stored: the jobs recorded no single workload"
+
+
+def test_a_workloads_margin_rests_on_the_a_a_jobs_of_its_recent_selftests(tmp_path: Path, monkeypatch) -> None:
+    """Each self-test run as shipped adds its jobs' A/A clearances to those the workload's entry holds; the stored
+    margin is the 95th percentile of the last POOLED_JOBS of them, never of one self-test alone; clearances measured
+    under another shipped procedure are dropped, not pooled."""
+    monkeypatch.setenv("REACTORBENCH_MACHINE_DIR", str(tmp_path / "machine"))
+    meta = {"cpu_model": "Test CPU", "cpu_count": 2, "hostname": "box"}
+    quiet = [read(recorded_job(tmp_path / f"q_{i:03d}", wiggle(30, 1.0, 0.001), {0.5: wiggle(30, 0.9)}))
+             for i in range(10)]  # every A/A interval holds 1: clearance 0
+    off = [read(recorded_job(tmp_path / f"o_{i:03d}", wiggle(30, 1.0 + 0.01 * (i + 1), 0.001), {0.5: wiggle(30, 0.9)}))
+           for i in range(10)]  # each a further 1% off
+    first = selftest.summarize(quiet, [], SETTINGS, meta)
+    assert first["margin"]["value"] == 0.0 and first["margin"]["clearances"] == [0.0] * 10
+    assert "+-0.00% over the last 10 A/A jobs" in selftest.store_margin(first, tmp_path / "a", SETTINGS)
+    second = selftest.summarize(off, [], SETTINGS, meta)
+    said = selftest.store_margin(second, tmp_path / "b", SETTINGS)
+    pooled = np.array([0.0] * 10 + second["margin"]["clearances"])
+    stored = machine.machine_margin("gym", 2, meta)
+    assert stored["jobs"] == 20 and stored["margin"] == pytest.approx(np.quantile(pooled, 0.95))
+    assert stored["margin"] < second["margin"]["value"]  # the quiet self-test's jobs count too
+    assert f"+-{stored['margin'] * 100:.2f}% over the last 20 A/A jobs" in said
+    assert stored["selftests"] == [str(tmp_path / "a"), str(tmp_path / "b")]
+    assert stored["latest"]["margin"] == pytest.approx(second["margin"]["value"])
+    for k in range(3):  # 50 jobs stored in all: the oldest ten drop out
+        selftest.store_margin(second, tmp_path / f"c{k}", SETTINGS)
+    stored = machine.machine_margin("gym", 2, meta)
+    assert stored["jobs"] == selftest.POOLED_JOBS == 40 and stored["clearances"] == second["margin"]["clearances"] * 4
+    # clearances stored under another shipped procedure are not pooled with today's
+    entry = json.loads(machine.machine_file(meta).read_text())
+    entry["margins"]["gym workers=2"]["procedure"]["respawn_s"] = 99.0
+    machine.machine_file(meta).write_text(json.dumps(entry))
+    selftest.store_margin(first, tmp_path / "d", SETTINGS)
+    stored = machine.machine_margin("gym", 2, meta)
+    assert stored["jobs"] == 10 and stored["margin"] == 0.0 and stored["selftests"] == [str(tmp_path / "d")]
 
 
 def test_a_selftest_not_run_as_shipped_or_too_short_stores_nothing(tmp_path: Path, monkeypatch) -> None:
