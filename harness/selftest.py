@@ -18,9 +18,11 @@ without a ceiling no job would ever be split, and the self-test would validate a
   statistics; with 10 jobs, between the two largest): the smallest margin at which about 95% of A/A jobs get no
   verdict. (|A/A median - 1| would also count the part of a job's offset that its own interval already covers.)
   Stored per machine and workload (`harness.margin`, results/machine/: the jobs' scenario and worker count, so
-  ``scenario=dqn`` measures dqn's; a job of a workload without an entry uses the default) when the jobs ran as shipped (`not_as_shipped`; the cap
-  included: a job stopped by a ``selftest.seconds`` shorter than the shipped ``compare.max_seconds`` did not, one
-  stopped by the precision rule did) and there were at least `MIN_JOBS_TO_STORE`; paired jobs use it from then on.
+  ``scenario=dqn`` measures dqn's; a job of a workload without an entry uses the default) when the jobs ran as
+  shipped (`not_as_shipped`; the cap included: a job stopped by a ``selftest.seconds`` shorter than the shipped
+  ``compare.max_seconds`` did not, one stopped by the precision rule did) and there were at least
+  `MIN_JOBS_TO_STORE`; what is stored is the 95th percentile over the workload's last `POOLED_JOBS` A/A jobs, this
+  self-test's and its earlier ones' (`store_margin`); paired jobs of the workload use it from then on.
   The false-verdict rate at the measured margin is read leave-one-out (each job at the margin of the other jobs), so
   it is not the in-sample rate, which is below 5% by construction.
 * **Injected effects**: further copies whose every round takes a known share longer (a wait of that share of the
