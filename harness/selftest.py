@@ -74,8 +74,8 @@ SELFTEST_FILE = "selftest.json"
 MIN_JOBS_TO_STORE = 10
 #: the most recent A/A jobs of a workload whose clearances set its stored margin: a self-test run as shipped adds its
 #: jobs to those the workload's entry already holds (measured under the same shipped procedure), so the 95th
-#: percentile rests on more jobs than one self-test runs. With 10 jobs it lies between the two largest clearances:
-#: on the 2-vCPU VM two gym self-tests of one day gave +-0.29% and +-0.83%, a dqn one +-0.00% (no interval beyond 1)
+#: percentile rests on more jobs than one self-test runs (with 10 jobs it lies between the two largest clearances, and
+#: moves from one self-test to the next: results/reference/vm-2core-2026-12-05-margin-per-workload/)
 POOLED_JOBS = 40
 #: the ceilings ``make bench-paired`` holds (PAIRED_BACKENDS): residents of every self-test job as shipped
 SHIPPED_RESIDENTS = ("capacity_lockstep", "capacity")
@@ -554,11 +554,16 @@ def store_margin(summary: dict[str, Any], out: Path, settings: SelftestSettings)
     scenario, _, workers = workload.partition(" workers=")
     procedure = {k: getattr(CompareSettings(), k) for k in PROCEDURE}  # as shipped: nothing else is stored
     before = machine_margin(scenario, int(workers), summary["machine"])
-    pooled, selftests = [], []
+    pooled, runs = [], []
     if before is not None and before.get("procedure") == procedure and isinstance(before.get("clearances"), list):
-        pooled, selftests = [float(c) for c in before["clearances"]], list(before.get("selftests") or [])
+        pooled = [float(c) for c in before["clearances"]]
+        runs = [r for r in before.get("selftests") or [] if isinstance(r, dict)]
     pooled = (pooled + [float(c) for c in summary["margin"]["clearances"]])[-POOLED_JOBS:]
-    selftests = (selftests + [str(out)])[-POOLED_JOBS // MIN_JOBS_TO_STORE:]
+    selftests: list[dict[str, Any]] = []  # the self-tests whose jobs are in the pool, oldest first
+    for run in reversed(runs + [{"selftest": str(out), "jobs": summary["jobs"]}]):
+        if sum(int(r["jobs"]) for r in selftests) >= len(pooled):
+            break
+        selftests.insert(0, run)
     margin = measured_margin(np.array(pooled))
     day = str(summary.get("ended") or datetime.now().isoformat())[:10]
     record = {"margin": margin, "rule": summary["margin"]["rule"], "source": f"selftest {day}",

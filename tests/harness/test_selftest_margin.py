@@ -236,19 +236,22 @@ def test_a_workloads_margin_rests_on_the_a_a_jobs_of_its_recent_selftests(tmp_pa
     assert stored["jobs"] == 20 and stored["margin"] == pytest.approx(np.quantile(pooled, 0.95))
     assert stored["margin"] < second["margin"]["value"]  # the quiet self-test's jobs count too
     assert f"+-{stored['margin'] * 100:.2f}% over the last 20 A/A jobs" in said
-    assert stored["selftests"] == [str(tmp_path / "a"), str(tmp_path / "b")]
+    assert stored["selftests"] == [{"selftest": str(tmp_path / n), "jobs": 10} for n in ("a", "b")]
     assert stored["latest"]["margin"] == pytest.approx(second["margin"]["value"])
     for k in range(3):  # 50 jobs stored in all: the oldest ten drop out
         selftest.store_margin(second, tmp_path / f"c{k}", SETTINGS)
     stored = machine.machine_margin("gym", 2, meta)
     assert stored["jobs"] == selftest.POOLED_JOBS == 40 and stored["clearances"] == second["margin"]["clearances"] * 4
+    # the folders whose jobs are in the pool: the first self-test's fell out
+    assert [r["selftest"] for r in stored["selftests"]] == [str(tmp_path / n) for n in ("b", "c0", "c1", "c2")]
     # clearances stored under another shipped procedure are not pooled with today's
     entry = json.loads(machine.machine_file(meta).read_text())
     entry["margins"]["gym workers=2"]["procedure"]["respawn_s"] = 99.0
     machine.machine_file(meta).write_text(json.dumps(entry))
     selftest.store_margin(first, tmp_path / "d", SETTINGS)
     stored = machine.machine_margin("gym", 2, meta)
-    assert stored["jobs"] == 10 and stored["margin"] == 0.0 and stored["selftests"] == [str(tmp_path / "d")]
+    assert stored["jobs"] == 10 and stored["margin"] == 0.0
+    assert stored["selftests"] == [{"selftest": str(tmp_path / "d"), "jobs": 10}]
 
 
 def test_a_selftest_not_run_as_shipped_or_too_short_stores_nothing(tmp_path: Path, monkeypatch) -> None:
