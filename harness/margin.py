@@ -7,9 +7,9 @@ residents lies beyond 1: `harness.selftest.clearance`) for the workload and work
 ``gym workers=2``) and stores it in ``results/machine/<machine id>.json``, one entry per workload. A paired job uses
 its own workload's entry unless ``compare.margin`` is given, and `DEFAULT_MARGIN` where this machine has none for it:
 a margin measured on one workload is never used for another (a dqn block is one round, a gym block about fifty, and
-what identical residents differ by follows the block: docs/harness.md, "Known answers"). Every row and ``compare.json`` record the margin used and
-its source (``selftest <date> (gym workers=2)``, ``compare.margin`` or ``default (...)``). Definitions:
-docs/harness.md, "Known answers".
+what identical residents differ by follows the block). Every row and ``compare.json`` record the margin used and its
+source (``selftest <date> (gym workers=2)``, ``compare.margin`` or ``default: ...``). Definitions: docs/harness.md,
+"Known answers".
 """
 from __future__ import annotations
 
@@ -75,9 +75,14 @@ def machine_margin(scenario: str, workers: int, meta: Optional[dict[str, Any]] =
         workers: the job's worker count.
         meta: the machine's metadata (`harness.metadata.machine_metadata`; None: this machine's).
     """
+    return workload_margin(workload_key(scenario, workers), meta)
+
+
+def workload_margin(key: str, meta: Optional[dict[str, Any]] = None) -> Optional[dict[str, Any]]:
+    """`machine_margin` by the entry's name (`workload_key`)."""
     path = machine_file(meta)
     margins = _stored(path).get("margins")
-    entry = margins.get(workload_key(scenario, workers)) if isinstance(margins, dict) else None
+    entry = margins.get(key) if isinstance(margins, dict) else None
     if not isinstance(entry, dict):
         return None
     try:
@@ -89,14 +94,13 @@ def machine_margin(scenario: str, workers: int, meta: Optional[dict[str, Any]] =
     return {**entry, "margin": margin, "file": str(path)}
 
 
-def store_machine_margin(record: dict[str, Any], scenario: str, workers: int,
-                         meta: Optional[dict[str, Any]] = None) -> Path:
-    """Store ``record`` (``margin``, ``rule``, ``source``, ...) as this machine's margin for one workload; the
-    entries of other workloads stay. Returns the file written."""
+def store_machine_margin(record: dict[str, Any], key: str, meta: Optional[dict[str, Any]] = None) -> Path:
+    """Store ``record`` (``margin``, ``rule``, ``source``, ...) as this machine's margin for the workload ``key``
+    (`workload_key`); the entries of other workloads stay. Returns the file written."""
     path = machine_file(meta)
     stored = _stored(path)
     margins = stored.get("margins") if isinstance(stored.get("margins"), dict) else {}
-    margins[workload_key(scenario, workers)] = record
+    margins[key] = record
     out = {"machine": record.get("machine", stored.get("machine")), "margins": margins}
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(out, indent=1, default=str) + "\n")

@@ -63,7 +63,7 @@ import numpy as np
 import pandas as pd
 
 from harness.cycles import COMPARE_FILE, CompareSettings, fewest_cycles
-from harness.margin import MARGIN_RULE, machine_margin, store_machine_margin, workload_key
+from harness.margin import MARGIN_RULE, store_machine_margin, workload_key, workload_margin
 from harness.metadata import job_metadata
 from harness.report import stats
 from harness.report.resolution import DETECTION_GOAL
@@ -551,9 +551,8 @@ def store_margin(summary: dict[str, Any], out: Path, settings: SelftestSettings)
     workload = summary.get("workload")
     if not workload:
         return "not stored: the jobs recorded no single workload"
-    scenario, _, workers = workload.partition(" workers=")
     procedure = {k: getattr(CompareSettings(), k) for k in PROCEDURE}  # as shipped: nothing else is stored
-    before = machine_margin(scenario, int(workers), summary["machine"])
+    before = workload_margin(workload, summary["machine"])
     pooled, runs = [], []
     if before is not None and before.get("procedure") == procedure and isinstance(before.get("clearances"), list):
         pooled = [float(c) for c in before["clearances"]]
@@ -571,7 +570,7 @@ def store_margin(summary: dict[str, Any], out: Path, settings: SelftestSettings)
               "jobs": len(pooled), "clearances": pooled, "procedure": procedure, "selftests": selftests,
               "latest": {"selftest": str(out), "margin": value, "jobs": summary["jobs"], "line": summary["line"]},
               "machine": summary["machine"], "scenario_overrides": summary.get("passed", [])}
-    path = store_machine_margin(record, scenario, int(workers), summary["machine"])
+    path = store_machine_margin(record, workload, summary["machine"])
     return (f"stored as this machine's margin for {workload}: +-{margin * 100:.2f}% over the last {len(pooled)} A/A "
             f"jobs of its self-tests ({path})")
 
