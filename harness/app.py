@@ -16,6 +16,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from harness.resource_checks import fit_errors
 from harness.config import ConfigRangeError, check_ranges, register_configs
+from harness.cycles import CompareSettings
 from harness.interpreter import interpreter_errors
 from harness.margin import DEFAULT_MARGIN
 from harness.progress import JobProgress
@@ -108,21 +109,25 @@ BACKEND_HELP = {
     "capacity": "the measured ceiling: `workers` copies of the serial loop that never meet",
     "capacity_lockstep": "the synchronized ceiling: the same copies meeting once per round",
 }
+#: the ``compare.*`` defaults, as shipped (the help below says them)
+_SHIPPED = CompareSettings()
 #: the ``compare.*`` settings of a paired job (`harness.compare.CompareRanges`; a test checks every field has a line)
 COMPARE_HELP = {
-    "precision": "stop once the main ratio (the second backend over the first) is within +-this of its median (0.05)",
-    "max_seconds": "or after this many seconds of cycles (240), start-up not counted",
-    "min_cycles": "never stop before this many cycles (10; at least 6)",
-    "block_s": "seconds of the median backend's block, which sets the rounds per block (0.2)",
+    "precision": "stop once the main ratio (the second backend over the first) is within +-this of its median "
+                 f"({_SHIPPED.precision:g})",
+    "max_seconds": f"or after this many seconds of cycles ({_SHIPPED.max_seconds:g}), start-up not counted",
+    "min_cycles": f"never stop before this many cycles ({_SHIPPED.min_cycles}; at least 6)",
+    "block_s": f"seconds of the median backend's block, which sets the rounds per block ({_SHIPPED.block_s:g})",
     "block_rounds": "rounds per block instead (0: from block_s)",
-    "confidence": "of the intervals (0.95)",
+    "confidence": f"of the intervals ({_SHIPPED.confidence:g})",
     "margin": "the resolution floor: a winner only where the interval clears 1 +- margin (unset: this machine's "
-              "margin for the job's scenario and workers as `make selftest` stored it in results/machine/, else "
+              "margin for the job's scenario and workers as `make selftest` stored it in results/machine/, where it "
+              "ran the same blocks (block_s, block_rounds, confidence, respawn_*, pin_single), else "
               f"{DEFAULT_MARGIN:g})",
-    "respawn_s": "restart every resident after this many seconds of cycles (10; 0: never); with it on, the precision "
-                 "stop comes only where a set ends, from the second on",
-    "respawn_share": "the most of a job's time restarting may take (0.25: a respawn waits for 3x the last start; "
-                     "0: no wait)",
+    "respawn_s": f"restart every resident after this many seconds of cycles ({_SHIPPED.respawn_s:g}; 0: never); with "
+                 "it on, the precision stop comes only where a set ends, from the second on",
+    "respawn_share": f"the most of a job's time restarting may take ({_SHIPPED.respawn_share:g}: a respawn waits for "
+                     "3x the last start; 0: no wait)",
     "pin_single": "run each cycle's single-process residents (serial) on one CPU, the next CPU each cycle (false)",
     "extra_work": "per listed backend, injected extra work (e.g. [0,0.03]: the second 3% slower; for A/A checks)",
 }

@@ -46,19 +46,19 @@ REFUSED = {"puffer": "PufferLib's workers and parent busy-wait by design (0.5 s 
 
 @dataclass
 class CompareRanges(CompareSettings):
-    """`CompareSettings` as a Hydra schema, with the range of every knob."""
+    """`CompareSettings` as a Hydra schema, with the range of every knob (its defaults are `CompareSettings`'s)."""
 
-    precision: float = field(default=0.05, metadata={"range": {"gt": 0}})
-    max_seconds: float = field(default=240.0, metadata={"range": {"gt": 0}})
-    min_cycles: int = field(default=10, metadata={"range": {"ge": 6}})
-    block_s: float = field(default=0.2, metadata={"range": {"gt": 0}})
-    block_rounds: int = field(default=0, metadata={"range": {"ge": 0}})
-    confidence: float = field(default=0.95, metadata={"range": {"gt": 0, "le": 0.999}})
+    precision: float = field(default=CompareSettings.precision, metadata={"range": {"gt": 0}})
+    max_seconds: float = field(default=CompareSettings.max_seconds, metadata={"range": {"gt": 0}})
+    min_cycles: int = field(default=CompareSettings.min_cycles, metadata={"range": {"ge": 6}})
+    block_s: float = field(default=CompareSettings.block_s, metadata={"range": {"gt": 0}})
+    block_rounds: int = field(default=CompareSettings.block_rounds, metadata={"range": {"ge": 0}})
+    confidence: float = field(default=CompareSettings.confidence, metadata={"range": {"gt": 0, "le": 0.999}})
     #: null (the default): this machine's self-test margin, else `harness.margin.DEFAULT_MARGIN`
-    margin: Optional[float] = field(default=None, metadata={"range": {"ge": 0, "le": 0.5}})
-    respawn_s: float = field(default=10.0, metadata={"range": {"ge": 0}})
-    respawn_share: float = field(default=0.25, metadata={"range": {"ge": 0, "le": 0.9}})
-    pin_single: bool = False
+    margin: Optional[float] = field(default=CompareSettings.margin, metadata={"range": {"ge": 0, "le": 0.5}})
+    respawn_s: float = field(default=CompareSettings.respawn_s, metadata={"range": {"ge": 0}})
+    respawn_share: float = field(default=CompareSettings.respawn_share, metadata={"range": {"ge": 0, "le": 0.9}})
+    pin_single: bool = CompareSettings.pin_single
     #: per position in ``backends``: the injected extra work of that resident (`harness.child.ExtraWork`),
     #: e.g. ``backends=[serial,serial] compare.extra_work=[0,0.03]``; empty: none
     extra_work: List[float] = field(default_factory=list)

@@ -55,8 +55,12 @@ class CompareSettings:
     max_seconds: float = 240.0
     #: never stop, on precision or on time, before this many cycles (at least what the confidence needs: 6)
     min_cycles: int = 10
-    #: target seconds of the median backend's block (rounds per block from untimed sizing blocks)
-    block_s: float = 0.2
+    #: target seconds of the median backend's block (rounds per block from untimed sizing blocks). Short, because
+    #: what two blocks of identical residents differ by grows with the time between them (the host drifts): in
+    #: 60-s A/A jobs on the 2-vCPU VM, 0.1-s blocks gave intervals 2.5x narrower than 0.2-s ones, and 0.05-s
+    #: ones no narrower than 0.1 (each block's settle and messages take a larger share):
+    #: results/reference/vm-2core-2026-12-05-block-length/
+    block_s: float = 0.1
     #: rounds per block; 0: from ``block_s``
     block_rounds: int = 0
     confidence: float = 0.95
@@ -77,7 +81,7 @@ class CompareSettings:
     pin_single: bool = False
     #: the machine's resolution floor: a ratio is called faster or slower only where its interval clears
     #: 1 +- margin (`harness.report.intervals.verdict`); None: this machine's margin for the job's workload as
-    #: its last self-test of that workload measured it (`machine_margin`), else `DEFAULT_MARGIN`
+    #: its last self-test of that workload measured it with these blocks (`resolve_margin`), else `DEFAULT_MARGIN`
     margin: Optional[float] = None
 
 
@@ -213,9 +217,10 @@ def backend_key(cfg: dict[str, Any]) -> str:
 def run_compare(jobs: list[dict[str, Any]], job_dir: Path, settings: CompareSettings, seed: int,
                 log: Callable[[str], None] = lambda s: None) -> CompareOutcome:
     """Measure ``jobs`` (one composed job config per backend, identical but for ``backend``) paired. The margin
-    is resolved once, before anything runs, for the job's workload (`resolve_margin`): every row and
+    is resolved once, before anything runs, for the job's workload and blocks (`resolve_margin`): every row and
     ``compare.json`` record it and its source."""
-    margin, margin_source = resolve_margin(settings.margin, jobs[0]["scenario"]["name"], int(jobs[0]["workers"]))
+    margin, margin_source = resolve_margin(settings.margin, jobs[0]["scenario"]["name"], int(jobs[0]["workers"]),
+                                           asdict(settings))
     settings = replace(settings, margin=margin)
     job_dir.mkdir(parents=True, exist_ok=True)
     writer = ResultsWriter(job_dir)

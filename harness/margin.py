@@ -8,8 +8,9 @@ residents lies beyond 1: `harness.selftest.clearance`) for the workload and work
 its own workload's entry unless ``compare.margin`` is given, and `DEFAULT_MARGIN` where this machine has none for it:
 a margin measured on one workload is never used for another (a dqn block is one round, a gym block about fifty, and
 what identical residents differ by follows the block). Every row and ``compare.json`` record the margin used and its
-source (``selftest <date> (gym workers=2)``, ``compare.margin`` or ``default: ...``). Definitions: docs/harness.md,
-"Known answers".
+source (``selftest <date> (gym workers=2)``, ``compare.margin`` or ``default: ...``). A stored margin also holds
+only for the blocks it was measured with (`BLOCK_SETTINGS`): a job whose blocks are sized, placed or respawned
+otherwise uses the default. Definitions: docs/harness.md, "Known answers".
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import math
 import os
 import re
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Mapping, Optional
 
 from harness.metadata import machine_metadata
 
@@ -32,6 +33,12 @@ MARGIN_RULE = "clearance"
 #: where ``python -m harness selftest`` stores each machine's measured margin (``<machine id>.json``) and paired
 #: jobs read it; ``REACTORBENCH_MACHINE_DIR`` puts it elsewhere (tests)
 MACHINE_DIR = Path(__file__).resolve().parents[1] / "results" / "machine"
+#: the ``compare.*`` settings a stored margin holds for: how a job's blocks are sized (what identical residents
+#: differ by per cycle follows the block's length: results/reference/vm-2core-2026-12-05-block-length/), placed and
+#: respawned, and the interval's confidence. A job that sets any of them otherwise than the self-test ran uses the
+#: default. The stop rule (``precision``, ``min_cycles``, ``max_seconds``) only sets how long a job runs, so a
+#: time-stopped job still reads the margin its workload's self-test stored
+BLOCK_SETTINGS = ("block_s", "block_rounds", "confidence", "respawn_s", "respawn_share", "pin_single")
 
 
 def machine_dir() -> Path:
@@ -107,20 +114,36 @@ def store_machine_margin(record: dict[str, Any], key: str, meta: Optional[dict[s
     return path
 
 
-def resolve_margin(given: Optional[float], scenario: str, workers: int) -> tuple[float, str]:
+def differing_blocks(entry: Mapping[str, Any], settings: Mapping[str, Any]) -> list[str]:
+    """The `BLOCK_SETTINGS` a job's ``settings`` (``compare.*``) set otherwise than the self-test that stored
+    ``entry`` ran with (its ``procedure``), as ``block_s 0.2 (this job 0.1)``; every one where the entry recorded
+    no procedure (stored before it was kept)."""
+    ran = entry.get("procedure")
+    if not isinstance(ran, Mapping):
+        return ["its procedure (not recorded)"]
+    return [f"{k} {ran.get(k)} (this job {settings.get(k)})" for k in BLOCK_SETTINGS if ran.get(k) != settings.get(k)]
+
+
+def resolve_margin(given: Optional[float], scenario: str, workers: int,
+                   settings: Mapping[str, Any]) -> tuple[float, str]:
     """The margin a paired job uses and where it came from: ``compare.margin`` when given; else this machine's
-    self-test of the job's workload (``selftest <date> (gym workers=2)``); else `DEFAULT_MARGIN` (``default``, with
-    the workload that has no self-test here).
+    self-test of the job's workload (``selftest <date> (gym workers=2)``) where it ran the job's blocks
+    (`BLOCK_SETTINGS`); else `DEFAULT_MARGIN` (``default``, saying which workload has no self-test here, or which
+    setting of the job differs from the self-test's).
 
     Args:
         given: ``compare.margin`` (None: not given).
         scenario: the job's scenario name.
         workers: the job's worker count.
+        settings: the job's ``compare.*`` settings (`harness.cycles.CompareSettings`, as a mapping).
     """
     if given is not None:
         return float(given), "compare.margin"
     key = workload_key(scenario, workers)
     stored = machine_margin(scenario, workers)
-    if stored is not None:
-        return stored["margin"], f"{stored.get('source') or 'selftest'} ({key})"
-    return DEFAULT_MARGIN, f"default: no self-test of {key} on this machine"
+    if stored is None:
+        return DEFAULT_MARGIN, f"default: no self-test of {key} on this machine"
+    differ = differing_blocks(stored, settings)
+    if differ:
+        return DEFAULT_MARGIN, f"default: the self-test of {key} on this machine ran other blocks: {', '.join(differ)}"
+    return stored["margin"], f"{stored.get('source') or 'selftest'} ({key})"

@@ -10,6 +10,7 @@ import re
 import shutil
 import subprocess
 import time
+from dataclasses import asdict
 from pathlib import Path
 from typing import Optional, Sequence
 
@@ -29,6 +30,8 @@ BASE = {"scenario": "gym", "workers": 2, "num_envs": 15, "env_id": "CartPole-v1"
         "threads_per_worker": 1, "params": {"num_envs": 15}, "unit": "env_steps",
         "metadata": {"hostname": "box", "cpu_model": "Test CPU", "cpu_count": 2, "started_at": "2026-12-01T00:00"}}
 SHIPPED = {k: getattr(CompareSettings(), k) for k in selftest.PROCEDURE}
+#: a paired job's compare.* settings as shipped (what `harness.cycles.run_compare` resolves its margin with)
+JOB = asdict(CompareSettings())
 
 
 def recorded_job(folder: Path, aa: Sequence[float], effects: dict[float, Sequence[float]],
@@ -170,8 +173,8 @@ def test_the_aa_offset_is_read_per_start_order_and_a_shared_bias_is_summed_over_
 def test_a_shipped_selftest_stores_the_margin_paired_jobs_then_use(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("REACTORBENCH_MACHINE_DIR", str(tmp_path / "machine"))
     nothing = "default: no self-test of gym workers=2 on this machine"
-    assert machine.resolve_margin(None, "gym", 2) == (machine.DEFAULT_MARGIN, nothing)
-    assert machine.resolve_margin(0.02, "gym", 2) == (0.02, "compare.margin")
+    assert machine.resolve_margin(None, "gym", 2, JOB) == (machine.DEFAULT_MARGIN, nothing)
+    assert machine.resolve_margin(0.02, "gym", 2, JOB) == (0.02, "compare.margin")
     jobs = [read(recorded_job(tmp_path / f"job_{i:03d}", wiggle(30, 1 + 0.002 * i, 0.001), {0.5: wiggle(30, 0.9)}))
             for i in range(10)]
     s = selftest.summarize(jobs, [], SETTINGS, {"cpu_model": "Test CPU", "cpu_count": 2, "hostname": "box"})
@@ -182,15 +185,23 @@ def test_a_shipped_selftest_stores_the_margin_paired_jobs_then_use(tmp_path: Pat
     assert said.startswith("stored as this machine's margin for gym workers=2") and machine.machine_file(meta).exists()
     assert machine.machine_margin("gym", 2, meta)["margin"] == pytest.approx(s["margin"]["value"])
     monkeypatch.setattr(machine, "machine_metadata", lambda: meta)
-    assert machine.resolve_margin(None, "gym", 2) == (pytest.approx(s["margin"]["value"]),
+    assert machine.resolve_margin(None, "gym", 2, JOB) == (pytest.approx(s["margin"]["value"]),
                                                       "selftest 2026-12-01 (gym workers=2)")
-    assert machine.resolve_margin(0.0, "gym", 2) == (0.0, "compare.margin")  # given, even 0, wins
+    assert machine.resolve_margin(0.0, "gym", 2, JOB) == (0.0, "compare.margin")  # given, even 0, wins
     other = {**meta, "hostname": "elsewhere"}
     assert machine.machine_margin("gym", 2, other) is None  # another machine never reads it
     # another workload, or the same at another worker count, never reads gym's: the default, saying why
-    assert machine.resolve_margin(None, "dqn", 2) == (machine.DEFAULT_MARGIN,
+    assert machine.resolve_margin(None, "dqn", 2, JOB) == (machine.DEFAULT_MARGIN,
                                                       "default: no self-test of dqn workers=2 on this machine")
-    assert machine.resolve_margin(None, "gym", 16)[0] == machine.DEFAULT_MARGIN
+    assert machine.resolve_margin(None, "gym", 16, JOB)[0] == machine.DEFAULT_MARGIN
+    # a job that only stops otherwise (time-stopped, a longer cap) reads it; one whose blocks differ does not
+    longer = {**JOB, "precision": 1e-9, "max_seconds": 120.0, "min_cycles": 20}
+    assert machine.resolve_margin(None, "gym", 2, longer)[0] == pytest.approx(s["margin"]["value"])
+    halved = {**JOB, "block_s": JOB["block_s"] / 2}
+    assert machine.resolve_margin(None, "gym", 2, halved) == (
+        machine.DEFAULT_MARGIN, f"default: the self-test of gym workers=2 on this machine ran other blocks: "
+                                f"block_s {JOB['block_s']} (this job {JOB['block_s'] / 2})")
+    assert machine.resolve_margin(None, "gym", 2, {**JOB, "respawn_s": 0.0})[0] == machine.DEFAULT_MARGIN
 
 
 def test_each_workload_keeps_its_own_margin(tmp_path: Path, monkeypatch) -> None:
@@ -209,8 +220,8 @@ def test_each_workload_keeps_its_own_margin(tmp_path: Path, monkeypatch) -> None
     assert s_dqn["workload"] == "dqn workers=2" and s_dqn["margin"]["value"] > s_gym["margin"]["value"]
     for s in (s_gym, s_dqn):
         assert selftest.store_margin(s, tmp_path, SETTINGS).startswith("stored")
-    assert machine.resolve_margin(None, "gym", 2)[0] == pytest.approx(s_gym["margin"]["value"])
-    assert machine.resolve_margin(None, "dqn", 2)[0] == pytest.approx(s_dqn["margin"]["value"])
+    assert machine.resolve_margin(None, "gym", 2, JOB)[0] == pytest.approx(s_gym["margin"]["value"])
+    assert machine.resolve_margin(None, "dqn", 2, JOB)[0] == pytest.approx(s_dqn["margin"]["value"])
     assert selftest.workload_of(gym + dqn) is None  # jobs of two workloads measure neither
     mixed = selftest.summarize(gym + dqn, [], SETTINGS, meta)
     assert selftest.store_margin(mixed, tmp_path, SETTINGS) == "not stored: the jobs recorded no single workload"
@@ -317,13 +328,18 @@ def test_a_stored_margin_outside_its_range_or_unreadable_is_not_used(tmp_path: P
     path = machine.machine_file(meta)
     rule = machine.MARGIN_RULE
     entry = lambda **e: json.dumps({"margins": {"gym workers=2": e}})  # noqa: E731
-    for text in ("not json", entry(margin=0.9, rule=rule), entry(margin="nan", rule=rule), json.dumps({}),
-                 entry(margin=0.02),  # stored by an older rule
+    for text in ("not json", entry(margin=0.9, rule=rule, procedure=SHIPPED),
+                 entry(margin="nan", rule=rule, procedure=SHIPPED), json.dumps({}),
+                 entry(margin=0.02, procedure=SHIPPED),  # stored by an older rule
                  json.dumps({"margin": 0.002, "rule": rule})):  # stored before margins were kept per workload
         path.write_text(text)
-        assert machine.resolve_margin(None, "gym", 2)[0] == machine.DEFAULT_MARGIN
-    path.write_text(entry(margin=0.004, rule=rule, source="selftest 2026-12-05"))
-    assert machine.resolve_margin(None, "gym", 2) == (0.004, "selftest 2026-12-05 (gym workers=2)")
+        assert machine.resolve_margin(None, "gym", 2, JOB)[0] == machine.DEFAULT_MARGIN
+    path.write_text(entry(margin=0.004, rule=rule, source="selftest 2026-12-05"))  # no procedure recorded
+    assert machine.resolve_margin(None, "gym", 2, JOB) == (
+        machine.DEFAULT_MARGIN, "default: the self-test of gym workers=2 on this machine ran other blocks: its "
+                                "procedure (not recorded)")
+    path.write_text(entry(margin=0.004, rule=rule, source="selftest 2026-12-05", procedure=SHIPPED))
+    assert machine.resolve_margin(None, "gym", 2, JOB) == (0.004, "selftest 2026-12-05 (gym workers=2)")
     assert re.fullmatch(r"[a-z0-9.-]+", machine.machine_id(meta)) and "test-cpu" in machine.machine_id(meta)
 
 
@@ -524,7 +540,9 @@ def test_the_selftest_detects_an_injected_50_percent_slowdown_end_to_end(tmp_pat
     stored = tmp_path / "machine"
     stored.mkdir()
     meta = {k: v for k, v in machine.machine_metadata().items() if k in ("hostname", "cpu_model", "cpu_count")}
-    entry = {"margin": 0.037, "rule": machine.MARGIN_RULE, "source": "selftest 2026-12-01"}
+    # measured with the blocks this job runs (200 rounds each), else the job would not use it
+    entry = {"margin": 0.037, "rule": machine.MARGIN_RULE, "source": "selftest 2026-12-01",
+             "procedure": {**SHIPPED, "block_rounds": 200}}
     (stored / f"{machine.machine_id(meta)}.json").write_text(json.dumps({"margins": {"gym workers=1": entry}}))
     out = tmp_path / "st"
     done = subprocess.run([sys.executable, "-m", "harness", "selftest", "selftest.jobs=1", "selftest.seconds=1",
