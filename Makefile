@@ -65,7 +65,7 @@ PAIRED_PRECISION ?= 0.05
 PAIRED_SECONDS ?= 240
 PAIRED := $(PY) -m harness compare -m budget=$(BUDGET) workers=$(WORKERS) backends=[$(PAIRED_BACKENDS)] compare.precision=$(PAIRED_PRECISION) compare.max_seconds=$(PAIRED_SECONDS)
 # the paper's layout (`ray`: one actor per role) joins the jobs whose rounds fit: where its round takes at most ten
-# times serial's (its block then lasts at most ~2 s at compare.block_s=0.2, as long as ray_packed's on gym, the longest
+# times serial's (its block then lasts at most ~1 s at compare.block_s=0.1, as long as ray_packed's on gym, the longest
 # block these jobs already hold). Measured at workers=2 (docs/ray.md, "In paired jobs"): atari, dqn and marl's
 # simple_spread_v3 fit; gym's 15 actors and marl's synthetic env's 10 actors on 2 cores do not (their round takes
 # 19-30x serial's on a quiet host, a block longer than the rest of the cycle): they leave it out
@@ -150,7 +150,8 @@ compare-ray: install ## The reactor against Ray here in ~10 min: paired jobs on 
 # cycles and 17 past 60 s, so a shorter cap would seldom store one. 10 jobs took 9 minutes on the same VM at df5ddcb8 and 40 took
 # 61: that folder's README). It stores the measured margin for this
 # machine and workload (results/machine/: SELFTEST_SCENARIO at WORKERS) when its jobs ran as shipped and there were
-# at least 10; paired jobs of that workload use it from then (other workloads keep the 1% default until measured).
+# at least 10; paired jobs of that workload run as shipped use it from then (other workloads, and jobs that stop or
+# size their blocks otherwise, keep the 1% default).
 # The issue's long targets (docs/harness.md, "Known answers"): make selftest SELFTEST_JOBS=40 SELFTEST_SECONDS=240
 # (A/A exactly as bench-paired), then make selftest SELFTEST_JOBS=30 SELFTEST_SECONDS=120 SELFTEST_PRECISION=1e-9
 # SELFTEST_EFFECTS=0.02,0.05,0.08 (detection in 120-s jobs: time stops them; python -m harness selftest --reanalyze

@@ -122,7 +122,7 @@ COMPARE_HELP = {
     "confidence": f"of the intervals ({_SHIPPED.confidence:g})",
     "margin": "the resolution floor: a winner only where the interval clears 1 +- margin (unset: this machine's "
               "margin for the job's scenario and workers as `make selftest` stored it in results/machine/, where it "
-              "ran the same blocks (block_s, block_rounds, confidence, respawn_*, pin_single), else "
+              "ran the job's procedure (precision, min_cycles, block_*, confidence, respawn_*, pin_single), else "
               f"{DEFAULT_MARGIN:g})",
     "respawn_s": f"restart every resident after this many seconds of cycles ({_SHIPPED.respawn_s:g}; 0: never); with "
                  "it on, the precision stop comes only where a set ends, from the second on",

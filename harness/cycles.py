@@ -81,7 +81,7 @@ class CompareSettings:
     pin_single: bool = False
     #: the machine's resolution floor: a ratio is called faster or slower only where its interval clears
     #: 1 +- margin (`harness.report.intervals.verdict`); None: this machine's margin for the job's workload as
-    #: its last self-test of that workload measured it with these blocks (`resolve_margin`), else `DEFAULT_MARGIN`
+    #: its last self-test of that workload measured it by this procedure (`resolve_margin`), else `DEFAULT_MARGIN`
     margin: Optional[float] = None
 
 
@@ -217,7 +217,7 @@ def backend_key(cfg: dict[str, Any]) -> str:
 def run_compare(jobs: list[dict[str, Any]], job_dir: Path, settings: CompareSettings, seed: int,
                 log: Callable[[str], None] = lambda s: None) -> CompareOutcome:
     """Measure ``jobs`` (one composed job config per backend, identical but for ``backend``) paired. The margin
-    is resolved once, before anything runs, for the job's workload and blocks (`resolve_margin`): every row and
+    is resolved once, before anything runs, for the job's workload and procedure (`resolve_margin`): every row and
     ``compare.json`` record it and its source."""
     margin, margin_source = resolve_margin(settings.margin, jobs[0]["scenario"]["name"], int(jobs[0]["workers"]),
                                            asdict(settings))

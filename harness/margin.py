@@ -9,8 +9,8 @@ its own workload's entry unless ``compare.margin`` is given, and `DEFAULT_MARGIN
 a margin measured on one workload is never used for another (a dqn block is one round, a gym block about fifty, and
 what identical residents differ by follows the block). Every row and ``compare.json`` record the margin used and its
 source (``selftest <date> (gym workers=2)``, ``compare.margin`` or ``default: ...``). A stored margin also holds
-only for the blocks it was measured with (`BLOCK_SETTINGS`): a job whose blocks are sized, placed or respawned
-otherwise uses the default. Definitions: docs/harness.md, "Known answers".
+only for the procedure it was measured with (`PROCEDURE`): a job that stops, or sizes, places or respawns its
+blocks otherwise uses the default. Definitions: docs/harness.md, "Known answers".
 """
 from __future__ import annotations
 
@@ -33,12 +33,14 @@ MARGIN_RULE = "clearance"
 #: where ``python -m harness selftest`` stores each machine's measured margin (``<machine id>.json``) and paired
 #: jobs read it; ``REACTORBENCH_MACHINE_DIR`` puts it elsewhere (tests)
 MACHINE_DIR = Path(__file__).resolve().parents[1] / "results" / "machine"
-#: the ``compare.*`` settings a stored margin holds for: how a job's blocks are sized (what identical residents
-#: differ by per cycle follows the block's length: results/reference/vm-2core-2026-12-05-block-length/), placed and
-#: respawned, and the interval's confidence. A job that sets any of them otherwise than the self-test ran uses the
-#: default. The stop rule (``precision``, ``min_cycles``, ``max_seconds``) only sets how long a job runs, so a
-#: time-stopped job still reads the margin its workload's self-test stored
-BLOCK_SETTINGS = ("block_s", "block_rounds", "confidence", "respawn_s", "respawn_share", "pin_single")
+#: the ``compare.*`` settings that make a paired job's procedure: its stop rule, how its blocks are sized, placed and
+#: respawned, the interval's confidence. The self-test stores a margin only for jobs run as shipped (these at
+#: `harness.cycles.CompareSettings`'s defaults), and a job uses a stored margin only where it runs the same
+#: procedure: what identical residents' intervals lie beyond 1 by depends on the blocks (their spread grows with
+#: the time between blocks: results/reference/vm-2core-2026-12-05-block-length/) and on how long the job runs (a
+#: time-stopped 120-s job's interval is narrow enough to show offsets that one stopped at +-5% covers)
+PROCEDURE = ("precision", "min_cycles", "block_s", "block_rounds", "confidence", "respawn_s", "respawn_share",
+             "pin_single")
 
 
 def machine_dir() -> Path:
@@ -114,21 +116,21 @@ def store_machine_margin(record: dict[str, Any], key: str, meta: Optional[dict[s
     return path
 
 
-def differing_blocks(entry: Mapping[str, Any], settings: Mapping[str, Any]) -> list[str]:
-    """The `BLOCK_SETTINGS` a job's ``settings`` (``compare.*``) set otherwise than the self-test that stored
-    ``entry`` ran with (its ``procedure``), as ``block_s 0.2 (this job 0.1)``; every one where the entry recorded
-    no procedure (stored before it was kept)."""
+def differing_procedure(entry: Mapping[str, Any], settings: Mapping[str, Any]) -> list[str]:
+    """The `PROCEDURE` settings a job's ``settings`` (``compare.*``) set otherwise than the self-test that stored
+    ``entry`` ran with (its ``procedure``), as ``block_s 0.2 (this job 0.1)``; one saying so where the entry
+    recorded no procedure (stored before it was kept)."""
     ran = entry.get("procedure")
     if not isinstance(ran, Mapping):
         return ["its procedure (not recorded)"]
-    return [f"{k} {ran.get(k)} (this job {settings.get(k)})" for k in BLOCK_SETTINGS if ran.get(k) != settings.get(k)]
+    return [f"{k} {ran.get(k)} (this job {settings.get(k)})" for k in PROCEDURE if ran.get(k) != settings.get(k)]
 
 
 def resolve_margin(given: Optional[float], scenario: str, workers: int,
                    settings: Mapping[str, Any]) -> tuple[float, str]:
     """The margin a paired job uses and where it came from: ``compare.margin`` when given; else this machine's
-    self-test of the job's workload (``selftest <date> (gym workers=2)``) where it ran the job's blocks
-    (`BLOCK_SETTINGS`); else `DEFAULT_MARGIN` (``default``, saying which workload has no self-test here, or which
+    self-test of the job's workload (``selftest <date> (gym workers=2)``) where it ran the job's procedure
+    (`PROCEDURE`); else `DEFAULT_MARGIN` (``default``, saying which workload has no self-test here, or which
     setting of the job differs from the self-test's).
 
     Args:
@@ -143,7 +145,8 @@ def resolve_margin(given: Optional[float], scenario: str, workers: int,
     stored = machine_margin(scenario, workers)
     if stored is None:
         return DEFAULT_MARGIN, f"default: no self-test of {key} on this machine"
-    differ = differing_blocks(stored, settings)
+    differ = differing_procedure(stored, settings)
     if differ:
-        return DEFAULT_MARGIN, f"default: the self-test of {key} on this machine ran other blocks: {', '.join(differ)}"
+        return DEFAULT_MARGIN, (f"default: the self-test of {key} on this machine ran another procedure: "
+                                f"{', '.join(differ)}")
     return stored["margin"], f"{stored.get('source') or 'selftest'} ({key})"

@@ -63,7 +63,7 @@ import numpy as np
 import pandas as pd
 
 from harness.cycles import COMPARE_FILE, CompareSettings, fewest_cycles
-from harness.margin import MARGIN_RULE, store_machine_margin, workload_key, workload_margin
+from harness.margin import MARGIN_RULE, PROCEDURE, store_machine_margin, workload_key, workload_margin
 from harness.metadata import job_metadata
 from harness.report import stats
 from harness.report.resolution import DETECTION_GOAL
@@ -79,10 +79,6 @@ MIN_JOBS_TO_STORE = 10
 POOLED_JOBS = 40
 #: the ceilings ``make bench-paired`` holds (PAIRED_BACKENDS): residents of every self-test job as shipped
 SHIPPED_RESIDENTS = ("capacity_lockstep", "capacity")
-#: the ``compare.*`` settings that make a job's procedure (its stop rule, respawning, blocks); a self-test whose
-#: jobs ran with other values than `CompareSettings`'s defaults (what ships) measures something else: not stored
-PROCEDURE = ("precision", "min_cycles", "block_s", "block_rounds", "confidence", "respawn_s", "respawn_share",
-             "pin_single")
 #: what jobs recorded before a setting existed did: their ``compare.json`` lacks it
 BEFORE_IT_EXISTED = {"pin_single": False}
 #: set by the self-test itself, not to be passed through

@@ -29,7 +29,7 @@ REPO = Path(__file__).resolve().parents[2]
 BASE = {"scenario": "gym", "workers": 2, "num_envs": 15, "env_id": "CartPole-v1", "budget": "local", "seed": 0,
         "threads_per_worker": 1, "params": {"num_envs": 15}, "unit": "env_steps",
         "metadata": {"hostname": "box", "cpu_model": "Test CPU", "cpu_count": 2, "started_at": "2026-12-01T00:00"}}
-SHIPPED = {k: getattr(CompareSettings(), k) for k in selftest.PROCEDURE}
+SHIPPED = {k: getattr(CompareSettings(), k) for k in machine.PROCEDURE}
 #: a paired job's compare.* settings as shipped (what `harness.cycles.run_compare` resolves its margin with)
 JOB = asdict(CompareSettings())
 
@@ -194,13 +194,16 @@ def test_a_shipped_selftest_stores_the_margin_paired_jobs_then_use(tmp_path: Pat
     assert machine.resolve_margin(None, "dqn", 2, JOB) == (machine.DEFAULT_MARGIN,
                                                       "default: no self-test of dqn workers=2 on this machine")
     assert machine.resolve_margin(None, "gym", 16, JOB)[0] == machine.DEFAULT_MARGIN
-    # a job that only stops otherwise (time-stopped, a longer cap) reads it; one whose blocks differ does not
-    longer = {**JOB, "precision": 1e-9, "max_seconds": 120.0, "min_cycles": 20}
-    assert machine.resolve_margin(None, "gym", 2, longer)[0] == pytest.approx(s["margin"]["value"])
+    # a job run by another procedure does not read it: other blocks, or another stop rule (a time-stopped job runs
+    # long enough for its A/A interval to show offsets that the self-test's +-5% intervals covered)
     halved = {**JOB, "block_s": JOB["block_s"] / 2}
     assert machine.resolve_margin(None, "gym", 2, halved) == (
-        machine.DEFAULT_MARGIN, f"default: the self-test of gym workers=2 on this machine ran other blocks: "
+        machine.DEFAULT_MARGIN, f"default: the self-test of gym workers=2 on this machine ran another procedure: "
                                 f"block_s {JOB['block_s']} (this job {JOB['block_s'] / 2})")
+    timed = {**JOB, "precision": 1e-9}
+    assert machine.resolve_margin(None, "gym", 2, timed)[1].endswith(f"precision {JOB['precision']} (this job 1e-09)")
+    assert machine.resolve_margin(None, "gym", 2, {**JOB, "max_seconds": 60.0})[0] == pytest.approx(
+        s["margin"]["value"])  # a shorter cap alone: the jobs that stop by precision run as shipped
     assert machine.resolve_margin(None, "gym", 2, {**JOB, "respawn_s": 0.0})[0] == machine.DEFAULT_MARGIN
 
 
@@ -336,7 +339,7 @@ def test_a_stored_margin_outside_its_range_or_unreadable_is_not_used(tmp_path: P
         assert machine.resolve_margin(None, "gym", 2, JOB)[0] == machine.DEFAULT_MARGIN
     path.write_text(entry(margin=0.004, rule=rule, source="selftest 2026-12-05"))  # no procedure recorded
     assert machine.resolve_margin(None, "gym", 2, JOB) == (
-        machine.DEFAULT_MARGIN, "default: the self-test of gym workers=2 on this machine ran other blocks: its "
+        machine.DEFAULT_MARGIN, "default: the self-test of gym workers=2 on this machine ran another procedure: its "
                                 "procedure (not recorded)")
     path.write_text(entry(margin=0.004, rule=rule, source="selftest 2026-12-05", procedure=SHIPPED))
     assert machine.resolve_margin(None, "gym", 2, JOB) == (0.004, "selftest 2026-12-05 (gym workers=2)")
@@ -540,9 +543,10 @@ def test_the_selftest_detects_an_injected_50_percent_slowdown_end_to_end(tmp_pat
     stored = tmp_path / "machine"
     stored.mkdir()
     meta = {k: v for k, v in machine.machine_metadata().items() if k in ("hostname", "cpu_model", "cpu_count")}
-    # measured with the blocks this job runs (200 rounds each), else the job would not use it
+    # measured by the procedure this job runs (blocks of 200 rounds, time-stopped after 40 cycles or more), else the
+    # job would not use it
     entry = {"margin": 0.037, "rule": machine.MARGIN_RULE, "source": "selftest 2026-12-01",
-             "procedure": {**SHIPPED, "block_rounds": 200}}
+             "procedure": {**SHIPPED, "block_rounds": 200, "precision": 1e-9, "min_cycles": 40}}
     (stored / f"{machine.machine_id(meta)}.json").write_text(json.dumps({"margins": {"gym workers=1": entry}}))
     out = tmp_path / "st"
     done = subprocess.run([sys.executable, "-m", "harness", "selftest", "selftest.jobs=1", "selftest.seconds=1",
