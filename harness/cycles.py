@@ -56,9 +56,9 @@ class CompareSettings:
     #: never stop, on precision or on time, before this many cycles (at least what the confidence needs: 6)
     min_cycles: int = 10
     #: target seconds of the median backend's block (rounds per block from untimed sizing blocks). Short, because
-    #: what two blocks of identical residents differ by grows with the time between them (the host drifts): in
-    #: 60-s A/A jobs on the 2-vCPU VM, 0.1-s blocks gave intervals 2.5x narrower than 0.2-s ones, and 0.05-s
-    #: ones no narrower than 0.1 (each block's settle and messages take a larger share):
+    #: what two blocks of identical residents differ by grows with the time between them (the host drifts), so
+    #: 0.1-s blocks give much narrower A/A intervals than 0.2-s ones in jobs of the same length; 0.05-s ones are no
+    #: narrower (each block's settle and messages take a larger share):
     #: results/reference/vm-2core-2026-12-05-block-length/
     block_s: float = 0.1
     #: rounds per block; 0: from ``block_s``
