@@ -16,7 +16,6 @@ from omegaconf import DictConfig, OmegaConf
 
 from harness.resource_checks import fit_errors
 from harness.config import ConfigRangeError, check_ranges, register_configs
-from harness.cycles import CompareSettings
 from harness.interpreter import interpreter_errors
 from harness.margin import DEFAULT_MARGIN
 from harness.progress import JobProgress
@@ -109,24 +108,24 @@ BACKEND_HELP = {
     "capacity": "the measured ceiling: `workers` copies of the serial loop that never meet",
     "capacity_lockstep": "the synchronized ceiling: the same copies meeting once per round",
 }
-#: the ``compare.*`` defaults, as shipped (the help below says them)
-_SHIPPED = CompareSettings()
-#: the ``compare.*`` settings of a paired job (`harness.compare.CompareRanges`; a test checks every field has a line)
+#: the ``compare.*`` settings of a paired job (`harness.compare.CompareRanges`; a test checks every field has a line),
+#: each with its shipped default filled in from `harness.cycles.CompareSettings` when the help is printed (imported
+#: there only: it brings scipy, a second of start-up that every ``python -m harness`` job would pay)
 COMPARE_HELP = {
     "precision": "stop once the main ratio (the second backend over the first) is within +-this of its median "
-                 f"({_SHIPPED.precision:g})",
-    "max_seconds": f"or after this many seconds of cycles ({_SHIPPED.max_seconds:g}), start-up not counted",
-    "min_cycles": f"never stop before this many cycles ({_SHIPPED.min_cycles}; at least 6)",
-    "block_s": f"seconds of the median backend's block, which sets the rounds per block ({_SHIPPED.block_s:g})",
+                 "({precision:g})",
+    "max_seconds": "or after this many seconds of cycles ({max_seconds:g}), start-up not counted",
+    "min_cycles": "never stop before this many cycles ({min_cycles}; at least 6)",
+    "block_s": "seconds of the median backend's block, which sets the rounds per block ({block_s:g})",
     "block_rounds": "rounds per block instead (0: from block_s)",
-    "confidence": f"of the intervals ({_SHIPPED.confidence:g})",
+    "confidence": "of the intervals ({confidence:g})",
     "margin": "the resolution floor: a winner only where the interval clears 1 +- margin (unset: this machine's "
               "margin for the job's scenario and workers as `make selftest` stored it in results/machine/, where it "
               "ran the job's procedure (precision, min_cycles, block_*, confidence, respawn_*, pin_single), else "
-              f"{DEFAULT_MARGIN:g})",
-    "respawn_s": f"restart every resident after this many seconds of cycles ({_SHIPPED.respawn_s:g}; 0: never); with "
+              "{default_margin:g})",
+    "respawn_s": "restart every resident after this many seconds of cycles ({respawn_s:g}; 0: never); with "
                  "it on, the precision stop comes only where a set ends, from the second on",
-    "respawn_share": f"the most of a job's time restarting may take ({_SHIPPED.respawn_share:g}: a respawn waits for "
+    "respawn_share": "the most of a job's time restarting may take ({respawn_share:g}: a respawn waits for "
                      "3x the last start; 0: no wait)",
     "pin_single": "run each cycle's single-process residents (serial) on one CPU, the next CPU each cycle (false)",
     "extra_work": "per listed backend, injected extra work (e.g. [0,0.03]: the second 3% slower; for A/A checks)",
@@ -191,7 +190,10 @@ def help_text() -> str:
     lines += ["", "compare (python -m harness compare backends=[a,b,...] ...): one paired job, every backend resident, "
               "alternating blocks; it runs compare.max_seconds of cycles after start-up (about 5 min a job with the "
               "defaults and Ray) or less once compare.precision is reached. Settings:"]
-    lines += [f"  compare.{name}: {text}" for name, text in COMPARE_HELP.items()]
+    from harness.cycles import CompareSettings
+
+    shipped = {**dataclasses.asdict(CompareSettings()), "default_margin": DEFAULT_MARGIN}
+    lines += [f"  compare.{name}: {text.format_map(shipped)}" for name, text in COMPARE_HELP.items()]
     lines += [f"  refuses: {COMPARE_REFUSES}"]
     lines += ["", "docs/harness.md has the details; `--cfg job` prints a job's composed config; `--hydra-help`: "
               "Hydra's own options."]
