@@ -6,7 +6,7 @@ measures it (the 95th percentile, over its A/A jobs, of how far a job's interval
 residents lies beyond 1: `harness.selftest.clearance`) for the workload and worker count its jobs ran (`workload_key`:
 ``gym workers=2``) and stores it in ``results/machine/<machine id>.json``, one entry per workload. A paired job uses
 its own workload's entry unless ``compare.margin`` is given, and `DEFAULT_MARGIN` where this machine has none for it:
-a margin measured on one workload is never used for another (a dqn block is one round, a gym block about fifty, and
+a margin measured on one workload is never used for another (a dqn block is one round, a gym block a few hundred, and
 what identical residents differ by follows the block). Every row and ``compare.json`` record the margin used and its
 source (``selftest <date> (gym workers=2)``, ``compare.margin`` or ``default: ...``). A stored margin also holds
 only for the procedure it was measured with (`PROCEDURE`): a job that stops, or sizes, places or respawns its

@@ -63,7 +63,8 @@ import numpy as np
 import pandas as pd
 
 from harness.cycles import COMPARE_FILE, CompareSettings, fewest_cycles
-from harness.margin import MARGIN_RULE, PROCEDURE, store_machine_margin, workload_key, workload_margin
+from harness.margin import (MARGIN_RULE, PROCEDURE, differing_procedure, store_machine_margin, workload_key,
+                            workload_margin)
 from harness.metadata import job_metadata
 from harness.report import stats
 from harness.report.resolution import DETECTION_GOAL
@@ -550,7 +551,7 @@ def store_margin(summary: dict[str, Any], out: Path, settings: SelftestSettings)
     procedure = {k: getattr(CompareSettings(), k) for k in PROCEDURE}  # as shipped: nothing else is stored
     before = workload_margin(workload, summary["machine"])
     pooled, runs = [], []
-    if before is not None and before.get("procedure") == procedure and isinstance(before.get("clearances"), list):
+    if before is not None and not differing_procedure(before, procedure) and isinstance(before.get("clearances"), list):
         pooled = [float(c) for c in before["clearances"]]
         runs = [r for r in before.get("selftests") or [] if isinstance(r, dict)]
     pooled = (pooled + [float(c) for c in summary["margin"]["clearances"]])[-POOLED_JOBS:]
