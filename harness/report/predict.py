@@ -18,6 +18,16 @@ per round with a core of its own. From those costs the round's critical path at 
     the processes) of a job whose processes each had a core (no more processes than cores, on a host whose load
     average was below its cores when the job started: in the same run; else `DEFAULT_HANDOFF_US`).
 
+Where the job's processes outnumbered the cores (16 processes on 2), each took turns on a core, and every turn
+left it cold caches: CPU per round is not inflated by the waiting, but it is by the cold start after it (a
+CartPole member costs about twice the CPU at ``workers=16`` on 2 cores that it costs with a core of its own;
+an Atari member hardly more). So such a row's costs are first divided by its **cache inflation**: one member's
+step in that row (the median over the other processes of c_p / m_p) over one member's step in the same run's
+jobs whose processes each had a core (same workload and bank), at least 1. The server's part is divided by the
+same factor: it runs the same kind of short Python between the same turns. A run with no such job is not
+corrected, and the output says so (``inflation_from``: ``run``, ``own`` for a row with a core per process,
+``none``).
+
 Nothing is fitted to the shares it predicts. The predicted speedup over serial is serial's round (the same
 run's serial rows, same scenario and bank, in CPU time: their process tree's ``tree_cpu_ms_per_unit``) over that
 round; the predicted share of the ceiling is the speedup
@@ -40,6 +50,7 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 import pandas as pd
 
+from harness.report.intervals import MedianInterval, median_interval
 from harness.report.load import load_results
 
 #: the round's two hand-offs (scatter, results) when no job of the run measured them with a core per process:
@@ -87,6 +98,24 @@ def round_costs(extra: dict[str, Any], cores: int | None) -> RoundCosts | None:
     return RoundCosts(costs, members, handoff, cores is not None and n > cores)
 
 
+def member_step(costs: Sequence[float], members: Sequence[int]) -> float:
+    """One member's step: the median over the processes other than process 0 of CPU per member (NaN where none
+    steps a member)."""
+    steps = [float(c) / m for c, m in zip(costs[1:], members[1:]) if m > 0]
+    return float(np.median(steps)) if steps else np.nan
+
+
+def cache_inflation(costs: RoundCosts, warm_step: float | None) -> float:
+    """How much a row's CPU per round is inflated by processes taking turns on fewer cores (the module docstring):
+    its member step over ``warm_step``, one member's step where each process had a core; 1 for a row with a core
+    per process, and where there is no ``warm_step`` (nothing to compare with) or no member step. Never below 1:
+    a turn never makes a step cheaper, so a ratio below 1 is the noise between the two jobs."""
+    if not costs.oversubscribed or not warm_step or not np.isfinite(warm_step):
+        return 1.0
+    step = member_step(costs.costs, costs.members)
+    return max(1.0, step / warm_step) if np.isfinite(step) else 1.0
+
+
 def critical_round(costs: Sequence[float], members: Sequence[int], handoff_us: float) -> float:
     """The round at one core per process (the module docstring's formula), in the costs' unit.
 
@@ -98,8 +127,8 @@ def critical_round(costs: Sequence[float], members: Sequence[int], handoff_us: f
     c0, rest = float(costs[0]), [float(c) for c in costs[1:]]
     if not rest:
         return c0
-    steps = [c / m for c, m in zip(rest, members[1:]) if m > 0]
-    step = float(np.median(steps)) if steps else 0.0
+    step = member_step(costs, members)
+    step = 0.0 if np.isnan(step) else step
     server = max(0.0, c0 - members[0] * step)
     return max(c0, server + max(rest) + handoff_us)
 
@@ -108,16 +137,16 @@ def _is_reactor_processes(rows: pd.DataFrame) -> pd.Series:
     return (rows["backend"] == "reactor") & rows["variant"].astype(str).str.startswith("processes")
 
 
-def _paired_ratio(rows: pd.DataFrame, num: pd.Series, den: pd.Series) -> float | None:
-    """Median over the paired cycles of ``num`` rows' throughput over ``den`` rows' (same job and cycle)."""
+def _paired_series(rows: pd.DataFrame, num: pd.Series, den: pd.Series) -> np.ndarray | None:
+    """Per paired cycle (same job and cycle, in job and cycle order), ``num`` rows' throughput over ``den`` rows'."""
     if "cycle" not in rows or rows.loc[num | den, "cycle"].isna().all():
         return None
     a = rows[num].groupby(["job", "cycle"])["throughput"].median()
     b = rows[den].groupby(["job", "cycle"])["throughput"].median()
-    both = pd.concat([a, b], axis=1, keys=["a", "b"]).dropna()
+    both = pd.concat([a, b], axis=1, keys=["a", "b"]).dropna().sort_index()
     if both.empty:
         return None
-    return float(np.median(both["a"] / both["b"]))
+    return (both["a"] / both["b"]).to_numpy(dtype=float)
 
 
 def _capacity_mask(rows: pd.DataFrame) -> pd.Series:
@@ -131,15 +160,21 @@ def _serial_mask(rows: pd.DataFrame) -> pd.Series:
 Mask = Callable[[pd.DataFrame], pd.Series]
 
 
-def paired_ratios(rows: pd.DataFrame, num: Mask, den: Mask) -> dict[tuple[str, int, int], float]:
-    """Per (workload, bank, workers), the median over paired cycles of the ``num`` rows' throughput over the
-    ``den`` rows'; only where paired jobs hold both."""
+def paired_series(rows: pd.DataFrame, num: Mask, den: Mask) -> dict[tuple[str, int, int], np.ndarray]:
+    """Per (workload, bank, workers), the per-cycle ratios of the ``num`` rows' throughput over the ``den`` rows';
+    only where paired jobs hold both."""
     out = {}
     for key, g in rows.groupby(["scenario", "num_envs", "workers"]):
-        r = _paired_ratio(g, num(g), den(g))
+        r = _paired_series(g, num(g), den(g))
         if r is not None:
             out[(str(key[0]), int(key[1]), int(key[2]))] = r
     return out
+
+
+def paired_ratios(rows: pd.DataFrame, num: Mask, den: Mask) -> dict[tuple[str, int, int], float]:
+    """Per (workload, bank, workers), the median over paired cycles of the ``num`` rows' throughput over the
+    ``den`` rows' (`paired_series`)."""
+    return {k: float(np.median(v)) for k, v in paired_series(rows, num, den).items()}
 
 
 def reactor_speedups(rows: pd.DataFrame) -> dict[tuple[str, int, int], float]:
@@ -155,6 +190,12 @@ def ceiling_speedups(rows: pd.DataFrame) -> dict[tuple[str, int, int], float]:
 def measured_shares(rows: pd.DataFrame) -> dict[tuple[str, int, int], float]:
     """The reactor (processes executor) over the synchronized ceiling in paired jobs."""
     return paired_ratios(rows, _is_reactor_processes, _capacity_mask)
+
+
+def measured_share_intervals(rows: pd.DataFrame) -> dict[tuple[str, int, int], MedianInterval]:
+    """`measured_shares` with the report's interval for a median over cycles (`median_interval`: NaN ends where
+    the cycles are too few for one): a prediction is checked against what the measurement can tell."""
+    return {k: median_interval(v) for k, v in paired_series(rows, _is_reactor_processes, _capacity_mask).items()}
 
 
 #: how far the synchronized ceiling may rise above ``workers`` copies before it is flagged (per-cycle noise)
@@ -247,38 +288,51 @@ def predict_rows(rows: pd.DataFrame, machine: pd.DataFrame | None = None) -> pd.
     rows = rows[rows["status"] == "ok"]
     reactor = rows[_is_reactor_processes(rows)]
     # the run's hand-off with a core per process (the breakdown's own column), per workload
-    costs_of = {}
+    costs_of, busy = {}, set()
+    warm: dict[tuple[str, int], list[float]] = {}  # one member's step where each process had a core
     for i, row in reactor.iterrows():
         rc = round_costs(row["extra_dict"], _cores(row))
         if rc is not None:
-            # a hand-off measured while the host's other load took cores says nothing about a core each
-            costs_of[i] = replace(rc, oversubscribed=True) if _busy_host(row) else rc
+            costs_of[i] = rc
+            if _busy_host(row):
+                busy.add(i)
+            if not rc.oversubscribed and len(rc.costs) > 1:
+                step = member_step(rc.costs, rc.members)
+                if np.isfinite(step):
+                    warm.setdefault((str(row["scenario"]), int(row["num_envs"])), []).append(step)
+    warm_step = {k: float(np.median(v)) for k, v in warm.items()}
     handoffs: dict[str, list[float]] = {}
     for i, rc in costs_of.items():
-        if not rc.oversubscribed and len(rc.costs) > 1:
+        # a hand-off measured while the host's other load took cores says nothing about a core each
+        if not rc.oversubscribed and i not in busy and len(rc.costs) > 1:
             handoffs.setdefault(str(reactor.at[i, "scenario"]), []).append(rc.handoff_us)
-    run_ceiling, run_share, run_speedup = ceiling_speedups(rows), measured_shares(rows), reactor_speedups(rows)
+    run_ceiling, run_speedup = ceiling_speedups(rows), reactor_speedups(rows)
     ref_ceiling = ceiling_speedups(machine) if machine is not None else {}
-    ref_share = measured_shares(machine) if machine is not None else {}
+    ref_share = measured_share_intervals(machine) if machine is not None else {}
+    run_interval = measured_share_intervals(rows)
     lines = []
     for (scenario, bank, workers), g in reactor.groupby(["scenario", "num_envs", "workers"]):
         key = (str(scenario), int(bank), int(workers))
         serial = rows[(rows["backend"] == "serial") & (rows["scenario"] == scenario) & (rows["num_envs"] == bank)]
         serial_round = serial_round_us(serial)
-        rounds, sources, hand = [], set(), []
+        rounds, sources, hand, inflations, inflated_from = [], set(), [], [], set()
         for i in g.index:
             rc = costs_of.get(i)
             if rc is None:
                 continue
-            if not rc.oversubscribed:
+            if not rc.oversubscribed and i not in busy:
                 h, source = rc.handoff_us, "own"
             elif handoffs.get(key[0]):  # a hand-off that waited for a core says nothing about a core each
                 h, source = float(np.median(handoffs[key[0]])), "run"
             else:
                 h, source = DEFAULT_HANDOFF_US, "default"
-            rounds.append(critical_round(rc.costs, rc.members, h))
+            warm_ref = warm_step.get((key[0], key[1]))
+            inflation = cache_inflation(rc, warm_ref)
+            inflated_from.add("own" if not rc.oversubscribed else "run" if warm_ref else "none")
+            rounds.append(critical_round([c / inflation for c in rc.costs], rc.members, h))
             sources.add(source)
             hand.append(h)
+            inflations.append(inflation)
         # no row with the CPU column: the measured side alone (the prediction '-')
         predicted_round = float(np.median(rounds)) if rounds else np.nan
         speedup = serial_round / predicted_round if predicted_round > 0 else np.nan
@@ -288,7 +342,8 @@ def predict_rows(rows: pd.DataFrame, machine: pd.DataFrame | None = None) -> pd.
             ceiling, ceiling_from = ref_ceiling[key], "machine"
         else:
             ceiling, ceiling_from = float(workers), "ideal"
-        measured = ref_share.get(key) if machine is not None else run_share.get(key)
+        interval = ref_share.get(key) if machine is not None else run_interval.get(key)
+        measured = interval.median if interval is not None else None
         at = (rows["scenario"] == scenario) & (rows["num_envs"] == bank) & (rows["workers"] == workers)
         excess = ceiling_excess(serial[serial["workers"] == workers], rows[at & _capacity_mask(rows)], int(workers),
                                 run_ceiling[key]) if key in run_ceiling else ""
@@ -297,10 +352,16 @@ def predict_rows(rows: pd.DataFrame, machine: pd.DataFrame | None = None) -> pd.
             "workload": key[0], "bank": key[1], "workers": key[2],
             "measured_share": measured, "predicted_share": predicted,
             "error": (predicted - measured) / measured if measured and not np.isnan(predicted) else None,
+            "measured_low": interval.low if interval is not None else np.nan,
+            "measured_high": interval.high if interval is not None else np.nan,
+            "in_interval": (bool(interval.low <= predicted <= interval.high)
+                            if interval is not None and interval.enough and not np.isnan(predicted) else None),
             "measured_speedup": run_speedup.get(key),
             "predicted_round_us": predicted_round, "serial_round_us": serial_round,
             "predicted_speedup": speedup, "ceiling_speedup": ceiling, "ceiling_from": ceiling_from,
             "handoff_us": float(np.median(hand)) if hand else np.nan, "handoff_from": "+".join(sorted(sources)) or "-",
+            "inflation": float(np.median(inflations)) if inflations else np.nan,
+            "inflation_from": "+".join(sorted(inflated_from)) or "-",
             "ceiling_check": excess,
         })
     out = pd.DataFrame(lines)
@@ -321,19 +382,55 @@ def predict_run(paths: Iterable[Path | str], machine: Iterable[Path | str] | Non
     return predict_rows(rows, ref)
 
 
+#: the issue's bar for the prediction: within this relative error of the measured share
+PREDICTION_TOLERANCE = 0.20
+
+
+def _measured_interval(r: dict[str, Any]) -> str:
+    """``[low,high]:in`` / ``:out`` (the prediction inside the measured share's 95% interval or not), ``(too few)``
+    where the cycles hold no interval, ``-`` where nothing was measured."""
+    low, high = r.get("measured_low"), r.get("measured_high")
+    if r.get("measured_share") is None or (isinstance(r.get("measured_share"), float) and np.isnan(r["measured_share"])):
+        return "-"
+    if low is None or high is None or not (np.isfinite(low) and np.isfinite(high)):
+        return "(too few)"
+    inside = r.get("in_interval")
+    return f"[{low:.2f},{high:.2f}]" + ("" if inside is None else ":in" if inside else ":out")
+
+
+def summary_line(table: pd.DataFrame) -> str:
+    """How the predictions compare with the measurements at 4 workers and more (the issue's check): how many lie
+    within `PREDICTION_TOLERANCE`, and how many inside the measured share's interval; "" where none is measured."""
+    t = table[(table["workers"] >= 4) & table["error"].notna()] if not table.empty else table
+    if t.empty:
+        return ""
+    close = int((t["error"].abs() <= PREDICTION_TOLERANCE).sum())
+    drawn = t[t["in_interval"].notna()]
+    inside = int(drawn["in_interval"].astype(bool).sum())
+    return (f"at 4+ workers: within {PREDICTION_TOLERANCE:.0%} of the measured share in {close} of {len(t)}; "
+            f"inside its 95% interval in {inside} of {len(drawn)} (the others' cycles hold no interval)"
+            if len(drawn) < len(t) else
+            f"at 4+ workers: within {PREDICTION_TOLERANCE:.0%} of the measured share in {close} of {len(t)}; "
+            f"inside its 95% interval in {inside} of {len(drawn)}")
+
+
 def format_lines(table: pd.DataFrame) -> str:
     """``workload workers measured_share predicted_share`` per line (measured ``-`` where there is no paired
-    ceiling), then the error and what the prediction used."""
+    ceiling), then the error, the measured share's interval (and whether the prediction lies in it) and what the
+    prediction used; then `summary_line` and any ceiling check."""
     def num(x: Any, fmt: str) -> str:
         return "-" if x is None or (isinstance(x, float) and np.isnan(x)) else format(x, fmt)
 
-    out = ["workload workers measured_share predicted_share  error  predicted_round_us serial_round_us "
-           "predicted_speedup ceiling_speedup(from) handoff_us(from)"]
+    out = ["workload workers measured_share predicted_share  error measured_95%  predicted_round_us serial_round_us "
+           "predicted_speedup ceiling_speedup(from) handoff_us(from) inflation(from)"]
     for r in table.to_dict("records"):
         out.append(f"{r['workload']} {r['workers']} {num(r['measured_share'], '.2f')} {num(r['predicted_share'], '.2f')}"
-                   f"  {num(r['error'], '+.0%')}  {num(r['predicted_round_us'], '.1f')} {num(r['serial_round_us'], '.1f')} "
+                   f"  {num(r['error'], '+.0%')} {_measured_interval(r)}  "
+                   f"{num(r['predicted_round_us'], '.1f')} {num(r['serial_round_us'], '.1f')} "
                    f"{num(r['predicted_speedup'], '.2f')} {r['ceiling_speedup']:.2f}({r['ceiling_from']}) "
-                   f"{num(r['handoff_us'], '.1f')}({r['handoff_from']})")
+                   f"{num(r['handoff_us'], '.1f')}({r['handoff_from']}) "
+                   f"{num(r.get('inflation'), '.2f')}({r.get('inflation_from', '-')})")
     checks = [f"{r['workload']} {r['workers']}: {r['ceiling_check']}" for r in table.to_dict("records")
               if r.get("ceiling_check")]
-    return "\n".join(out + checks)
+    summary = summary_line(table)
+    return "\n".join(out + ([summary] if summary else []) + checks)

@@ -34,12 +34,13 @@ def _num(x: Any, fmt: str) -> str:
 
 def scaling_table(frame: pd.DataFrame) -> Table:
     header = ["workload", "workers", "reactor / serial", "sync ceiling / serial", "share of the ceiling",
-              "predicted share", "predicted round (us)", "hand-off (us, from)"]
+              "predicted share", "predicted round (us)", "hand-off (us, from)", "cache inflation (from)"]
     rows = [[r["workload"], str(r["workers"]), _num(r["measured_speedup"], ".2f"),
              f"{r['ceiling_speedup']:.2f}" + ("" if r["ceiling_from"] == "run" else f" ({r['ceiling_from']})")
              + (f" (above {r['workers']} copies)" if r.get("ceiling_check") else ""),
              _num(r["measured_share"], ".2f"), _num(r["predicted_share"], ".2f"),
-             _num(r["predicted_round_us"], ".0f"), f"{_num(r['handoff_us'], '.1f')} ({r['handoff_from']})"]
+             _num(r["predicted_round_us"], ".0f"), f"{_num(r['handoff_us'], '.1f')} ({r['handoff_from']})",
+             f"{_num(r.get('inflation'), '.2f')} ({r.get('inflation_from', '-')})"]
             for r in frame.to_dict("records")]
     return Table(header, rows, empty="no paired reactor rows at three or more worker counts")
 
@@ -89,7 +90,8 @@ def scaling_sections(rep: Report) -> list[Section]:
     content: Any = [p for p in rep.plots if p.name == "scaling"]
     intro = ("Paired jobs at each worker count: the reactor's speedup over serial and its share of the synchronized "
              "ceiling (k serial copies meeting once per round), medians of per-cycle ratios; beside each, the "
-             "share predicted for a core per process from the rows' per-process CPU time per round and the "
+             "share predicted for a core per process from the rows' per-process CPU time per round (divided by "
+             "its cache inflation where processes outnumbered cores) and the "
              "breakdown's hand-off (docs/report.md, \"The scaling prediction\"; `python -m harness.report "
              "--predict`).")
     checks = [f"{r['workload']} at {r['workers']} workers: {r['ceiling_check']}." for r in frame.to_dict("records")

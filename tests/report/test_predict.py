@@ -74,6 +74,56 @@ def test_the_prediction_uses_the_hand_off_of_a_job_with_a_core_per_process_and_t
     assert two["handoff_from"] == "own" and two["ceiling_from"] == "ideal" and np.isnan(two["measured_share"])
 
 
+def test_costs_read_with_more_processes_than_cores_are_taken_back_to_a_core_each_by_the_step_s_inflation():
+    """16 processes on 2 cores: each turn on a core leaves cold caches, so a member's step costs more CPU than with
+    a core per process. The same run's job with a core per process gives the warm step (100 us); a row whose
+    member step is 250 us is read at 1/2.5 of its costs, its server part included."""
+    rows = []
+    for cycle in range(3):
+        rows.append(_row("serial", "-", 4, cycle, 1000.0, {"tree_cpu_ms_per_unit": 0.1}))  # 400 us per round
+        rows.append(_row("capacity", "lockstep", 4, cycle, 3600.0))
+        rows.append(_row("reactor", "processes-max1024", 4, cycle, 2000.0, _costs([400, 250, 250, 250], 9.0)))
+        rows.append(_row("serial", "-", 2, cycle, 1000.0, {"tree_cpu_ms_per_unit": 0.1}))
+        rows.append(_row("reactor", "processes-max1024", 2, cycle, 1800.0, _costs([150, 100], handoff=6.0)))
+    table = predict_rows(pd.DataFrame(rows)).set_index("workers")
+    four = table.loc[4]
+    assert four["inflation"] == pytest.approx(2.5) and four["inflation_from"] == "run"
+    # costs / 2.5: process 0 160 (server 60 + its member 100), the others 100; hand-off 6 from the warm job
+    assert four["predicted_round_us"] == pytest.approx(60 + 100 + 6)
+    assert four["predicted_share"] == pytest.approx(400 / 166 / 3.6)
+    assert table.loc[2, "inflation"] == 1.0 and table.loc[2, "inflation_from"] == "own"
+    # no job with a core per process in the run: nothing to compare with, so no correction, and it says so
+    alone = predict_rows(pd.DataFrame([r for r in rows if r["workers"] == 4])).iloc[0]
+    assert alone["inflation"] == 1.0 and alone["inflation_from"] == "none"
+    assert alone["predicted_round_us"] == pytest.approx(150 + 250 + DEFAULT_HANDOFF_US)
+    # a member step below the warm one is the noise between two jobs, not a cheaper step: never below 1
+    cheap = [dict(r, extra_dict=_costs([400, 80, 80, 80], 9.0)) if r["workers"] == 4 and r["backend"] == "reactor"
+             else r for r in rows]
+    assert predict_rows(pd.DataFrame(cheap)).set_index("workers").loc[4, "inflation"] == 1.0
+
+
+def test_each_prediction_is_checked_against_the_measured_share_s_interval_and_the_run_summarised():
+    from harness.report.predict import format_lines
+
+    rows = []
+    shares = [0.70, 0.72, 0.69, 0.71, 0.73, 0.70, 0.68, 0.72]  # 8 independent-looking cycles around 0.71
+    for cycle, share in enumerate(shares):
+        rows.append(_row("serial", "-", 4, cycle, 1000.0, {"tree_cpu_ms_per_unit": 1.0}))
+        rows.append(_row("capacity", "lockstep", 4, cycle, 3000.0))
+        rows.append(_row("reactor", "processes-max1024", 4, cycle, 3000.0 * share,
+                         _costs([1300, 1000, 1000, 1000], handoff=6.0), cpu_count=4))
+    line = predict_rows(pd.DataFrame(rows)).iloc[0]
+    assert line["measured_share"] == pytest.approx(np.median(shares))
+    # 8 cycles: the 95% interval of their median is [min, max] (ranks 2 and 7 would cover 93%)
+    assert line["measured_low"] == pytest.approx(0.68) and line["measured_high"] == pytest.approx(0.73)
+    # predicted: 4000 / (300 + 1000 + 6) / 3.0 = 1.02, far above the interval
+    assert line["predicted_share"] == pytest.approx(4000 / 1306 / 3.0)
+    assert line["in_interval"] is not None and not line["in_interval"]
+    text = format_lines(predict_rows(pd.DataFrame(rows)))
+    assert "[0.68,0.73]:out" in text.splitlines()[1]
+    assert "within 20% of the measured share in 0 of 1; inside its 95% interval in 0 of 1" in text
+
+
 @pytest.mark.slow  # a real paired job (~8 s); the fast equivalents read synthetic rows through the same code
 def test_predict_reads_a_real_paired_job_and_prints_one_line_per_workload_and_worker_count(tmp_path):
     out = tmp_path / "job"
