@@ -81,7 +81,7 @@ PAPER_DIR ?= results/bench/paper
 # seconds (empty: the paper's rounds); the report lists the shortened rounds as a difference
 PAPER_JOB_SECONDS ?=
 
-.PHONY: compare-ray selftest device-kit device-local install-envpool help python-ft install-ft test-ft bench-ft install test test-slow load soak bench bench-scaling bench-paired bench-paper bench-paper-local report results-readme archive clean $(addprefix bench-,$(SCENARIOS))
+.PHONY: compare-ray selftest device-kit device-kit-ft device-local device-local-ft install-envpool help python-ft install-ft test-ft bench-ft install test test-slow load soak bench bench-scaling bench-paired bench-paper bench-paper-local report results-readme archive clean $(addprefix bench-,$(SCENARIOS))
 
 help: ## List every target
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 22
@@ -340,6 +340,12 @@ DEVICE_MAX_MIB ?= 48
 device-kit: install ## The offline kit for a lent many-core machine: .device/wheels for Python DEVICE_PYTHON (at most DEVICE_MAX_MIB MiB with the tree)
 	$(PY) scripts/device_kit.py --dest .device --python-version $(DEVICE_PYTHON) --max-mib $(DEVICE_MAX_MIB)
 
+# the free-threaded part (issue 46: threads on 3.13t against processes at 16 and 8 workers): .python-ft packed to run
+# wherever it is unpacked, and the cp313t wheels its measuring children import (ale-py built here from its sdist,
+# ~10 min the first time), in .device/ft; there `bash scripts/device_sweep.sh --ft` unpacks, installs and measures
+device-kit-ft: install python-ft ## The free-threaded kit for the lent machine: a relocatable 3.13t and its cp313t wheels in .device/ft
+	$(PY) scripts/device_kit_ft.py --dest .device --python $(CURDIR)/.python-ft/bin/python3
+
 # EnvPool (backend=envpool, atari): 1.2.5 is its last release with a Python 3.11 wheel; it brings its asset packages
 # (about 600 MB) and changes nothing already installed
 install-envpool: install ## Add EnvPool 1.2.5 to .venv (backend=envpool; make bench then runs it on atari)
@@ -347,6 +353,9 @@ install-envpool: install ## Add EnvPool 1.2.5 to .venv (backend=envpool; make be
 
 device-local: install ## scripts/device_sweep.sh --local: the device sweep shortened (workers 1, 2) on this machine, to test the kit's path
 	bash scripts/device_sweep.sh --local
+
+device-local-ft: install ## scripts/device_sweep.sh --ft --local: the free-threaded kit unpacked and measured here (workers 2), to test its path
+	bash scripts/device_sweep.sh --ft --local
 
 clean: ## Remove build products and results (keeps .venv and results/reference)
 	rm -rf build *.egg-info reactor_backend/*.c reactor_backend/*.so scenarios/*.c scenarios/*.so .pytest_cache

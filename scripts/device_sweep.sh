@@ -6,6 +6,10 @@
 # Here, the same path shortened (workers 1 and 2, seconds per job) on .venv, without installing anything:
 #   bash scripts/device_sweep.sh --local
 #   bash scripts/device_sweep.sh --dry-run [--local]   # prints every step and job, runs nothing
+# The free-threaded reading (issue 46: the threads executor on 3.13t against processes, the paper's own setup), a
+# second call after the first, with `make device-kit-ft`'s .device/ft carried too:
+#   bash scripts/device_sweep.sh --ft [--local]  # unpacks its 3.13t, makes its venv, builds the extension there,
+#                                                # then paired jobs of FT_BACKENDS at FT_WORKERS (default 16 8)
 #
 # What it runs, within BUDGET_S seconds of wall time from its start (default 510: the device's 600 s per command
 # less a margin), in the order of WORKERS (default 16 1 4 8 2: the widest first):
@@ -22,13 +26,14 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-LOCAL=0 DRY=0
+LOCAL=0 DRY=0 FT=0
 for arg in "$@"; do
   case "$arg" in
     --local) LOCAL=1 ;;
     --dry-run) DRY=1 ;;
-    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
-    *) echo "device_sweep.sh: unknown argument $arg (known: --local, --dry-run, --help)" >&2; exit 2 ;;
+    --ft) FT=1 ;;
+    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
+    *) echo "device_sweep.sh: unknown argument $arg (known: --local, --dry-run, --ft, --help)" >&2; exit 2 ;;
   esac
 done
 
@@ -43,6 +48,7 @@ if [ "$LOCAL" = 1 ]; then
   REPS=${REPS:-2}
   ROUNDS_GYM=${ROUNDS_GYM:-200} ROUNDS_ATARI=${ROUNDS_ATARI:-30}
   NICE=${NICE:-"nice -n 10"}
+  FT_WORKERS=${FT_WORKERS:-2}
   OUT_DIR=${OUT_DIR:-results/device/local-$STAMP}
   TARBALL=${TARBALL:-results/device/local-$STAMP.tar.gz}
 else
@@ -55,10 +61,21 @@ else
   REPS=${REPS:-3}
   ROUNDS_GYM=${ROUNDS_GYM:-600} ROUNDS_ATARI=${ROUNDS_ATARI:-100}
   NICE=${NICE:-}
+  FT_WORKERS=${FT_WORKERS:-"16 8"}
   OUT_DIR=${OUT_DIR:-results/device/$STAMP}
   if [ -n "${OUT:-}" ]; then TARBALL=${TARBALL:-$OUT/device.tar.gz}; else TARBALL=${TARBALL:-results/device/$STAMP.tar.gz}; fi
 fi
 WHEELS=${WHEELS:-.device/wheels}
+FT_KIT=${FT_KIT:-.device/ft}  # make device-kit-ft: python-ft.tar.xz and wheels/; its interpreter and venv go here too
+FT_PY=$FT_KIT/venv/bin/python
+# the free-threaded reading's residents: processes on the machine's Python first, threads on 3.13t second (the
+# job's main ratio: threads ft / processes), serial on both (what the interpreter itself costs) and the ceiling
+FT_BACKENDS=${FT_BACKENDS:-"reactor,reactor_threads@ft,serial,serial@ft,capacity_lockstep"}
+if [ "$FT" = 1 ]; then
+  WORKERS=$FT_WORKERS
+  OUT_DIR=${OUT_DIR%/*}/ft-${OUT_DIR##*/}
+  TARBALL=${TARBALL%/*}/ft-${TARBALL##*/}
+fi
 NUM_ENVS=${NUM_ENVS:-16}    # gym and atari envs, marl agents: a multiple of every worker count (PufferLib needs it)
 RESERVE_S=${RESERVE_S:-45}  # kept for the report and the tarball
 export PYTHONUNBUFFERED=1
@@ -112,6 +129,21 @@ if [ "$INSTALL" = 1 ]; then
   run "$PY" -c 'import reactor_backend._core, scenarios._checksum, harness, pufferlib.vector, ale_py, hydra' || exit 1
 fi
 
+# ---- 1b. the free-threaded interpreter (--ft, here too: the kit's own path, unpacked where it was not built)
+if [ "$FT" = 1 ]; then
+  test -f "$FT_KIT/python-ft.tar.xz" || [ "$DRY" = 1 ] || { echo "no $FT_KIT/python-ft.tar.xz: run make device-kit-ft here and carry .device" | tee -a "$LOG"; exit 2; }
+  if [ "$DRY" = 1 ] || [ ! -x "$FT_KIT/python-ft/bin/python3" ]; then run tar xJf "$FT_KIT/python-ft.tar.xz" -C "$FT_KIT" || exit 1; fi
+  if [ "$DRY" = 1 ] || [ ! -x "$FT_PY" ]; then run "$FT_KIT/python-ft/bin/python3" -m venv "$FT_KIT/venv" || exit 1; fi
+  run "$FT_PY" -m pip install -q --no-index --find-links "$FT_KIT/wheels" numpy psutil pyyaml ale-py gymnasium \
+      cloudpickle farama-notifications typing-extensions hydra-core omegaconf antlr4-python3-runtime packaging cython \
+      setuptools || exit 1
+  # the extension for 3.13t beside the machine's (another file name: *.cpython-313t-*.so), the checkout on its path
+  run "$FT_PY" setup.py -q build_ext --inplace -j "$(nproc)" || exit 1
+  run "$FT_PY" -c 'import os, site; open(os.path.join(site.getsitepackages()[0], "reactorbench-device.pth"), "w").write(os.getcwd() + "\n")' || exit 1
+  run "$FT_PY" -c 'import sys, reactor_backend._core, scenarios._checksum, harness.compare_child, gymnasium, ale_py; sys.exit(sys._is_gil_enabled())' || { echo "the free-threaded venv imports with the GIL on, or not at all" | tee -a "$LOG"; exit 1; }
+  export REACTORBENCH_FT_PYTHON=$PWD/$FT_PY
+fi
+
 # ---- 2. the machine
 if [ "$DRY" = 0 ]; then
   {
@@ -131,6 +163,7 @@ for name in ("torch", "numpy", "gymnasium", "ale-py", "hydra-core", "pufferlib-c
     except md.PackageNotFoundError:
         print(name, "missing")
 PY
+    if [ "$FT" = 1 ]; then "$FT_PY" -c 'import sys; print("ft python", sys.version.split()[0] + "t", sys.executable, "GIL enabled:", sys._is_gil_enabled())'; fi
   } > "$OUT_DIR/machine.txt" 2>&1
   cat "$OUT_DIR/machine.txt" | tee -a "$LOG"
   PHYSICAL=$("$PY" -c 'import psutil; print(psutil.cpu_count(logical=False) or 1)')
@@ -143,7 +176,7 @@ common=(quiet=true seed=0)
 paired() {  # scenario workers [overrides...]
   local scenario=$1 w=$2; shift 2
   job $((PAIRED_SECONDS + 12)) $((PAIRED_SECONDS + 90)) "$PY" -m harness compare "scenario=$scenario" \
-    "backends=[serial,reactor,capacity_lockstep]" "workers=$w" budget=local "compare.max_seconds=$PAIRED_SECONDS" \
+    "backends=[${BACKENDS:-serial,reactor,capacity_lockstep}]" "workers=$w" budget=local "compare.max_seconds=$PAIRED_SECONDS" \
     "compare.min_cycles=$MIN_CYCLES" compare.respawn_s=0 "${common[@]}" "$@" \
     "hydra.run.dir=$OUT_DIR/paired/${scenario}/w$w${TAG:-}"
 }  # one set of processes per job: a respawn of 16-process residents costs seconds the budget has not got, and the
@@ -154,6 +187,13 @@ standalone() {  # scenario workers backends rounds estimate [overrides...]
     budget=local "budget.rounds=$rounds" "budget.repetitions=$REPS" budget.warmup_rounds=10 budget.timeout_s=120 \
     "${common[@]}" "$@" "hydra.sweep.dir=$OUT_DIR/standalone/${scenario}/w$w"
 }
+if [ "$FT" = 1 ]; then
+  for w in $WORKERS; do
+    BACKENDS=$FT_BACKENDS paired gym "$w" "scenario.num_envs=$NUM_ENVS"
+    BACKENDS=$FT_BACKENDS paired atari "$w" "scenario.num_envs=$NUM_ENVS"
+  done
+  WORKERS=""  # nothing more in this call
+fi
 for w in $WORKERS; do
   puffer=puffer; [ "$w" -gt "$PHYSICAL" ] && puffer=puffer_overwork  # PufferLib's own flag, nothing else changes
   paired gym "$w" "scenario.num_envs=$NUM_ENVS"

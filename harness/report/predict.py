@@ -390,7 +390,8 @@ def _measured_interval(r: dict[str, Any]) -> str:
     """``[low,high]:in`` / ``:out`` (the prediction inside the measured share's 95% interval or not), ``(too few)``
     where the cycles hold no interval, ``-`` where nothing was measured."""
     low, high = r.get("measured_low"), r.get("measured_high")
-    if r.get("measured_share") is None or (isinstance(r.get("measured_share"), float) and np.isnan(r["measured_share"])):
+    measured = r.get("measured_share")
+    if measured is None or (isinstance(measured, float) and np.isnan(measured)):
         return "-"
     if low is None or high is None or not (np.isfinite(low) and np.isfinite(high)):
         return "(too few)"
@@ -424,8 +425,8 @@ def format_lines(table: pd.DataFrame) -> str:
     out = ["workload workers measured_share predicted_share  error measured_95%  predicted_round_us serial_round_us "
            "predicted_speedup ceiling_speedup(from) handoff_us(from) inflation(from)"]
     for r in table.to_dict("records"):
-        out.append(f"{r['workload']} {r['workers']} {num(r['measured_share'], '.2f')} {num(r['predicted_share'], '.2f')}"
-                   f"  {num(r['error'], '+.0%')} {_measured_interval(r)}  "
+        out.append(f"{r['workload']} {r['workers']} {num(r['measured_share'], '.2f')} "
+                   f"{num(r['predicted_share'], '.2f')}  {num(r['error'], '+.0%')} {_measured_interval(r)}  "
                    f"{num(r['predicted_round_us'], '.1f')} {num(r['serial_round_us'], '.1f')} "
                    f"{num(r['predicted_speedup'], '.2f')} {r['ceiling_speedup']:.2f}({r['ceiling_from']}) "
                    f"{num(r['handoff_us'], '.1f')}({r['handoff_from']}) "

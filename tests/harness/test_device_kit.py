@@ -15,6 +15,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "scripts"))
 import device_kit  # noqa: E402
+import device_kit_ft  # noqa: E402
 
 
 def _wheel(dest: Path, name: str, version: str, requires: list[str]) -> Path:
@@ -79,6 +80,60 @@ def test_the_kit_pins_this_venvs_versions():
         device_kit.pinned(["no-such-package-here"])
 
 
+def test_the_ft_kit_carries_every_requirement_of_what_it_carries_for_3_13t():
+    # the free-threaded interpreter has no packages of its own: everything its wheels require must travel
+    from packaging.requirements import Requirement
+
+    names = device_kit_ft.BINARY + device_kit_ft.PURE
+    carried = {device_kit.canonical(n) for n in names}
+    env = {"python_version": "3.13", "python_full_version": "3.13.0", "sys_platform": "linux",
+           "platform_system": "Linux", "platform_machine": "x86_64", "implementation_name": "cpython",
+           "platform_python_implementation": "CPython", "os_name": "posix", "extra": ""}
+    missing = []
+    for name in names:
+        for line in importlib.metadata.distribution(name).requires or []:
+            req = Requirement(line)
+            if req.marker is not None and not req.marker.evaluate(env):
+                continue
+            if device_kit.canonical(req.name) not in carried:
+                missing.append(f"{name}: {line}")
+    assert missing == []
+
+
+def test_the_ft_kit_refuses_an_interpreter_that_is_not_a_relocatable_free_threaded_3_13(tmp_path):
+    with pytest.raises(SystemExit, match="free-threaded 3.13 is needed"):
+        device_kit_ft.check_interpreter(Path(sys.executable))  # the GIL build the suite runs on
+    with pytest.raises(SystemExit, match="make python-ft"):
+        device_kit_ft.check_interpreter(tmp_path / "bin" / "python3")
+
+
+def test_the_packed_interpreter_leaves_its_tests_gui_modules_static_library_and_caches_behind(tmp_path):
+    prefix = tmp_path / "prefix"
+    keep = ["bin/python3.13t", "lib/python3.13t/os.py", "lib/python3.13t/ensurepip/__init__.py",
+            "lib/python3.13t/lib-dynload/_json.cpython-313t-x86_64-linux-gnu.so", "include/python3.13t/Python.h",
+            "lib/python3.13t/config-3.13t-x86_64-linux-gnu/Makefile", "lib/python3.13t/unittest/case.py",
+            "lib/python3.13t/ensurepip/_bundled/pip-25.1.1-py3-none-any.whl"]
+    drop = ["lib/python3.13t/test/test_os.py", "lib/python3.13t/idlelib/idle.py", "lib/python3.13t/tkinter/ttk.py",
+            "lib/python3.13t/config-3.13t-x86_64-linux-gnu/libpython3.13t.a", "lib/python3.13t/__pycache__/os.pyc",
+            "lib/python3.13t/json/__pycache__/x.pyc", "share/man/man1/python3.1", "lib/pkgconfig/python3.pc",
+            "lib/python3.13t/lib-dynload/_testcapi.cpython-313t-x86_64-linux-gnu.so",
+            "lib/python3.13t/site-packages/pip/__init__.py", "lib/python3.13t/pydoc_data/topics.py",
+            "lib/libpython3.13t.a"]
+    for rel in keep + drop:
+        (prefix / rel).parent.mkdir(parents=True, exist_ok=True)
+        (prefix / rel).write_text("x")
+    import os
+    os.link(prefix / "bin/python3.13t", prefix / "bin/python3.13")  # as `make install` leaves them: one file
+    out = tmp_path / "python-ft.tar.xz"
+    device_kit_ft.pack_python(prefix, out)
+    import tarfile
+    with tarfile.open(out) as tar:
+        members = {m.name.removeprefix("python-ft/") for m in tar.getmembers() if m.isfile()}
+        link = tar.getmember("python-ft/bin/python3.13")
+    assert members == set(keep)
+    assert link.issym() and link.linkname == "python3.13t"
+
+
 def _dry_run(*args: str) -> str:
     proc = subprocess.run(["bash", "scripts/device_sweep.sh", "--dry-run", *args], cwd=REPO, capture_output=True,
                           text=True, timeout=60, env={"PATH": "/usr/bin:/bin", "OUT_DIR": "/tmp/device-dry-run"})
@@ -118,6 +173,31 @@ def test_device_sweep_local_dry_run_is_short_and_installs_nothing():
     steps = [line[2:] for line in out.splitlines() if line.startswith("+ ")]
     assert not any("pip install" in s for s in steps)
     assert {int(w) for s in steps for w in re.findall(r"workers=(\d+)", s)} == {1, 2}
+
+
+def test_device_sweep_ft_unpacks_the_kit_and_pairs_threads_on_3_13t_with_processes_at_16_and_8():
+    out = _dry_run("--ft")
+    steps = [line[2:] for line in out.splitlines() if line.startswith("+ ")]
+    ft = [s for s in steps if ".device/ft" in s]
+    assert ft[0] == "tar xJf .device/ft/python-ft.tar.xz -C .device/ft"
+    assert ft[1] == ".device/ft/python-ft/bin/python3 -m venv .device/ft/venv"
+    assert "--no-index --find-links .device/ft/wheels" in ft[2] and "ale-py" in ft[2]
+    assert "build_ext --inplace" in ft[3] and "sys._is_gil_enabled()" in ft[5]
+    paired = [s for s in steps if " compare " in s]
+    assert [(re.search(r"scenario=(\w+)", s).group(1), int(re.search(r"workers=(\d+)", s).group(1))) for s in paired] \
+        == [("gym", 16), ("atari", 16), ("gym", 8), ("atari", 8)]
+    # processes first, threads on the free-threaded interpreter second: the job's main ratio is threads / processes
+    assert all("backends=[reactor,reactor_threads@ft,serial,serial@ft,capacity_lockstep]" in s for s in paired)
+    assert not [s for s in steps if " -m harness -m " in s]  # nothing else in this call
+    for preset in ("reactor", "reactor_threads", "serial", "capacity_lockstep"):
+        assert (REPO / "conf" / "backend" / f"{preset}.yaml").exists(), preset
+    assert "results in /tmp/ft-device-dry-run" in out
+
+
+def test_device_sweep_ft_local_dry_run_installs_only_the_free_threaded_kit():
+    steps = [line[2:] for line in _dry_run("--ft", "--local").splitlines() if line.startswith("+ ")]
+    assert [s for s in steps if "pip install" in s] == [s for s in steps if "pip install" in s and ".device/ft" in s]
+    assert {int(w) for s in steps for w in re.findall(r"workers=(\d+)", s)} == {2}
 
 
 def test_device_sweep_refuses_unknown_arguments():
