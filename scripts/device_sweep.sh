@@ -137,7 +137,10 @@ if [ "$FT" = 1 ]; then
   run "$FT_PY" -m pip install -q --no-index --find-links "$FT_KIT/wheels" numpy psutil pyyaml ale-py gymnasium \
       cloudpickle farama-notifications typing-extensions hydra-core omegaconf antlr4-python3-runtime packaging cython \
       setuptools || exit 1
-  # the extension for 3.13t beside the machine's (another file name: *.cpython-313t-*.so), the checkout on its path
+  # the extension for 3.13t beside the machine's (another file name: *.cpython-313t-*.so), the checkout on its path;
+  # its C generated again by the kit's Cython (the machine's may predate free-threading support, and C it generated
+  # would turn the GIL back on when imported)
+  run find reactor_backend scenarios -name '*.pyx' -exec touch {} + || exit 1
   run "$FT_PY" setup.py -q build_ext --inplace -j "$(nproc)" || exit 1
   run "$FT_PY" -c 'import os, site; open(os.path.join(site.getsitepackages()[0], "reactorbench-device.pth"), "w").write(os.getcwd() + "\n")' || exit 1
   run "$FT_PY" -c 'import sys, reactor_backend._core, scenarios._checksum, harness.compare_child, gymnasium, ale_py; sys.exit(sys._is_gil_enabled())' || { echo "the free-threaded venv imports with the GIL on, or not at all" | tee -a "$LOG"; exit 1; }
