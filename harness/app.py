@@ -121,10 +121,12 @@ COMPARE_HELP = {
     "confidence": "of the intervals ({confidence:g})",
     "margin": "the resolution floor: a winner only where the interval clears 1 +- margin (unset: this machine's "
               "margin for the job's scenario and workers as `make selftest` stored it in results/machine/, where it "
-              "ran the job's procedure (precision, min_cycles, block_*, confidence, respawn_*, pin_single), else "
+              "ran the job's procedure (precision, min_cycles, block_*, confidence, respawn_*, min_sets, pin_single), "
+              "else "
               "{default_margin:g})",
     "respawn_s": "restart every resident after this many seconds of cycles ({respawn_s:g}; 0: never); with "
-                 "it on, the precision stop comes only where a set ends, from the second on",
+                 "it on, the precision stop comes only where a set ends, from the min_sets-th on",
+    "min_sets": "with respawning on, the fewest sets of processes before the precision stop ({min_sets})",
     "respawn_share": "the most of a job's time restarting may take ({respawn_share:g}: a respawn waits for "
                      "3x the last start; 0: no wait)",
     "pin_single": "run each cycle's single-process residents (serial) on one CPU, the next CPU each cycle (false)",

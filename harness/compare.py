@@ -58,6 +58,7 @@ class CompareRanges(CompareSettings):
     margin: Optional[float] = field(default=CompareSettings.margin, metadata={"range": {"ge": 0, "le": 0.5}})
     respawn_s: float = field(default=CompareSettings.respawn_s, metadata={"range": {"ge": 0}})
     respawn_share: float = field(default=CompareSettings.respawn_share, metadata={"range": {"ge": 0, "le": 0.9}})
+    min_sets: int = field(default=CompareSettings.min_sets, metadata={"range": {"ge": 1}})
     pin_single: bool = CompareSettings.pin_single
     #: per position in ``backends``: the injected extra work of that resident (`harness.child.ExtraWork`),
     #: e.g. ``backends=[serial,serial] compare.extra_work=[0,0.03]``; empty: none

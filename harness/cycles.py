@@ -67,9 +67,14 @@ class CompareSettings:
     #: restart every resident after this many seconds of cycles (0: never), in the reverse start order each
     #: time, so an offset a resident owes to its process (its placement, its memory layout) changes with its
     #: processes instead of lasting the whole job (rows: ``extra.epoch``). With respawning on, the precision stop
-    #: comes only where a set of processes ends, from the second on (one set's offset cannot be told from an effect,
-    #: nor can a last set of a cycle or two dilute it)
+    #: comes only where a set of processes ends, from the ``min_sets``-th on (a set's offset cannot be told from an
+    #: effect, nor can a last set of a cycle or two dilute it)
     respawn_s: float = 10.0
+    #: with respawning on, the fewest sets of processes a job stops on precision after. Each set brings an offset
+    #: of its own that the interval over cycles does not see; with 0.1-s blocks a gym job reaches +-5% within two
+    #: sets, and 40 A/A jobs stopped so gave a false verdict in 4 (3 at their measured margin), the sd of their
+    #: medians twice what their intervals allowed (results/reference/vm-2core-2026-12-06-min-sets/)
+    min_sets: int = 4
     #: restarting takes at most this share of a job's time: a respawn waits for at least
     #: ``start * (1 - share) / share`` seconds of cycles after a start that took ``start`` (Ray's takes seconds);
     #: 0: no such wait
@@ -170,9 +175,9 @@ def stop_reason(ratios: list[float], cycles: int, elapsed_s: float, settings: Co
                 set_ended: bool = True) -> tuple[str, Optional[tuple[float, float, float]]]:
     """Whether a paired job stops after ``cycles`` cycles and ``elapsed_s`` seconds of them: ``precision``
     once the main ratio (its per-cycle values ``ratios``) has an interval within +-precision of its median
-    (`harness.report.stats.half_width`) where ``set_ended`` (with respawning on: a set of processes, the second or
-    a later one, has just run its time: one set's offset is not noise the interval can see, and a last set of a
-    cycle or two would leave the job one set's); ``time`` once ``max_seconds`` have passed. Neither before
+    (`harness.report.stats.half_width`) where ``set_ended`` (with respawning on: a set of processes, the
+    ``min_sets``-th or a later one, has just run its time: a set's offset is not noise the interval can see, and a
+    last set of a cycle or two would leave the job one set's); ``time`` once ``max_seconds`` have passed. Neither before
     ``min_cycles`` cycles, which is never fewer than the confidence needs (`harness.report.stats.min_samples`):
     a job stopped by time earlier would give no verdict. Also returns the main ratio's (median, low, high) once
     it has an interval."""
@@ -349,8 +354,8 @@ def run_compare(jobs: list[dict[str, Any]], job_dir: Path, settings: CompareSett
                 a, b_ = outcome.main_pair
                 tp = {k: blocks[k]["msg"]["units"] / blocks[k]["msg"]["seconds"] for k in keys}
                 ratios.append(tp[a] / tp[b_])
-            # with respawning on, the precision stop only where a set ends, from the second set on
-            set_ended = settings.respawn_s <= 0 or (epoch >= 1 and elapsed >= respawn_at)
+            # with respawning on, the precision stop only where a set ends, from the min_sets-th set on
+            set_ended = settings.respawn_s <= 0 or (epoch >= settings.min_sets - 1 and elapsed >= respawn_at)
             reason, interval = stop_reason(ratios, cycle + 1, elapsed, settings, set_ended)
             if interval is not None:
                 outcome.main_ratio = interval

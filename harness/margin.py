@@ -40,7 +40,10 @@ MACHINE_DIR = Path(__file__).resolve().parents[1] / "results" / "machine"
 #: the time between blocks: results/reference/vm-2core-2026-12-05-block-length/) and on how long the job runs (a
 #: time-stopped 120-s job's interval is narrow enough to show offsets that one stopped at +-5% covers)
 PROCEDURE = ("precision", "min_cycles", "block_s", "block_rounds", "confidence", "respawn_s", "respawn_share",
-             "pin_single")
+             "min_sets", "pin_single")
+#: what a `PROCEDURE` setting was before it existed, for records that predate it (the precision stop came from
+#: the second set of processes on)
+BEFORE_IT_EXISTED = {"pin_single": False, "min_sets": 2}
 
 
 def machine_dir() -> Path:
@@ -123,7 +126,8 @@ def differing_procedure(entry: Mapping[str, Any], settings: Mapping[str, Any]) -
     ran = entry.get("procedure")
     if not isinstance(ran, Mapping):
         return ["its procedure (not recorded)"]
-    return [f"{k} {ran.get(k)} (this job {settings.get(k)})" for k in PROCEDURE if ran.get(k) != settings.get(k)]
+    was = {k: ran.get(k, BEFORE_IT_EXISTED.get(k)) for k in PROCEDURE}
+    return [f"{k} {was[k]} (this job {settings.get(k)})" for k in PROCEDURE if was[k] != settings.get(k)]
 
 
 def resolve_margin(given: Optional[float], scenario: str, workers: int,

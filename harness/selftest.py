@@ -63,8 +63,8 @@ import numpy as np
 import pandas as pd
 
 from harness.cycles import COMPARE_FILE, CompareSettings, fewest_cycles
-from harness.margin import (MARGIN_RULE, PROCEDURE, differing_procedure, store_machine_margin, workload_key,
-                            workload_margin)
+from harness.margin import (BEFORE_IT_EXISTED, MARGIN_RULE, PROCEDURE, differing_procedure, store_machine_margin,
+                            workload_key, workload_margin)
 from harness.metadata import job_metadata
 from harness.report import stats
 from harness.report.resolution import DETECTION_GOAL
@@ -80,8 +80,6 @@ MIN_JOBS_TO_STORE = 10
 POOLED_JOBS = 40
 #: the ceilings ``make bench-paired`` holds (PAIRED_BACKENDS): residents of every self-test job as shipped
 SHIPPED_RESIDENTS = ("capacity_lockstep", "capacity")
-#: what jobs recorded before a setting existed did: their ``compare.json`` lacks it
-BEFORE_IT_EXISTED = {"pin_single": False}
 #: set by the self-test itself, not to be passed through
 OWN_KEYS = ("backends", "compare.extra_work", "compare.max_seconds")
 
