@@ -165,6 +165,13 @@ def respawn_interval(settings: CompareSettings, start_s: float) -> float:
     return max(settings.respawn_s, start_s * (1 - share) / share if share > 0 else 0.0)
 
 
+def set_ended(settings: CompareSettings, epoch: int, elapsed_s: float, respawn_at_s: float) -> bool:
+    """Whether the precision stop may come after this cycle: always without respawning; with it, only where the
+    current set of processes (``epoch``, from 0) is the ``min_sets``-th or a later one and has run its time (its
+    respawn is due at ``respawn_at_s`` seconds of cycles)."""
+    return settings.respawn_s <= 0 or (epoch >= settings.min_sets - 1 and elapsed_s >= respawn_at_s)
+
+
 def fewest_cycles(min_cycles: int, confidence: float) -> int:
     """The cycles a paired job runs before it may stop, on precision or on time: ``min_cycles``, never fewer than
     the confidence needs for an interval (`harness.report.intervals.min_samples`)."""
@@ -354,9 +361,8 @@ def run_compare(jobs: list[dict[str, Any]], job_dir: Path, settings: CompareSett
                 a, b_ = outcome.main_pair
                 tp = {k: blocks[k]["msg"]["units"] / blocks[k]["msg"]["seconds"] for k in keys}
                 ratios.append(tp[a] / tp[b_])
-            # with respawning on, the precision stop only where a set ends, from the min_sets-th set on
-            set_ended = settings.respawn_s <= 0 or (epoch >= settings.min_sets - 1 and elapsed >= respawn_at)
-            reason, interval = stop_reason(ratios, cycle + 1, elapsed, settings, set_ended)
+            reason, interval = stop_reason(ratios, cycle + 1, elapsed, settings,
+                                           set_ended(settings, epoch, elapsed, respawn_at))
             if interval is not None:
                 outcome.main_ratio = interval
                 if (cycle + 1) % 10 == 0 or reason:

@@ -103,6 +103,21 @@ def test_with_respawning_on_the_precision_stop_waits_for_the_end_of_a_second_set
     assert stop_reason(steady, 8, 100.0, shipped, set_ended=False)[0] == "time"  # the cap still ends it
 
 
+def test_with_respawning_on_the_precision_stop_comes_only_from_the_min_sets_th_set_of_processes_on():
+    """Each set of processes brings an offset its cycles cannot show: a job needs several before it may stop."""
+    from harness.cycles import set_ended
+
+    shipped = CompareSettings()
+    assert shipped.min_sets == 4 and shipped.respawn_s > 0
+    # sets 0-2 (epochs) never end a job on precision, whatever their time; the fourth does once it has run its time
+    assert not any(set_ended(shipped, epoch, 100.0, 10.0) for epoch in range(3))
+    assert not set_ended(shipped, 3, 9.9, 10.0) and set_ended(shipped, 3, 10.0, 10.0)
+    assert set_ended(shipped, 7, 10.0, 10.0)
+    # as before the setting existed: from the second set on
+    assert set_ended(CompareSettings(min_sets=2), 1, 10.0, 10.0)
+    assert set_ended(CompareSettings(respawn_s=0), 0, 0.0, 0.0)  # no respawning: no sets to wait for
+
+
 def test_bad_input_on_the_command_line_fails_before_anything_runs(tmp_path):
     proc = run_cli("compare", *SMOKE, "backends=serial,nosuch", run_dir=tmp_path / "job")
     assert proc.returncode != 0 and "nosuch" in proc.stderr
@@ -254,14 +269,15 @@ def test_a_waiting_reactor_takes_no_cpu_during_serial_blocks(tmp_path):
 
 def test_residents_respawned_mid_job_keep_equal_work_and_leave_nothing(tmp_path):
     out = tmp_path / "respawn"
-    # a precision any cycles reach: the job ends where its second (or a later) set of processes has run its time
+    # a precision any cycles reach: the job ends where its fourth (or a later) set of processes has run its time
     proc = run_cli("compare", *SMOKE, "backends=[serial,reactor]", "compare.block_rounds=10",
                    "compare.precision=0.9", "compare.max_seconds=20", "compare.respawn_s=0.4",
                    "compare.respawn_share=0", "compare.min_cycles=6", run_dir=out)
     assert proc.returncode == 0, proc.stderr
     rows = read_rows(out)
     epochs = [json.loads(e)["epoch"] for e in rows["extra"]]
-    assert len(set(epochs)) >= 2 and epochs == sorted(epochs)  # fresh residents, epoch by epoch
+    # fresh residents, epoch by epoch, and no precision stop before the min_sets-th set
+    assert len(set(epochs)) >= CompareSettings().min_sets and epochs == sorted(epochs)
     summary = json.loads((out / COMPARE_FILE).read_text())
     assert summary["stopped_by"] == "precision"
     last = [json.loads(e)["epoch"] for e in rows["extra"]].count(epochs[-1]) // 2

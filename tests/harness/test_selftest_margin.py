@@ -205,6 +205,24 @@ def test_a_shipped_selftest_stores_the_margin_paired_jobs_then_use(tmp_path: Pat
     assert machine.resolve_margin(None, "gym", 2, {**JOB, "max_seconds": 60.0})[0] == pytest.approx(
         s["margin"]["value"])  # a shorter cap alone: the jobs that stop by precision run as shipped
     assert machine.resolve_margin(None, "gym", 2, {**JOB, "respawn_s": 0.0})[0] == machine.DEFAULT_MARGIN
+    assert machine.resolve_margin(None, "gym", 2, {**JOB, "min_sets": 2})[1].endswith(
+        f"min_sets {JOB['min_sets']} (this job 2)")
+
+
+def test_a_margin_stored_before_a_procedure_setting_existed_reads_as_what_jobs_did_then(tmp_path, monkeypatch):
+    """A record without ``min_sets`` was measured by jobs that stopped from their second set of processes on: it
+    holds for such jobs, not for today's, which wait for four."""
+    monkeypatch.setenv("REACTORBENCH_MACHINE_DIR", str(tmp_path))
+    meta = {"hostname": "box", "cpu_model": "Test CPU", "cpu_count": 2}
+    monkeypatch.setattr(machine, "machine_metadata", lambda: meta)
+    older = {k: v for k, v in SHIPPED.items() if k != "min_sets"}
+    entry = {"margin": 0.012, "rule": machine.MARGIN_RULE, "source": "selftest 2026-12-05", "procedure": older}
+    machine.machine_file(meta).parent.mkdir(parents=True, exist_ok=True)
+    machine.machine_file(meta).write_text(json.dumps({"margins": {"gym workers=2": entry}}))
+    assert machine.resolve_margin(None, "gym", 2, JOB) == (
+        machine.DEFAULT_MARGIN, "default: the self-test of gym workers=2 on this machine ran another procedure: "
+                                "min_sets 2 (this job 4)")
+    assert machine.resolve_margin(None, "gym", 2, {**JOB, "min_sets": 2}) == (0.012, "selftest 2026-12-05 (gym workers=2)")
 
 
 def test_each_workload_keeps_its_own_margin(tmp_path: Path, monkeypatch) -> None:
