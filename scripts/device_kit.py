@@ -164,11 +164,17 @@ def main(argv: list[str] | None = None) -> int:
              "install: pip install --no-index --find-links .device/wheels " + " ".join(
                  s.split("==")[0] for s in specs if canonical(s.split("==")[0]) not in NO_DEPS),
              "         pip install --no-index --no-deps --find-links .device/wheels " + " ".join(sorted(NO_DEPS))]
+    return write_manifest(dest, lines, lines[-3:], kit + tree, args.max_mib, "device-kit")
+
+
+def write_manifest(dest: Path, lines: list[str], shown: list[str], total: int, max_mib: float, who: str) -> int:
+    """Write ``lines`` as ``dest/manifest.txt`` and print ``shown``; the exit status: 1 (said on stderr) where the
+    ``total`` bytes that travel exceed ``max_mib``, else 0."""
     (dest / "manifest.txt").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines[-3:]))
-    if kit + tree > args.max_mib * mib:
-        print(f"device-kit: {(kit + tree) / mib:.1f} MiB is over the {args.max_mib:g} MiB that may travel",
-              file=sys.stderr)
+    print("\n".join(shown))
+    mib = 1024 * 1024
+    if total > max_mib * mib:
+        print(f"{who}: {total / mib:.1f} MiB is over the {max_mib:g} MiB that may travel", file=sys.stderr)
         return 1
     return 0
 

@@ -229,13 +229,7 @@ def main(argv: list[str] | None = None) -> int:
              ".device/ft/venv",
              "         .device/ft/venv/bin/python -m pip install --no-index --find-links .device/ft/wheels "
              + " ".join(names)]
-    (dest / "manifest.txt").write_text("\n".join(lines) + "\n")
-    print("\n".join([lines[0], *lines[-3:]]))
-    if total > args.max_mib * mib:
-        print(f"device-kit-ft: {total / mib:.1f} MiB is over the {args.max_mib:g} MiB that may travel",
-              file=sys.stderr)
-        return 1
-    return 0
+    return device_kit.write_manifest(dest, lines, [lines[0], *lines[-3:]], total, args.max_mib, "device-kit-ft")
 
 
 if __name__ == "__main__":
