@@ -20,10 +20,12 @@ from tests.scenarios.test_cli import SMOKE, sweep_rows
 def ceilings(tmp_path_factory) -> dict[str, Path]:
     """One sweep of gym on serial, the reactor and both ceilings (capacity, capacity_lockstep): each job's
     folder by backend. Rounds enough that the other capacity copy completes some in each window (a gym round is
-    well under 1 ms); the tests reading it share an xdist group (one sweep per run)."""
+    well under 1 ms, so 300 rounds made a window of about 15 ms, in which a copy waiting for a core behind the
+    suite's other worker could complete none: it did once in a fresh clone's `make test`); the tests reading it
+    share an xdist group (one sweep per run)."""
     sweep = tmp_path_factory.mktemp("ceilings") / "sweep"
     proc = run_cli("scenario=gym", "backend=serial,reactor,capacity,capacity_lockstep", "workers=2", *SMOKE,
-                   "budget.rounds=300", "budget.warmup_rounds=50", run_dir=sweep, multirun=True, timeout=300)
+                   "budget.rounds=2000", "budget.warmup_rounds=50", run_dir=sweep, multirun=True, timeout=300)
     sweep_rows(sweep, proc)  # every job ok
     jobs = {read_rows(d).backend.iloc[0] + ":" + read_rows(d).variant.iloc[0]: d
             for d in sweep.iterdir() if d.is_dir()}
