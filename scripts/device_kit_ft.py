@@ -7,7 +7,8 @@ free-threaded interpreter can be had there. A paired job runs its parent on the 
 kit, `make device-kit`) and only its ``@ft`` residents on this interpreter (docs/harness.md, "Interpreters"), so
 this kit carries only what a measuring child imports: numpy, psutil, gymnasium, hydra-core (its job's config) and
 their requirements, ale-py and PyYAML (no cp313t wheels exist: built here from their sdists, ale-py as `make
-install-ft` builds it), and Cython and setuptools to compile the project's extension there (`scripts/device_sweep.sh --ft` does all of it on the machine).
+install-ft` builds it), and Cython and setuptools to compile the project's extension there
+(`scripts/device_sweep.sh --ft` does all of it on the machine).
 
 What it writes (``--dest``, default ``.device``):
     ft/python-ft.tar.xz   ``.python-ft`` (`make python-ft`) without its tests, GUI modules, static library and
@@ -154,8 +155,8 @@ def download(spec: str, dest: Path, *, binary: bool) -> bool:
 
 def build_wheel(spec: str, python: Path, cache: Path) -> Path:
     """The wheel of ``spec`` built from its sdist with ``python`` (the free-threaded 3.13) in a throwaway venv, the
-    first time (ale-py: about 10 minutes on 2 cores), and kept in ``cache``; a pure package's wheel is built the same
-    way (it comes out ``py3-none-any``)."""
+    first time (ale-py: about 2 minutes on 2 cores here), and kept in ``cache``; a pure package's wheel is built the
+    same way (it comes out ``py3-none-any``)."""
     name, version = spec.split("==")
     stem = device_kit.canonical(name).replace("-", "_")
     found = sorted(w for w in cache.glob(f"*-{version}-*.whl") if device_kit.canonical(w.name.split("-")[0])
