@@ -62,21 +62,39 @@ def pinned(names: list[str]) -> list[str]:
     return out
 
 
+def platform_args() -> list[str]:
+    """pip's ``--platform`` arguments for every manylinux x86_64 tag the device takes (`PLATFORMS`)."""
+    return [arg for p in PLATFORMS for arg in ("--platform", p)]
+
+
+def pip_download(spec: str, dest: Path, target: list[str]) -> bool:
+    """``pip download`` of one wheel of ``spec`` (no sdist, no dependencies) for ``target`` (pip's
+    ``--python-version``, ``--implementation``, ``--abi``, ``--platform`` arguments) into ``dest``; False where the
+    package index has none."""
+    cmd = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:", *target,
+           "-d", str(dest), spec]
+    return subprocess.run(cmd, capture_output=True, text=True).returncode == 0
+
+
+def wheels_of(spec: str, folder: Path) -> list[Path]:
+    """The wheels in ``folder`` of ``spec``'s distribution (any version unless ``spec`` pins one), sorted."""
+    name, _, version = spec.partition("==")
+    stem = canonical(name).replace("-", "_")
+    return sorted(w for w in folder.glob(f"*-{version or '*'}-*.whl")
+                  if canonical(w.name.split("-")[0]).replace("-", "_") == stem)
+
+
 def fetch(spec: str, dest: Path, python_version: str) -> None:
     """One wheel of ``spec`` for the device into ``dest``: a binary for its Python and platform, else built
     from the sdist when the package is pure Python."""
-    platform_args = [arg for p in PLATFORMS for arg in ("--platform", p)]
-    download = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:",
-                "--python-version", python_version, "--implementation", "cp", *platform_args, "-d", str(dest), spec]
-    if subprocess.run(download, capture_output=True, text=True).returncode == 0:
+    if pip_download(spec, dest, ["--python-version", python_version, "--implementation", "cp", *platform_args()]):
         return
     build = [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(dest), spec]
     done = subprocess.run(build, capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"device-kit: no wheel for {spec} (Python {python_version}, manylinux x86_64):\n"
                          f"{done.stderr[-2000:]}")
-    name = canonical(spec.split("==")[0]).replace("-", "_")
-    built = [w for w in dest.glob("*.whl") if canonical(w.name.split("-")[0]).replace("-", "_") == name]
+    built = wheels_of(spec.split("==")[0], dest)
     if not built or not all(w.name.endswith("-none-any.whl") for w in built):
         raise SystemExit(f"device-kit: {spec} has no wheel for the device and is not pure Python: cannot carry it")
 

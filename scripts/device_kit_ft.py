@@ -59,7 +59,6 @@ DROP = ["lib/python3.*/test", "lib/python3.*/idlelib", "lib/python3.*/tkinter", 
         "lib/python3.*/pydoc_data", "lib/libpython3*.a", "lib/python3.*/config-3.*/*.a",
         "lib/python3.*/lib-dynload/_test*", "lib/python3.*/lib-dynload/_ctypes_test*", "lib/python3.*/lib-dynload/xx*",
         "lib/python3.*/site-packages/*", "*/__pycache__", "share/man", "lib/pkgconfig"]
-PLATFORMS = device_kit.PLATFORMS
 
 
 def check_interpreter(python: Path) -> str:
@@ -144,23 +143,17 @@ def download(spec: str, dest: Path, *, binary: bool) -> bool:
     """A wheel of ``spec`` into ``dest``: a cp313t binary for manylinux x86_64, or a pure ``py3-none-any``; False
     where the package index has none."""
     if binary:
-        target = ["--python-version", "3.13", "--implementation", "cp", "--abi", "cp313t",
-                  *[arg for p in PLATFORMS for arg in ("--platform", p)]]
+        target = ["--python-version", "3.13", "--implementation", "cp", "--abi", "cp313t", *device_kit.platform_args()]
     else:
         target = ["--python-version", "3.13", "--implementation", "py", "--abi", "none", "--platform", "any"]
-    cmd = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:", *target,
-           "-d", str(dest), spec]
-    return subprocess.run(cmd, capture_output=True, text=True).returncode == 0
+    return device_kit.pip_download(spec, dest, target)
 
 
 def build_wheel(spec: str, python: Path, cache: Path) -> Path:
-    """The wheel of ``spec`` built from its sdist with ``python`` (the free-threaded 3.13) in a throwaway venv, the
-    first time (ale-py: about 2 minutes on 2 cores here), and kept in ``cache``; a pure package's wheel is built the
-    same way (it comes out ``py3-none-any``)."""
-    name, version = spec.split("==")
-    stem = device_kit.canonical(name).replace("-", "_")
-    found = sorted(w for w in cache.glob(f"*-{version}-*.whl") if device_kit.canonical(w.name.split("-")[0])
-                   .replace("-", "_") == stem)
+    """The wheel of ``spec`` built from its sdist with ``python`` (the free-threaded 3.13) in a throwaway venv the
+    first time, and kept in ``cache``; a pure package's wheel is built the same way (it comes out ``py3-none-any``)."""
+    name = spec.split("==")[0]
+    found = device_kit.wheels_of(spec, cache)
     if found:
         return found[-1]
     cache.mkdir(parents=True, exist_ok=True)
@@ -174,8 +167,7 @@ def build_wheel(spec: str, python: Path, cache: Path) -> Path:
     isolation = [] if device_kit.canonical(name) not in NO_ISOLATION else ["--no-build-isolation"]
     done = subprocess.run([str(py), "-m", "pip", "wheel", "-q", *isolation, "--no-deps", "--no-binary", name,
                            "-w", str(cache), spec], env=env, capture_output=True, text=True)
-    found = sorted(w for w in cache.glob(f"*-{version}-*.whl") if device_kit.canonical(w.name.split("-")[0])
-                   .replace("-", "_") == stem)
+    found = device_kit.wheels_of(spec, cache)
     if done.returncode != 0 or not found:
         raise SystemExit(f"device-kit-ft: building {spec} from its sdist with {python} failed:\n"
                          f"{done.stderr[-2000:]}")
