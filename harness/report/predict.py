@@ -19,9 +19,8 @@ per round with a core of its own. From those costs the round's critical path at 
     average was below its cores when the job started: in the same run; else `DEFAULT_HANDOFF_US`).
 
 Where the job's processes outnumbered the cores (16 processes on 2), each took turns on a core, and every turn
-left it cold caches: CPU per round is not inflated by the waiting, but it is by the cold start after it (a
-CartPole member costs about twice the CPU at ``workers=16`` on 2 cores that it costs with a core of its own;
-an Atari member hardly more). So such a row's costs are first divided by its **cache inflation**: one member's
+left it cold caches: CPU per round is not inflated by the waiting, but it is by the cold start after it, which
+short Python steps (CartPole's) pay far more than long ones (an Atari frame). So such a row's costs are first divided by its **cache inflation**: one member's
 step in that row (the median over the other processes of c_p / m_p) over one member's step in the same run's
 jobs whose processes each had a core (same workload and bank), at least 1. The server's part is divided by the
 same factor: it runs the same kind of short Python between the same turns. A run with no such job is not
@@ -187,14 +186,10 @@ def ceiling_speedups(rows: pd.DataFrame) -> dict[tuple[str, int, int], float]:
     return paired_ratios(rows, _capacity_mask, _serial_mask)
 
 
-def measured_shares(rows: pd.DataFrame) -> dict[tuple[str, int, int], float]:
-    """The reactor (processes executor) over the synchronized ceiling in paired jobs."""
-    return paired_ratios(rows, _is_reactor_processes, _capacity_mask)
-
-
 def measured_share_intervals(rows: pd.DataFrame) -> dict[tuple[str, int, int], MedianInterval]:
-    """`measured_shares` with the report's interval for a median over cycles (`median_interval`: NaN ends where
-    the cycles are too few for one): a prediction is checked against what the measurement can tell."""
+    """The reactor (processes executor) over the synchronized ceiling in paired jobs: the median over cycles with the
+    report's interval (`median_interval`: NaN ends where the cycles are too few for one), so that a prediction is
+    checked against what the measurement can tell."""
     return {k: median_interval(v) for k, v in paired_series(rows, _is_reactor_processes, _capacity_mask).items()}
 
 
@@ -409,10 +404,8 @@ def summary_line(table: pd.DataFrame) -> str:
     drawn = t[t["in_interval"].notna()]
     inside = int(drawn["in_interval"].astype(bool).sum())
     return (f"at 4+ workers: within {PREDICTION_TOLERANCE:.0%} of the measured share in {close} of {len(t)}; "
-            f"inside its 95% interval in {inside} of {len(drawn)} (the others' cycles hold no interval)"
-            if len(drawn) < len(t) else
-            f"at 4+ workers: within {PREDICTION_TOLERANCE:.0%} of the measured share in {close} of {len(t)}; "
-            f"inside its 95% interval in {inside} of {len(drawn)}")
+            f"inside its 95% interval in {inside} of {len(drawn)}"
+            + (" (the others' cycles hold no interval)" if len(drawn) < len(t) else ""))
 
 
 def format_lines(table: pd.DataFrame) -> str:
