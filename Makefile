@@ -341,8 +341,8 @@ device-kit: install ## The offline kit for a lent many-core machine: .device/whe
 	$(PY) scripts/device_kit.py --dest .device --python-version $(DEVICE_PYTHON) --max-mib $(DEVICE_MAX_MIB)
 
 # the free-threaded part (issue 46: threads on 3.13t against processes at 16 and 8 workers): .python-ft packed to run
-# wherever it is unpacked, and the cp313t wheels its measuring children import (ale-py built here from its sdist,
-# ~2 min the first time here), in .device/ft; there `bash scripts/device_sweep.sh --ft` unpacks, installs and measures
+# wherever it is unpacked, and the cp313t wheels its measuring children import (ale-py and PyYAML built here from
+# their sdists, once), in .device/ft; there `bash scripts/device_sweep.sh --ft` unpacks, installs and measures
 device-kit-ft: install python-ft ## The free-threaded kit for the lent machine: a relocatable 3.13t and its cp313t wheels in .device/ft
 	$(PY) scripts/device_kit_ft.py --dest .device --python $(CURDIR)/.python-ft/bin/python3
 

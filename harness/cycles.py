@@ -71,9 +71,8 @@ class CompareSettings:
     #: effect, nor can a last set of a cycle or two dilute it)
     respawn_s: float = 10.0
     #: with respawning on, the fewest sets of processes a job stops on precision after. Each set brings an offset
-    #: of its own that the interval over cycles does not see; with 0.1-s blocks a gym job reaches +-5% within two
-    #: sets, and 40 A/A jobs stopped so gave a false verdict in 4 (3 at their measured margin), the sd of their
-    #: medians twice what their intervals allowed (results/reference/vm-2core-2026-12-06-min-sets/)
+    #: of its own that the interval over cycles does not see, and with 0.1-s blocks a gym job can reach +-5% within
+    #: two sets; A/A jobs stopped after two and after four: results/reference/vm-2core-2026-12-06-min-sets/
     min_sets: int = 4
     #: restarting takes at most this share of a job's time: a respawn waits for at least
     #: ``start * (1 - share) / share`` seconds of cycles after a start that took ``start`` (Ray's takes seconds);
