@@ -25,6 +25,9 @@ path.
 cimport numpy as cnp
 from cpython.buffer cimport PyBUF_SIMPLE, PyBUF_WRITABLE, PyObject_GetBuffer, PyBuffer_Release
 from cpython.float cimport PyFloat_AS_DOUBLE
+from cpython.list cimport PyList_New, PyList_SET_ITEM
+from cpython.ref cimport Py_INCREF
+from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
 from cpython.long cimport PyLong_AsLongLongAndOverflow
 from libc.stdint cimport int64_t
 from libc.string cimport memcpy
@@ -34,9 +37,6 @@ import numpy as np
 from reactor_backend.readonly import ReadOnlyList as _ROList
 
 cnp.import_array()
-
-DEF MAX_FIELDS = 16
-DEF MAX_NDIM = 8
 
 cdef enum FieldKind:
     F_NONE = 0
@@ -61,20 +61,7 @@ cdef class RecordCodec:
     ``("a", dtype_str, shape, nbytes)``; ``offsets``: each field's byte offset in ``buf``.
     ``copy``: a reader that returns its own arrays instead of read-only views.
     """
-    cdef int n
-    cdef int container
-    cdef bint copy
-    cdef int kinds[MAX_FIELDS]
-    cdef Py_ssize_t offs[MAX_FIELDS]
-    cdef Py_ssize_t nbytes[MAX_FIELDS]
-    cdef int ndims[MAX_FIELDS]
-    cdef cnp.npy_intp dims[MAX_FIELDS][MAX_NDIM]
-    cdef list descrs  # keeps the dtypes that cdescrs points to alive
-    cdef cnp.PyArray_Descr* cdescrs[MAX_FIELDS]
-    cdef list arrays
-    cdef Py_buffer pybuf
-    cdef bint have_buf
-    cdef char* base
+    # attributes: _codec.pxd (descrs keeps the dtypes that cdescrs points to alive)
 
     def __cinit__(self):
         self.have_buf = False
@@ -199,29 +186,33 @@ cdef class RecordCodec:
         """The record as a tuple or list (a bare one: its scalar): scalars decoded, arrays as
         read-only arrays over the segment, the same objects on every read (or copies, for a ``copy`` reader)."""
         cdef Py_ssize_t i
-        cdef int kind
         if self.container == BARE:
-            kind = self.kinds[0]
-            if kind == F_FLOAT:
-                return (<double*>(self.base + self.offs[0]))[0]
-            if kind == F_INT:
-                return (<long long*>(self.base + self.offs[0]))[0]
-            return (<long long*>(self.base + self.offs[0]))[0] != 0
-        cdef list vals = [None] * self.n
+            return self._field(0)
+        cdef object vals = PyTuple_New(self.n) if self.container == TUPLE else PyList_New(self.n)
+        cdef object v
         for i in range(self.n):
-            kind = self.kinds[i]
-            if kind == F_FLOAT:
-                vals[i] = (<double*>(self.base + self.offs[i]))[0]
-            elif kind == F_INT:
-                vals[i] = (<long long*>(self.base + self.offs[i]))[0]
-            elif kind == F_BOOL:
-                vals[i] = (<long long*>(self.base + self.offs[i]))[0] != 0
-            elif kind == F_ARRAY:
-                arr = self.arrays[i]
-                # the segment's own read-only array, the same object every round (a new view per read
-                # shows the same bytes and costs an allocation per field and round)
-                vals[i] = arr.copy() if self.copy else arr
-        return tuple(vals) if self.container == TUPLE else vals
+            v = self._field(i)
+            Py_INCREF(v)  # the SET_ITEM macros steal a reference
+            if self.container == TUPLE:
+                PyTuple_SET_ITEM(vals, i, v)
+            else:
+                PyList_SET_ITEM(vals, i, v)
+        return vals
+
+    cdef object _field(self, Py_ssize_t i):
+        """Field ``i`` decoded: a scalar from its 8 bytes, an array as the segment's own read-only array, the
+        same object every round (a new view per read shows the same bytes and costs an allocation per field
+        and round), or its copy for a ``copy`` reader."""
+        cdef int kind = self.kinds[i]
+        if kind == F_FLOAT:
+            return (<double*>(self.base + self.offs[i]))[0]
+        if kind == F_INT:
+            return (<long long*>(self.base + self.offs[i]))[0]
+        if kind == F_BOOL:
+            return (<long long*>(self.base + self.offs[i]))[0] != 0
+        if kind == F_ARRAY:
+            return self.arrays[i].copy() if self.copy else self.arrays[i]
+        return None
 
 
 def _array_over(buf, dtype, tuple shape, Py_ssize_t offset):
@@ -249,12 +240,6 @@ cdef int64_t* _header_words(Py_buffer* view, object buf, Py_ssize_t offset) exce
 cdef class _SlotHeader:
     """What both hot paths hold: the slot header's words (a buffer on the header table), the
     transport's Python for everything else (``slow``) and what is laid out or decoded (``mode``)."""
-    cdef Py_buffer hdr
-    cdef bint have_hdr
-    cdef int64_t* words
-    cdef object slow
-    cdef int mode
-
     def __cinit__(self):
         self.have_hdr = False
 
@@ -275,13 +260,8 @@ cdef class SlotHotWriter(_SlotHeader):
     """``transport.SlotWriter.write``: the layout laid out last (``lay_none``, ``lay_array``,
     ``lay_record``) written in place and stamped; anything else to ``slow(value, round_)``.
     ``mode``: 0 nothing laid out, 1 None, 2 array, 3 record."""
-    cdef object dst                # array: the array over the segment (None when it has no bytes)
-    cdef object descr              # array: its dtype
-    cdef int ndim
-    cdef cnp.npy_intp dims[MAX_NDIM]
-    cdef char* data
-    cdef Py_ssize_t nbytes
-    cdef RecordCodec rec
+    # attributes (_codec.pxd): dst, the array over the segment for an array (None when it has no bytes), and
+    # descr, its dtype; ndim, dims, data, nbytes: its layout; rec: a record's codec
 
     def __init__(self, hdr_buf, Py_ssize_t offset, slow):
         self._attach(hdr_buf, offset, slow)
@@ -319,7 +299,7 @@ cdef class SlotHotWriter(_SlotHeader):
         self.rec = rec
         self.mode = 3
 
-    def write(self, value, int64_t round_):
+    cpdef write(self, value, int64_t round_):
         """Publish ``value`` as the slot's value for ``round_``."""
         cdef cnp.ndarray a
         cdef int d
@@ -355,11 +335,6 @@ cdef class SlotHotReader(_SlotHeader):
     decoded last (``set_none``, ``set_array``, ``set_record``), the value straight from the slot;
     otherwise ``slow()`` decodes the header (and re-arms this). ``mode``: 0 nothing decoded, 1 None,
     2 array, 3 record."""
-    cdef int64_t layout
-    cdef object arr
-    cdef bint copy
-    cdef RecordCodec rec
-
     def __init__(self, hdr_buf, Py_ssize_t offset, bint copy, slow):
         self._attach(hdr_buf, offset, slow)
         self.copy = copy
@@ -386,11 +361,11 @@ cdef class SlotHotReader(_SlotHeader):
         self.layout = layout
         self.mode = 3
 
-    def round(self) -> int:
+    cpdef int64_t round(self):
         """The round the slot's value was written for."""
         return self.words[0]
 
-    def read(self):
+    cpdef read(self):
         """The slot's current value (see ``transport.SlotReader``)."""
         if self.mode != 0 and self.words[1] == self.layout:
             if self.mode == 2:

@@ -48,6 +48,7 @@ from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 include "_lock.pxi"
 
 cimport numpy as cnp
+from reactor_backend._codec cimport SlotHotReader, SlotHotWriter
 
 import copy as _copy_mod
 import threading

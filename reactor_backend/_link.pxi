@@ -34,9 +34,10 @@ cdef class ProcessLink:
     for and read at each level) is the executor's: see processes.py.
 
     ``meetings``: per level (a tuple indexed by level), None or ``(flush, publish, wait, imports)``:
-    ``flush`` the ``(root port, slot writer)`` pairs this process writes there, ``publish`` whether it
-    publishes its position, ``wait`` the ranks it waits for, ``imports`` the ``(root port, slot
-    reader)`` pairs it reads. ``barrier``: the process's ``_sync.Barrier``. ``timed``: keep the
+    ``flush`` the ``(root port, _codec.SlotHotWriter)`` pairs this process writes there, ``publish`` whether
+    it publishes its position, ``wait`` the ranks it waits for, ``imports`` the ``(root port,
+    _codec.SlotHotReader)`` pairs it reads (the slot ends' compiled halves, called without a Python call:
+    process 0 reads every other process's results at a round's gather). ``barrier``: the process's ``_sync.Barrier``. ``timed``: keep the
     breakdown's accumulators (ns) ``work``, ``transport`` and ``wait``, and store them with the loop
     time and the tag count into the barrier's counters (from ``counter_slot``: five int64 words, stored
     directly through ``barrier.counters_address()``, no Python call per tag; the barrier keeps the sixth,
@@ -93,6 +94,7 @@ cdef class ProcessLink:
         cdef object m
         cdef tuple pair, wait
         cdef Port root
+        cdef SlotHotReader reader
         cdef bint publish
         cdef int64_t t0 = 0, t1 = 0, t2 = 0, c1 = 0
         if level >= len(self.meetings):
@@ -105,7 +107,7 @@ cdef class ProcessLink:
         for pair in <tuple> m[0]:
             root = <Port> pair[0]
             if root.is_present:
-                pair[1].write(root.value, epoch)
+                (<SlotHotWriter> pair[1]).write(root.value, epoch)
         publish = m[1]
         wait = <tuple> m[2]
         if self.timed:
@@ -119,8 +121,8 @@ cdef class ProcessLink:
         if self.timed:
             t2 = _mono_ns()
         for pair in <tuple> m[3]:
-            reader = pair[1]
-            if reader.round() == epoch:
+            reader = <SlotHotReader> pair[1]
+            if reader.round() == <int64_t> epoch:
                 (<Port> pair[0])._set(reader.read())
         if self.timed:
             self.transport += (t1 - t0) + (_mono_ns() - t2)

@@ -376,7 +376,7 @@ class ProcessExecutor(Executor):
         barrier.stamp = self.breakdown is not None  # publishes stamped: the breakdown's hand-off part
         if self.breakdown is not None:  # the barrier keeps its hand-off total in the last breakdown counter
             barrier.handoff_counter = _C_BREAKDOWN + Breakdown.FIELDS.index("handoff")
-        self.link = ProcessLink(barrier, tuple(self._meet.get(b) for b in range(levels)),
+        self.link = ProcessLink(barrier, tuple(_compiled_ends(self._meet.get(b)) for b in range(levels)),
                                 self.breakdown is not None, self._fast_advance, _C_BREAKDOWN, NEVER,
                                 _meeting_position, _advance_position)
         self.core.link = self.link
@@ -602,6 +602,17 @@ class ProcessExecutor(Executor):
 
 
 _SCALARS = (type(None), bool, int, float, complex, str, bytes, np.generic)
+
+
+def _compiled_ends(meeting: tuple | None) -> tuple | None:
+    """A level's meeting as the core runs it (``_core.ProcessLink``): each ``(root, slot end)`` pair with the
+    end's compiled half (``SlotWriter._hot``, ``SlotReader._hot``), which the core calls without a Python call;
+    the executor keeps the whole ends (``_meet``) to close them."""
+    if meeting is None:
+        return None
+    flush, publish, wait, imports = meeting
+    return (tuple((root, end._hot) for root, end in flush), publish, wait,
+            tuple((root, end._hot) for root, end in imports))
 
 
 def _plain(v: Any, depth: int = 0) -> bool:
