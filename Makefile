@@ -87,7 +87,7 @@ help: ## List every target
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 22
 
 PUFFER_VERSION ?= 3.0.23
-$(STAMP): pyproject.toml setup.py $(wildcard reactor_backend/*.pyx reactor_backend/*.pxi scenarios/*.pyx)
+$(STAMP): pyproject.toml setup.py $(wildcard reactor_backend/*.pyx reactor_backend/*.pxi reactor_backend/*.pxd scenarios/*.pyx)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	# torch first and pinned: the CPU wheel 2.13.0; an unpinned torch would pull a multi-GB CUDA build

@@ -3,7 +3,9 @@ extension (the runtime's hot paths; the scenarios' checksum encoder).
 
 Adding a ``.pyx`` file to either package is enough to have it compiled by ``pip install -e .``. A ``.pxi``
 file is part of the ``.pyx`` that includes it (``include "_ports.pxi"``): cythonize follows includes, so a
-changed ``.pxi`` rebuilds its module, and the Makefile's install stamp depends on every ``.pxi`` too.
+changed ``.pxi`` rebuilds its module, and the Makefile's install stamp depends on every ``.pxi`` too. A ``.pxd``
+declares a module's compiled classes to another that cimports them (``_core`` calls ``_codec``'s slot ends):
+cythonize rebuilds both when it changes, and the stamp depends on it.
 """
 from pathlib import Path
 
