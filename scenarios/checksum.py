@@ -87,7 +87,7 @@ class RunningChecksum:
         Args:
             digests: `digest` results (any bytes-like objects), in the order their values were received.
         """
-        self._h.update(b"".join(digests))
+        self._h.update(_checksum.join(digests))
 
     def hexdigest(self) -> str:
         """The digest of everything folded in so far, as 32 hex digits."""

@@ -195,3 +195,21 @@ def test_a_gym_server_folds_worker_digests_and_plain_triples_to_one_checksum():
         for w in workers:
             w.close()
     assert with_digest.checksum() == plain.checksum()
+
+
+def test_the_compiled_join_gives_the_bytes_of_every_kind_of_piece_in_order():
+    """`_checksum.join` (what `update_digests` folds) copies contiguous arrays from their data and hands every
+    other bytes-like piece to ``memoryview``: the bytes of ``b"".join`` over each piece's bytes, whatever mix."""
+    from scenarios.checksum import digest
+
+    shared = np.frombuffer(bytearray(digest(np.ones(4, np.float32), 1.0, True).tobytes()), dtype=np.uint8)
+    shared.flags.writeable = False                       # a read-only view over memory it does not own
+    strided = np.arange(20, dtype=np.uint8)[::3]         # not C-contiguous
+    wide = np.arange(3, dtype=np.int32)                  # more than one byte per item
+    pieces = [digest(np.zeros(4, np.float32), 0.5, False), shared, strided, wide, b"ab", bytearray(b"cd"),
+              memoryview(b"ef"), np.empty(0, np.uint8)]
+    want = b"".join(bytes(memoryview(p)) if not isinstance(p, np.ndarray) else p.tobytes() for p in pieces)
+    assert _checksum.join(pieces) == want
+    assert _checksum.join([]) == b""
+    with pytest.raises(TypeError):
+        _checksum.join([1.5])
