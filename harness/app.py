@@ -121,7 +121,8 @@ COMPARE_HELP = {
     "confidence": "of the intervals ({confidence:g})",
     "margin": "the resolution floor: a winner only where the interval clears 1 +- margin (unset: this machine's "
               "margin for the job's scenario and workers as `make selftest` stored it in results/machine/, where it "
-              "ran the job's procedure (precision, min_cycles, block_*, confidence, respawn_*, min_sets, pin_single), "
+              "ran the job's procedure (precision, min_cycles, block_*, confidence, respawn_*, min_sets, pin_single, "
+              "start_order), "
               "else "
               "{default_margin:g})",
     "respawn_s": "restart every resident after this many seconds of cycles ({respawn_s:g}; 0: never); with "
@@ -130,6 +131,8 @@ COMPARE_HELP = {
     "respawn_share": "the most of a job's time restarting may take ({respawn_share:g}: a respawn waits for "
                      "3x the last start; 0: no wait)",
     "pin_single": "run each cycle's single-process residents (serial) on one CPU, the next CPU each cycle (false)",
+    "start_order": "how each set of processes is started: shuffled (an order drawn with the seed, reversed in the "
+                   "next set) or listed (the listed order, reversed in every other set) ({start_order})",
     "extra_work": "per listed backend, injected extra work (e.g. [0,0.03]: the second 3% slower; for A/A checks)",
 }
 #: what a paired job refuses (`harness.compare.job_configs`)

@@ -33,7 +33,7 @@ from omegaconf import MISSING, DictConfig, OmegaConf
 
 from harness.resource_checks import fit_errors
 from harness.config import BudgetConfig, ConfigRangeError, range_errors, range_of, register_configs
-from harness.cycles import CompareSettings, backend_key, run_compare
+from harness.cycles import CompareSettings, StartOrder, backend_key, run_compare
 from harness.interpreter import interpreter_errors, skip_reason
 from harness.resume import PAIRED_JOB_FILES, set_aside
 from harness.runner import MeasurementFailed, backend_variant
@@ -60,6 +60,7 @@ class CompareRanges(CompareSettings):
     respawn_share: float = field(default=CompareSettings.respawn_share, metadata={"range": {"ge": 0, "le": 0.9}})
     min_sets: int = field(default=CompareSettings.min_sets, metadata={"range": {"ge": 1}})
     pin_single: bool = CompareSettings.pin_single
+    start_order: StartOrder = StartOrder(CompareSettings.start_order)
     #: per position in ``backends``: the injected extra work of that resident (`harness.child.ExtraWork`),
     #: e.g. ``backends=[serial,serial] compare.extra_work=[0,0.03]``; empty: none
     extra_work: List[float] = field(default_factory=list)

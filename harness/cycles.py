@@ -27,8 +27,9 @@ import json
 import math
 import time
 from dataclasses import asdict, dataclass, field, replace
+from enum import Enum
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterator, Optional
 
 import numpy as np
 
@@ -64,11 +65,12 @@ class CompareSettings:
     #: rounds per block; 0: from ``block_s``
     block_rounds: int = 0
     confidence: float = 0.95
-    #: restart every resident after this many seconds of cycles (0: never), in the reverse start order each
-    #: time, so an offset a resident owes to its process (its placement, its memory layout) changes with its
-    #: processes instead of lasting the whole job (rows: ``extra.epoch``). With respawning on, the precision stop
-    #: comes only where a set of processes ends, from the ``min_sets``-th on (a set's offset cannot be told from an
-    #: effect, nor can a last set of a cycle or two dilute it)
+    #: restart every resident after this many seconds of cycles (0: never), in the next start order each time
+    #: (`start_orders`: the reverse of the last one, or a new one), so an offset a resident owes to its process (its
+    #: placement, its memory layout, when it was started) changes with its processes instead of lasting the whole
+    #: job (rows: ``extra.epoch``, ``extra.started_at``). With respawning on, the precision stop comes only where a
+    #: set of processes ends, from the ``min_sets``-th on (a set's offset cannot be told from an effect, nor can a
+    #: last set of a cycle or two dilute it)
     respawn_s: float = 10.0
     #: with respawning on, the fewest sets of processes a job stops on precision after. Each set brings an offset
     #: of its own that the interval over cycles does not see, and with 0.1-s blocks a gym job can reach +-5% within
@@ -83,6 +85,12 @@ class CompareSettings:
     #: differ on a shared host, and each one's blocks visit every CPU alike. Residents of several processes (the
     #: reactor, the ceilings, Ray) are never pinned
     pin_single: bool = False
+    #: how the residents are started in each set of processes (`start_orders`): ``shuffled``, an order drawn with
+    #: the job's seed, reversed in the next set, then a new draw; ``listed``, the listed order, reversed in every
+    #: other set. Each flips every pair's order from one set to the next; ``shuffled`` also spreads the first
+    #: place, which costs the resident started first of all about 0.5-0.9% on the 2-vCPU VM (with ``listed``,
+    #: always the first listed backend, in half the sets: results/reference/vm-2core-2026-12-06-start-order/)
+    start_order: str = "shuffled"
     #: the machine's resolution floor: a ratio is called faster or slower only where its interval clears
     #: 1 +- margin (`harness.report.intervals.verdict`); None: this machine's margin for the job's workload as
     #: its last self-test of that workload measured it by this procedure (`resolve_margin`), else `DEFAULT_MARGIN`
@@ -162,6 +170,35 @@ def respawn_interval(settings: CompareSettings, start_s: float) -> float:
         return math.inf
     share = settings.respawn_share
     return max(settings.respawn_s, start_s * (1 - share) / share if share > 0 else 0.0)
+
+
+class StartOrder(str, Enum):
+    """The values of ``compare.start_order`` (`start_orders`)."""
+
+    shuffled = "shuffled"
+    listed = "listed"
+
+
+def start_orders(keys: list[str], how: str | StartOrder, seed: int) -> Iterator[list[str]]:
+    """The start order of each set of processes (epoch 0, 1, ...) of a paired job: every odd set in the reverse
+    of the set before it, so that each pair of residents is started in both orders, one set after the other;
+    every even set in the listed order (``listed``) or in an order drawn with ``seed`` (``shuffled``), so that
+    which resident is started first of all, which is not an offset a reversal cancels, changes too.
+
+    Args:
+        keys: the residents, in the listed order.
+        how: a `StartOrder` (or its value).
+        seed: the job's seed (the same orders for the same seed).
+    """
+    valid = [o.value for o in StartOrder]
+    how = str(getattr(how, "value", how))
+    if how not in valid:
+        raise ValueError(f"compare.start_order must be one of {valid}, got {how!r}")
+    rng = np.random.default_rng([int(seed), 0x5EED])
+    while True:
+        order = list(keys) if how == "listed" else [keys[i] for i in rng.permutation(len(keys))]
+        yield order
+        yield order[::-1]
 
 
 def set_ended(settings: CompareSettings, epoch: int, elapsed_s: float, respawn_at_s: float) -> bool:
@@ -294,7 +331,15 @@ def run_compare(jobs: list[dict[str, Any]], job_dir: Path, settings: CompareSett
                 end_job(res.tree, ledger)
             residents.clear()
 
-        start_s = start(keys)
+        orders = start_orders(keys, settings.start_order, seed)
+        started_at: dict[str, int] = {}  # each resident's place in its set's start order (rows: extra.started_at)
+
+        def start_set() -> float:
+            order = next(orders)
+            started_at.update({k: i for i, k in enumerate(order)})
+            return start(order)
+
+        start_s = start_set()
         if settings.block_rounds > 0:
             n_rounds, calibration = settings.block_rounds, 0
         else:
@@ -311,12 +356,12 @@ def run_compare(jobs: list[dict[str, Any]], job_dir: Path, settings: CompareSett
         respawn_at = respawn_interval(settings, start_s)
         while True:
             if time.monotonic() - cycles_from >= respawn_at:
-                # fresh processes in the reverse start order: an offset that a resident owes to its process
-                # (placement, memory layout, being started first) changes sides instead of lasting the job
+                # fresh processes, in the next start order (`start_orders`): an offset that a resident owes to its
+                # process (placement, memory layout, being started first) changes sides instead of lasting the job
                 t_respawn = time.monotonic()
                 retire()
                 epoch += 1
-                start_s = start(keys[::-1] if epoch % 2 else list(keys))
+                start_s = start_set()
                 cycles_from += time.monotonic() - t_respawn  # respawning is not cycle time
                 respawn_at = time.monotonic() - cycles_from + respawn_interval(settings, start_s)
                 log(f"respawned every resident in {start_s:.1f} s (epoch {epoch})")
@@ -377,6 +422,7 @@ def run_compare(jobs: list[dict[str, Any]], job_dir: Path, settings: CompareSett
                 extra.update({"paired": True, "block_rounds": n_rounds, "others_cpu_ms": b["others_ms"],
                               "others_cpu_ms_by": b["others_by"], "parked": residents[key].parkable,
                               "cpus": b["cpus"], "pinned_cpu": b["pinned_cpu"], "epoch": epoch,
+                              "started_at": started_at[key],
                               "settle_ms": b["settle_ms"], "unpark_ms": b["unpark_ms"], "stopped_by": reason,
                               "precision_target": settings.precision, "margin": settings.margin,
                               "margin_source": margin_source,

@@ -40,10 +40,10 @@ MACHINE_DIR = Path(__file__).resolve().parents[1] / "results" / "machine"
 #: the time between blocks: results/reference/vm-2core-2026-12-05-block-length/) and on how long the job runs (a
 #: time-stopped 120-s job's interval is narrow enough to show offsets that one stopped at +-5% covers)
 PROCEDURE = ("precision", "min_cycles", "block_s", "block_rounds", "confidence", "respawn_s", "respawn_share",
-             "min_sets", "pin_single")
+             "min_sets", "pin_single", "start_order")
 #: what a `PROCEDURE` setting was before it existed, for records that predate it (the precision stop came from
-#: the second set of processes on)
-BEFORE_IT_EXISTED = {"pin_single": False, "min_sets": 2}
+#: the second set of processes on; every set was started in the listed order or its reverse)
+BEFORE_IT_EXISTED = {"pin_single": False, "min_sets": 2, "start_order": "listed"}
 
 
 def machine_dir() -> Path:

@@ -316,17 +316,29 @@ def read_job(job_dir: Path, settings: SelftestSettings, at_seconds: Optional[flo
 
 
 def by_start_order(rows: pd.DataFrame, table: pd.DataFrame, first: str, copy: str) -> dict[str, Any]:
-    """The A/A pair's median ratio (``copy`` over ``first``) over the cycles of each start order: residents are
-    started in the listed order in even sets of processes (``extra.epoch``; ``first`` before its copy) and in the
-    reverse order in odd ones (`harness.cycles`). Why: an offset that follows the start order is a property of
-    the procedure, not noise, and respawning in alternating order is what is meant to cancel it."""
+    """The A/A pair's median ratio (``copy`` over ``first``) over the cycles of each start order: ``listed``, the
+    sets of processes in which ``first`` was started before its copy, ``reversed`` those in which the copy was
+    (each row's ``extra.started_at``, its place in its set's start order, `harness.cycles.start_orders`; rows
+    from before it was recorded: even sets listed, odd sets reversed, as they were started). Why: an offset that
+    follows the start order is a property of the procedure, not noise, and respawning in alternating order is
+    what is meant to cancel it."""
     from harness.report.paired import cycle_ratios
 
-    ok = rows[(rows["label"] == first) & (rows["status"] == "ok")]
-    epoch = {int(c): int(e.get("epoch", 0) or 0) for c, e in zip(ok["cycle"], ok["extra_dict"])}
+    def places(label: str) -> dict[int, tuple[int, Any]]:
+        ok = rows[(rows["label"] == label) & (rows["status"] == "ok")]
+        return {int(c): (int(e.get("epoch", 0) or 0), e.get("started_at"))
+                for c, e in zip(ok["cycle"], ok["extra_dict"])}
+
+    at_a, at_b = places(first), places(copy)
+
+    def first_before_copy(cycle: int) -> bool:
+        epoch, a = at_a.get(cycle, (0, None))
+        b = at_b.get(cycle, (epoch, None))[1]
+        return a < b if a is not None and b is not None else epoch % 2 == 0
+
     out: dict[str, Any] = {}
-    for name, parity in (("listed", 0), ("reversed", 1)):
-        keep = [c for c in table.index if epoch.get(int(c), 0) % 2 == parity]
+    for name, listed in (("listed", True), ("reversed", False)):
+        keep = [c for c in table.index if first_before_copy(int(c)) == listed]
         r = cycle_ratios(table.loc[keep], copy, first)
         out[name] = {"cycles": int(r.size), "median": float(np.median(r)) if r.size else math.nan}
     return out

@@ -118,6 +118,33 @@ def test_with_respawning_on_the_precision_stop_comes_only_from_the_min_sets_th_s
     assert set_ended(CompareSettings(respawn_s=0), 0, 0.0, 0.0)  # no respawning: no sets to wait for
 
 
+def test_each_set_of_processes_starts_in_the_reverse_of_the_set_before_and_shuffled_sets_vary_the_first():
+    """Every pair of residents is started in both orders, one set after the other; ``shuffled`` also changes which
+    resident is started first of all (an offset of the first place that a reversal alone leaves on one backend)."""
+    from itertools import islice
+
+    from harness.cycles import StartOrder, start_orders
+
+    keys = ["serial", "serial#2", "reactor", "capacity:lockstep", "capacity"]
+    listed = list(islice(start_orders(keys, "listed", 1), 4))
+    assert listed == [keys, keys[::-1], keys, keys[::-1]]
+    shuffled = list(islice(start_orders(keys, StartOrder.shuffled, 1), 40))
+    assert all(sorted(order) == sorted(keys) for order in shuffled)
+    assert all(shuffled[i + 1] == shuffled[i][::-1] for i in range(0, 40, 2))
+    assert len({order[0] for order in shuffled}) == len(keys)  # every resident is started first in some set
+    assert shuffled == list(islice(start_orders(keys, "shuffled", 1), 40))  # the seed decides
+    assert shuffled != list(islice(start_orders(keys, "shuffled", 2), 40))
+    assert CompareSettings().start_order == "shuffled"
+    with pytest.raises(ValueError, match="listed"):
+        next(start_orders(keys, "backwards", 1))
+    # on the command line Hydra refuses it while composing, naming the override and the valid values
+    from hydra.errors import ConfigCompositionException
+
+    with pytest.raises(ConfigCompositionException, match="compare.start_order=backwards") as err:
+        _jobs(override="compare.start_order=backwards")
+    assert "shuffled, listed" in str(err.value.__cause__)
+
+
 def test_bad_input_on_the_command_line_fails_before_anything_runs(tmp_path):
     proc = run_cli("compare", *SMOKE, "backends=serial,nosuch", run_dir=tmp_path / "job")
     assert proc.returncode != 0 and "nosuch" in proc.stderr

@@ -12,7 +12,7 @@ import subprocess
 import time
 from dataclasses import asdict
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 import pytest
@@ -36,11 +36,13 @@ JOB = asdict(CompareSettings())
 
 def recorded_job(folder: Path, aa: Sequence[float], effects: dict[float, Sequence[float]],
                  ceiling: Optional[Sequence[float]] = None, margin: float = 0.01, source: str = "default",
-                 compare: Optional[dict] = None, set_cycles: int = 0, cycle_s: float = 0.0) -> Path:
+                 compare: Optional[dict] = None, set_cycles: int = 0, cycle_s: float = 0.0,
+                 started_at: Optional[Callable[[int, int], int]] = None) -> Path:
     """A self-test job as `harness.cycles` writes it, with recorded cycles: serial at 1000/s, its copy at
     ``aa[c]`` x that, each effect copy at ``effects[e][c]`` x that, and the ceilings (``ceiling[c]`` x 2000/s);
     with ``set_cycles``, a new set of processes (``extra.epoch``) every that many cycles; with ``cycle_s``, each
-    cycle ends ``cycle_s`` seconds of cycles after the last (``extra.cycles_s``)."""
+    cycle ends ``cycle_s`` seconds of cycles after the last (``extra.cycles_s``); with ``started_at``, each row's
+    place in its set's start order (``extra.started_at``) as ``started_at(epoch, copy)``."""
     writer = ResultsWriter(folder)
     n = len(aa)
     ceiling = ceiling if ceiling is not None else [1.0] * n
@@ -56,6 +58,8 @@ def recorded_job(folder: Path, aa: Sequence[float], effects: dict[float, Sequenc
                      "epoch": cycle // set_cycles if set_cycles else 0}
             if cycle_s:
                 extra["cycles_s"] = cycle_s * (cycle + 1)
+            if started_at is not None:
+                extra["started_at"] = started_at(extra["epoch"], copy)
             if share:
                 extra.update({"extra_work": share, "extra_work_ms_per_round": 1.0})
             writer.append(make_row({**BASE, "backend": backend, "variant": "-", "copy": copy}, repetition=cycle,
@@ -145,6 +149,23 @@ def test_the_summary_measures_the_margin_and_counts_false_verdicts_out_of_sample
     assert s["line"].startswith("What this machine resolves") and "serial +50% detected 12/12" in s["line"]
 
 
+def test_the_start_order_of_the_aa_pair_is_read_from_where_each_was_started_not_from_the_set_s_parity(
+        tmp_path: Path) -> None:
+    """Shuffled start orders (`harness.cycles.start_orders`): which of the pair was started first is each row's
+    ``extra.started_at``. Sets 0 and 2 started the copy first, set 1 serial first, and the copy reads +2% in set 1
+    only: the split says "listed" (serial first) for set 1's 10 cycles, +2%, and "reversed" for the other 20."""
+    aa = [1.02 if c // 10 == 1 else 1.0 for c in range(30)]
+
+    def started_at(epoch: int, copy: int) -> int:
+        first = 1 if epoch == 1 else 2  # which copy was started first in this set
+        return 0 if copy == first else 5 + copy
+
+    order = read(recorded_job(tmp_path / "job_000", aa, {0.5: wiggle(30, 0.9)}, set_cycles=10,
+                              started_at=started_at))["aa_by_start_order"]
+    assert (order["listed"]["cycles"], order["reversed"]["cycles"]) == (10, 20)
+    assert order["listed"]["median"] == pytest.approx(1.02) and order["reversed"]["median"] == pytest.approx(1.0)
+
+
 def test_the_aa_offset_is_read_per_start_order_and_a_shared_bias_is_summed_over_jobs(tmp_path: Path) -> None:
     """Sets of 10 cycles: the copy reads +2% in the sets started in the listed order (epochs 0, 2) and level in the
     reversed ones (1); over eight such jobs every median lies above 1, which a sign test calls a bias (p < 0.01),
@@ -207,6 +228,8 @@ def test_a_shipped_selftest_stores_the_margin_paired_jobs_then_use(tmp_path: Pat
     assert machine.resolve_margin(None, "gym", 2, {**JOB, "respawn_s": 0.0})[0] == machine.DEFAULT_MARGIN
     assert machine.resolve_margin(None, "gym", 2, {**JOB, "min_sets": 2})[1].endswith(
         f"min_sets {JOB['min_sets']} (this job 2)")
+    assert machine.resolve_margin(None, "gym", 2, {**JOB, "start_order": "listed"})[1].endswith(
+        f"start_order {JOB['start_order']} (this job listed)")
 
 
 def test_a_margin_stored_before_a_procedure_setting_existed_reads_as_what_jobs_did_then(tmp_path, monkeypatch):
@@ -223,6 +246,13 @@ def test_a_margin_stored_before_a_procedure_setting_existed_reads_as_what_jobs_d
         machine.DEFAULT_MARGIN, "default: the self-test of gym workers=2 on this machine ran another procedure: "
                                 "min_sets 2 (this job 4)")
     assert machine.resolve_margin(None, "gym", 2, {**JOB, "min_sets": 2}) == (0.012, "selftest 2026-12-05 (gym workers=2)")
+    # nor by jobs whose sets start in shuffled orders: a record without ``start_order`` started them listed
+    oldest = {k: v for k, v in older.items() if k != "start_order"}
+    entry["procedure"] = oldest
+    machine.machine_file(meta).write_text(json.dumps({"margins": {"gym workers=2": entry}}))
+    assert machine.resolve_margin(None, "gym", 2, {**JOB, "min_sets": 2})[1].endswith(
+        "start_order listed (this job shuffled)")
+    assert machine.resolve_margin(None, "gym", 2, {**JOB, "min_sets": 2, "start_order": "listed"})[0] == 0.012
 
 
 def test_each_workload_keeps_its_own_margin(tmp_path: Path, monkeypatch) -> None:
