@@ -87,9 +87,9 @@ class CompareSettings:
     pin_single: bool = False
     #: how the residents are started in each set of processes (`start_orders`): ``shuffled``, an order drawn with
     #: the job's seed, reversed in the next set, then a new draw; ``listed``, the listed order, reversed in every
-    #: other set. Each flips every pair's order from one set to the next; ``shuffled`` also spreads the first
-    #: place, which costs the resident started first of all about 0.5-0.9% on the 2-vCPU VM (with ``listed``,
-    #: always the first listed backend, in half the sets: results/reference/vm-2core-2026-12-06-start-order/)
+    #: other set. Each flips every pair's order from one set to the next; ``shuffled`` also moves the first place,
+    #: whose offset a reversal does not cancel (with ``listed`` it falls on the first listed backend in half the
+    #: sets: results/reference/vm-2core-2026-12-06-start-order/)
     start_order: str = "shuffled"
     #: the machine's resolution floor: a ratio is called faster or slower only where its interval clears
     #: 1 +- margin (`harness.report.intervals.verdict`); None: this machine's margin for the job's workload as
