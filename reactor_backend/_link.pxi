@@ -42,9 +42,12 @@ cdef class ProcessLink:
     time and the tag count into the barrier's counters (from ``counter_slot``: five int64 words, stored
     directly through ``barrier.counters_address()``, no Python call per tag; the barrier keeps the sixth,
     its hand-off total, itself), and the seventh, ``cpu``: this thread's CPU time outside the waits (role work,
-    transport, the rest of the tag loop), at each reduction. The CPU clock is read around each wait (two
-    reads per meeting that publishes or waits, two per reduction); unlike the monotonic clock it does not run
-    while the process waits for a core, so it reads the same with 16 processes on 2 cores as on 16.
+    transport, the rest of the tag loop), at each reduction: the CPU clock read once per tag, less the CPU the
+    barrier counted inside its waits and wake-ups (``Barrier.wait_cpu_ns``, turned on with ``count_cpu``: the
+    wall time of a wait that kept its core, the CPU clock from where it did not). Unlike the monotonic clock the
+    CPU clock does not run while the process waits for a core, so ``cpu`` reads the same with 16 processes on
+    2 cores as on 16. It is a system call (0.2-0.6 us), so it is not read around every wait: reading it there
+    (four to six reads per round, two of them before a publish) lengthened every round's critical path.
 
     ``exclude(ns, cpu_ns)``: time the caller spent inside a reaction on something that is not the round's
     work (the harness's clock between a paired job's blocks, its reports between repetitions) is taken out of
@@ -60,6 +63,8 @@ cdef class ProcessLink:
     cdef public int64_t t_loop
     cdef public int64_t c_loop
     cdef public int64_t cpu_wait
+    cdef int64_t *_wait_cpu
+    cdef int64_t wait_cpu0
     cdef public int64_t excluded
     cdef public int64_t excluded_cpu
     cdef public int counter_slot
@@ -83,10 +88,14 @@ cdef class ProcessLink:
         self.t_loop = _mono_ns()
         self.c_loop = _thread_cpu_ns()
         self._ctr = NULL
+        self._wait_cpu = NULL
+        self.wait_cpu0 = 0
         if timed:
             if counter_slot < 0 or counter_slot + 7 > 16:
                 raise IndexError("counter slots out of range")
             self._ctr = (<int64_t *> <size_t> barrier.counters_address()) + counter_slot
+            self._wait_cpu = <int64_t *> <size_t> barrier.wait_cpu_address()
+            self.wait_cpu0 = self._wait_cpu[0]
 
     cdef int meet(self, uint64_t epoch, Py_ssize_t level) except -1:
         """The meeting of this level (once per tag): write the slots this process owns there, publish
@@ -96,7 +105,7 @@ cdef class ProcessLink:
         cdef Port root
         cdef SlotHotReader reader
         cdef bint publish
-        cdef int64_t t0 = 0, t1 = 0, t2 = 0, c1 = 0
+        cdef int64_t t0 = 0, t1 = 0, t2 = 0
         if level >= len(self.meetings):
             return 0
         m = self.meetings[level]
@@ -112,12 +121,8 @@ cdef class ProcessLink:
         wait = <tuple> m[2]
         if self.timed:
             t1 = _mono_ns()
-        if publish or wait:
-            if self.timed:
-                c1 = _thread_cpu_ns()
+        if publish or wait:  # its CPU counted by the barrier (``wait_cpu_ns``)
             self.barrier.sync(self._meeting_position(epoch, level), publish, wait)
-            if self.timed:
-                self.cpu_wait += _thread_cpu_ns() - c1
         if self.timed:
             t2 = _mono_ns()
         for pair in <tuple> m[3]:
@@ -132,17 +137,14 @@ cdef class ProcessLink:
     cdef tuple reduce(self, uint64_t epoch, uint64_t tags, int64_t t, int64_t m, int64_t st, int64_t sm):
         """The tag-advance reduction of fast mode: the minima over all processes of the next event tag
         and the stop tag (``never`` for none), as ``(t, m, st, sm, flags)``."""
-        cdef int64_t t0 = 0, t1, c0 = 0, c1
+        cdef int64_t t0 = 0, t1
         if self.timed:
-            c0 = _thread_cpu_ns()
             t0 = _mono_ns()
         res = self.barrier.reduce_at(self._advance_position(epoch, 0), t, m, st, sm, 0)
-        if self.timed:
+        if self.timed:  # the wait's CPU counted by the barrier; the tag's one read of the CPU clock
             t1 = _mono_ns()
-            c1 = _thread_cpu_ns()
             self.wait += t1 - t0
-            self.cpu_wait += c1 - c0
-            self._store(t1, c1, tags)
+            self._store(t1, _thread_cpu_ns(), tags)
         return <tuple> res
 
     cpdef store(self, int64_t now, uint64_t tags):
@@ -157,7 +159,8 @@ cdef class ProcessLink:
         rb_link_store64(self._ctr + 2, self.wait)
         rb_link_store64(self._ctr + 3, now - self.t_loop - self.excluded)
         rb_link_store64(self._ctr + 4, <int64_t> tags)
-        rb_link_store64(self._ctr + 6, cpu_now - self.c_loop - self.cpu_wait - self.excluded_cpu)
+        rb_link_store64(self._ctr + 6, cpu_now - self.c_loop - self.cpu_wait - (self._wait_cpu[0] - self.wait_cpu0)
+                        - self.excluded_cpu)
 
     def exclude(self, int64_t ns, int64_t cpu_ns) -> None:
         """Take ``ns`` of wall time and ``cpu_ns`` of this thread's CPU, spent inside a reaction on something

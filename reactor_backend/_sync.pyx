@@ -70,6 +70,7 @@ cdef enum:
     RING = 64                 # offset of the stamp ring within them
     YIELD_FLOOR_NS = 20000    # shortest adaptive yield phase
     STAMPS = 3                # publishes remembered per process for the hand-off timing (48 bytes of its ring line)
+    YIELD_ALONE_NS = 5000     # a yield that returns sooner ran nothing else: the waiter kept its core (CPU = wall)
 
 #: Largest int64: the "no event" tag component in reductions.
 NEVER = 0x7FFFFFFFFFFFFFFF
@@ -179,6 +180,9 @@ cdef class Barrier:
     cdef readonly long long handoffs
     cdef long long _npub
     cdef int _handoff_counter
+    cdef public bint count_cpu
+    cdef readonly long long wait_cpu_ns
+    cdef bint _own
 
     def __cinit__(self, buf, int nproc, int index, check=None, waiting=None):
         cdef char[::1] view = buf
@@ -211,6 +215,7 @@ cdef class Barrier:
         # ran another tenant on this vCPU, and shrinking the phase for that put the waiter back to sleep
         # every round (simple_spread: wake-ups 64 us per round again).
         own = nproc <= ncpu
+        self._own = own
         self.spin_iters = w.spins if own else 0
         self.yield_ns = w.yield_ns if own else w.yield_shared_ns
         self.adapt = not own
@@ -230,6 +235,14 @@ cdef class Barrier:
         self.handoffs = 0
         self._npub = 0
         self._handoff_counter = -1
+        # CPU accounting of the waits (the executor's breakdown turns it on): ``wait_cpu_ns`` grows by the CPU
+        # this thread spends inside waits and wake-ups, so that the breakdown's ``cpu`` (the thread's CPU outside
+        # them) needs the CPU clock, a system call, only once per tag instead of around every wait. With a core
+        # per process a waiter that spins or yields keeps its core, so its CPU is the wall time of the wait; the
+        # CPU clock is read only from the moment that stops holding: a yield that came back late (something else
+        # ran), the futex sleep, a wake-up of sleepers; with more processes than cores, around every wait.
+        self.count_cpu = 0
+        self.wait_cpu_ns = 0
 
     @property
     def handoff_counter(self) -> int:
@@ -242,6 +255,11 @@ cdef class Barrier:
         if slot < -1 or slot >= COUNTERS:
             raise IndexError("counter slots out of range")
         self._handoff_counter = slot
+
+    def wait_cpu_address(self) -> int:
+        """The address of ``wait_cpu_ns`` (an int64 this object owns), for compiled code that reads it once per
+        tag without a Python call (``_core.ProcessLink``); valid while this object lives."""
+        return <size_t> &self.wait_cpu_ns
 
     @property
     def yield_phase_ns(self) -> int:
@@ -318,8 +336,14 @@ cdef class Barrier:
         (a progress word); raise on stop/check. Spin, then yield, then sleep in FUTEX_WAIT on
         ``seq`` (the word whose change announces progress: ``gen`` itself, or the process's
         sequence word), announcing the sleep in ``waiters`` first so the publisher knows to wake it
-        (Dekker handshake: announce, re-read ``seq``, re-check, sleep on the value read)."""
+        (Dekker handshake: announce, re-read ``seq``, re-check, sleep on the value read). With ``count_cpu``,
+        adds the CPU the wait used to ``wait_cpu_ns`` (see ``__cinit__``): ``t_w0`` is when it began,
+        ``c_w0`` the CPU clock from where it is read (-1: never), ``wall_part`` the wall time counted as CPU
+        before that: the stretch from ``t_w0`` in which each yield came back within ``YIELD_ALONE_NS``
+        (``t_prev``: when the last such yield began; a spin that took longer lost its core)."""
         cdef long long i, t0, t_check, now
+        cdef bint count = self.count_cpu
+        cdef long long t_w0 = 0, c_w0 = -1, wall_part = 0
         cdef int32_t *stop = self._stop
         cdef long long spins = self.spin_iters
         cdef long long yield_ns = self._yield_cur if self._yield_cur < self.yield_ns else self.yield_ns
@@ -332,6 +356,11 @@ cdef class Barrier:
         if done:
             return 0
         with nogil:
+            if count:
+                t_w0 = rb_now_ns()
+                if not self._own:  # processes outnumber cores: a waiter may lose its core at any moment
+                    c_w0 = rb_thread_cpu_ns()
+            t_prev = t_w0
             for i in range(spins):
                 rb_pause()
                 if _reached(gen, old, prog, position):
@@ -340,6 +369,8 @@ cdef class Barrier:
             if not done:
                 yielded = 1
                 t0 = rb_now_ns()
+                if count and c_w0 < 0 and t0 - t_w0 > YIELD_ALONE_NS:
+                    c_w0 = rb_thread_cpu_ns()  # it lost its core while spinning: the CPU clock from here
                 t_prev = t0
                 while True:
                     if _reached(gen, old, prog, position):
@@ -354,8 +385,18 @@ cdef class Barrier:
                         # wakes a sleeper directly, and the kernel favours a woken sleeper)
                         self.yield_gaps += 1
                         break
+                    if count and c_w0 < 0 and now - t_prev > YIELD_ALONE_NS:
+                        # that yield let something else run: the wall time no longer counts as CPU
+                        wall_part = t_prev - t_w0
+                        c_w0 = rb_thread_cpu_ns()
                     sched_yield()
                     t_prev = now
+            if count and c_w0 < 0:
+                # the wall time counts up to the end of the waiter's last stretch on its own core
+                now = rb_now_ns()
+                wall_part = (t_prev if now - t_prev > YIELD_ALONE_NS else now) - t_w0
+                if not done:  # to the futex sleep: from here the CPU clock
+                    c_w0 = rb_thread_cpu_ns()
         # Adapt the yield phase (``adapt``: when processes outnumber cores): a wait that ends while
         # yielding lengthens the next one (up to ``yield_ns``), one that had to sleep halves it (down
         # to ``YIELD_FLOOR_NS``), so that waiters go to sleep early instead of queueing behind
@@ -366,6 +407,8 @@ cdef class Barrier:
             else:
                 self._yield_cur = max(YIELD_FLOOR_NS, min(self._yield_cur, self.yield_ns) // 2)
         if done:
+            if count:
+                self._count_wait(c_w0, wall_part)
             return 0
         t_check = rb_now_ns()
         while True:
@@ -380,6 +423,8 @@ cdef class Barrier:
                     done = _reached(gen, old, prog, position)
                 rb_add32(waiters, -1)
             if done:
+                if count:
+                    self._count_wait(c_w0, wall_part)
                 return 0
             self.futex_sleeps += 1
             PyErr_CheckSignals()
@@ -387,6 +432,13 @@ cdef class Barrier:
             if self.check is not None and now - t_check >= self.check_ns:
                 t_check = now
                 self.check()
+
+    cdef inline void _count_wait(self, long long c_w0, long long wall_part) noexcept nogil:
+        """A wait ended now: add its CPU to ``wait_cpu_ns``: ``wall_part``, plus the CPU clock since ``c_w0``
+        where it was read (`_wait`)."""
+        self.wait_cpu_ns += wall_part
+        if c_w0 >= 0:
+            self.wait_cpu_ns += rb_thread_cpu_ns() - c_w0
 
     cdef inline int _arrive(self) except -1:
         cdef int32_t g = rb_load32(self._gen)
@@ -449,6 +501,7 @@ cdef class Barrier:
 
     cdef inline void _publish(self, int64_t position) noexcept nogil:
         cdef int64_t *e
+        cdef long long c
         if self.stamp:   # the ring entry first (a seqlock: position -1 while it is rewritten), then
             e = self._pring(self.index) + 2 * (self._npub % STAMPS)   # the position: a reader that
             rb_store64_rel(e, -1)                                      # sees the position finds its time
@@ -458,7 +511,12 @@ cdef class Barrier:
         rb_store64(self._progress(self.index), position)
         rb_add32(self._seq(self.index), 1)
         if rb_load32(self._pwaiters(self.index)) > 0:
-            rb_futex_wake(self._seq(self.index))
+            if self.count_cpu:  # a hand-off's cost, which a waiter with a core of its own does not ask for
+                c = rb_thread_cpu_ns()
+                rb_futex_wake(self._seq(self.index))
+                self.wait_cpu_ns += rb_thread_cpu_ns() - c
+            else:
+                rb_futex_wake(self._seq(self.index))
 
     cdef inline int _wait_for(self, int p, int64_t position) except -1:
         """Wait until process ``p``'s progress is at least ``position`` (raise on stop/check); with

@@ -374,6 +374,7 @@ class ProcessExecutor(Executor):
         (``_core.ProcessLink``): the core runs them between levels without a Python frame."""
         levels = max(self._meet, default=-1) + 1
         barrier.stamp = self.breakdown is not None  # publishes stamped: the breakdown's hand-off part
+        barrier.count_cpu = self.breakdown is not None  # the CPU of its waits counted: the breakdown's ``cpu``
         if self.breakdown is not None:  # the barrier keeps its hand-off total in the last breakdown counter
             barrier.handoff_counter = _C_BREAKDOWN + Breakdown.FIELDS.index("handoff")
         self.link = ProcessLink(barrier, tuple(_compiled_ends(self._meet.get(b)) for b in range(levels)),
@@ -433,11 +434,12 @@ class ProcessExecutor(Executor):
     def _advance_timed(self, local_next: Tag | None, stop: Tag | None) -> tuple[Tag | None, Tag | None]:
         """``advance`` timed as waiting; then this process's totals go to its counters."""
         link = self.link
-        t0, c0 = link.now(), link.cpu_now()
+        t0, c0, w0 = link.now(), link.cpu_now(), link.barrier.wait_cpu_ns
         agreed = self._advance(local_next, stop)
         t1 = link.now()
         link.wait += t1 - t0
-        link.cpu_wait += link.cpu_now() - c0
+        # all of it is waiting; the barrier already counted its own waits' share (``wait_cpu_ns``)
+        link.cpu_wait += (link.cpu_now() - c0) - (link.barrier.wait_cpu_ns - w0)
         link.store(t1, int(self.core.tags))
         return agreed
 

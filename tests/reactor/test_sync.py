@@ -285,6 +285,45 @@ def test_the_yield_phase_adapts_only_when_asked():
         assert waiter.yield_phase_ns == (max(20_000, before // 2) if adapt else before), adapt
 
 
+def _timed_wait(waiter, partner, position, after_s):
+    """``waiter`` waits for ``partner`` (a thread of this process with its own handle) to publish ``position``
+    ``after_s`` from now: (wall ns, this thread's CPU ns, the waiter's counted wait CPU ns) of the wait."""
+    publisher = threading.Timer(after_s, partner.publish, args=(position,))
+    w0, t0, c0 = waiter.wait_cpu_ns, time.perf_counter_ns(), time.thread_time_ns()
+    publisher.start()
+    waiter.wait_for(1, position)
+    wall, cpu = time.perf_counter_ns() - t0, time.thread_time_ns() - c0
+    publisher.join()
+    return wall, cpu, waiter.wait_cpu_ns - w0
+
+
+def test_a_wait_counts_the_cpu_it_used_not_the_time_it_slept():
+    """With ``count_cpu`` (the breakdown's), a wait adds the CPU it used to ``wait_cpu_ns``: a waiter that
+    yielded 2 ms and then slept until the publish at 100 ms counts about its 2 ms, not the wall time; one
+    that kept yielding until the publish counts what the CPU clock says it used (its wall time, on a quiet
+    core); a publish that wakes a sleeper counts the wake-up in the publisher's. Without it nothing counts."""
+    import mmap
+
+    buf = mmap.mmap(-1, _sync.control_size(2))
+    partner = _sync.Barrier(buf, 2, 1)
+    partner.count_cpu = True
+    waiter = _sync.Barrier(buf, 2, 0)
+    waiter.count_cpu = True
+    waiter.yield_ns, waiter.adapt = 2_000_000, False
+    wall, cpu, counted = _timed_wait(waiter, partner, 1, 0.1)
+    assert waiter.futex_sleeps >= 1                       # it slept, and the publish woke it
+    assert 0 < counted <= cpu + 1_000_000, (wall, cpu, counted)
+    assert counted < wall / 4, (wall, cpu, counted)       # the ~98 ms asleep are not CPU
+    assert partner.wait_cpu_ns > 0                        # the wake-up, counted where it was paid
+    waiter.yield_ns = 500_000_000
+    wall, cpu, counted = _timed_wait(waiter, partner, 2, 0.02)
+    assert abs(counted - cpu) <= 0.25 * cpu + 1_000_000, (wall, cpu, counted)
+    waiter.count_cpu = False
+    before = waiter.wait_cpu_ns
+    _timed_wait(waiter, partner, 3, 0.01)
+    assert waiter.wait_cpu_ns == before
+
+
 def test_stop_wakes_a_progress_waiter():
     def body(rank, b):
         if rank == 1:
