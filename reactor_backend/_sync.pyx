@@ -235,12 +235,13 @@ cdef class Barrier:
         self.handoffs = 0
         self._npub = 0
         self._handoff_counter = -1
-        # CPU accounting of the waits (the executor's breakdown turns it on): ``wait_cpu_ns`` grows by the CPU
-        # this thread spends inside waits and wake-ups, so that the breakdown's ``cpu`` (the thread's CPU outside
-        # them) needs the CPU clock, a system call, only once per tag instead of around every wait. With a core
-        # per process a waiter that spins or yields keeps its core, so its CPU is the wall time of the wait; the
-        # CPU clock is read only from the moment that stops holding: a yield that came back late (something else
-        # ran), the futex sleep, a wake-up of sleepers; with more processes than cores, around every wait.
+        # CPU accounting of the meetings and reductions (the executor's breakdown turns it on): ``wait_cpu_ns``
+        # grows by the CPU this thread spends in ``sync`` and ``reduce_at``, so that the breakdown's ``cpu`` (the
+        # thread's CPU outside them) needs the CPU clock, a system call, only once per tag instead of around every
+        # meeting. With a core per process a waiter that spins or yields keeps its core, so a wait's CPU is its
+        # wall time, and the CPU clock is read only from the moment that stops holding: a yield that came back
+        # late (something else ran), the futex sleep, a wake-up of sleepers. With more processes than cores a
+        # waiter may lose its core at any moment: there each meeting and reduction reads the clock around itself.
         self.count_cpu = 0
         self.wait_cpu_ns = 0
 
@@ -336,13 +337,13 @@ cdef class Barrier:
         (a progress word); raise on stop/check. Spin, then yield, then sleep in FUTEX_WAIT on
         ``seq`` (the word whose change announces progress: ``gen`` itself, or the process's
         sequence word), announcing the sleep in ``waiters`` first so the publisher knows to wake it
-        (Dekker handshake: announce, re-read ``seq``, re-check, sleep on the value read). With ``count_cpu``,
-        adds the CPU the wait used to ``wait_cpu_ns`` (see ``__cinit__``): ``t_w0`` is when it began,
-        ``c_w0`` the CPU clock from where it is read (-1: never), ``wall_part`` the wall time counted as CPU
+        (Dekker handshake: announce, re-read ``seq``, re-check, sleep on the value read). With ``count_cpu``
+        and a core per process, adds the CPU the wait used to ``wait_cpu_ns`` (``__cinit__``): ``t_w0`` is
+        when it began, ``c_w0`` the CPU clock from where it is read (-1: never), ``wall_part`` the wall time counted as CPU
         before that: the stretch from ``t_w0`` in which each yield came back within ``YIELD_ALONE_NS``
         (``t_prev``: when the last such yield began; a spin that took longer lost its core)."""
         cdef long long i, t0, t_check, now
-        cdef bint count = self.count_cpu
+        cdef bint count = self.count_cpu and self._own  # (else `sync` and `reduce_at` read the CPU clock)
         cdef long long t_w0 = 0, c_w0 = -1, wall_part = 0
         cdef int32_t *stop = self._stop
         cdef long long spins = self.spin_iters
@@ -358,8 +359,6 @@ cdef class Barrier:
         with nogil:
             if count:
                 t_w0 = rb_now_ns()
-                if not self._own:  # processes outnumber cores: a waiter may lose its core at any moment
-                    c_w0 = rb_thread_cpu_ns()
             t_prev = t_w0
             for i in range(spins):
                 rb_pause()
@@ -432,6 +431,11 @@ cdef class Barrier:
             if self.check is not None and now - t_check >= self.check_ns:
                 t_check = now
                 self.check()
+
+    cdef inline long long _outer_cpu(self) noexcept nogil:
+        """With ``count_cpu`` where processes outnumber cores: the CPU clock now (a meeting or reduction then
+        counts its whole CPU, two reads, instead of each of its waits), else -1 (its waits count themselves)."""
+        return rb_thread_cpu_ns() if self.count_cpu and not self._own else -1
 
     cdef inline void _count_wait(self, long long c_w0, long long wall_part) noexcept nogil:
         """A wait ended now: add its CPU to ``wait_cpu_ns``: ``wall_part``, plus the CPU clock since ``c_w0``
@@ -511,7 +515,7 @@ cdef class Barrier:
         rb_store64(self._progress(self.index), position)
         rb_add32(self._seq(self.index), 1)
         if rb_load32(self._pwaiters(self.index)) > 0:
-            if self.count_cpu:  # a hand-off's cost, which a waiter with a core of its own does not ask for
+            if self.count_cpu and self._own:  # a hand-off's cost: a waiter with a core of its own sleeps rarely
                 c = rb_thread_cpu_ns()
                 rb_futex_wake(self._seq(self.index))
                 self.wait_cpu_ns += rb_thread_cpu_ns() - c
@@ -575,12 +579,15 @@ cdef class Barrier:
         """A level meeting: publish ``position`` (if ``publish``), then wait until every process
         in ``wait`` (ranks) reached it. Raises ``Aborted`` on stop."""
         cdef object p
+        cdef long long c = self._outer_cpu()
         if rb_load32(self._stop) != 0:
             raise Aborted(rb_load32(self._stop))
         if publish:
             self._publish(position)
         for p in wait:
             self._wait_for(<int> p, position)
+        if c >= 0:
+            self.wait_cpu_ns += rb_thread_cpu_ns() - c
         if rb_load32(self._stop) != 0:
             raise Aborted(rb_load32(self._stop))
 
@@ -595,6 +602,7 @@ cdef class Barrier:
         every other process enters only after reading this one's cells."""
         cdef int parity = self._nred & 1
         cdef int p
+        cdef long long c = self._outer_cpu()
         if rb_load32(self._stop) != 0:
             raise Aborted(rb_load32(self._stop))
         self._write_cell(parity, t, m, st, sm, flags)
@@ -602,6 +610,8 @@ cdef class Barrier:
         for p in range(self.nproc):
             if p != self.index:
                 self._wait_for(p, position)
+        if c >= 0:
+            self.wait_cpu_ns += rb_thread_cpu_ns() - c
         if rb_load32(self._stop) != 0:
             raise Aborted(rb_load32(self._stop))
         self._nred += 1
