@@ -141,10 +141,10 @@ cdef class ProcessLink:
         if self.timed:
             t0 = _mono_ns()
         res = self.barrier.reduce_at(self._advance_position(epoch, 0), t, m, st, sm, 0)
-        if self.timed:  # the wait's CPU counted by the barrier; the tag's one read of the CPU clock
-            t1 = _mono_ns()
+        if self.timed:  # the wait's CPU counted by the barrier; the tag's one read of the CPU clock (the
+            t1 = _mono_ns()  # barrier's own, where processes outnumber cores and it read it on leaving)
             self.wait += t1 - t0
-            self._store(t1, _thread_cpu_ns(), tags)
+            self._store(t1, self._wait_cpu[1] if self._wait_cpu[1] >= 0 else _thread_cpu_ns(), tags)
         return <tuple> res
 
     cpdef store(self, int64_t now, uint64_t tags):

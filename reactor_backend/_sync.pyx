@@ -181,7 +181,7 @@ cdef class Barrier:
     cdef long long _npub
     cdef int _handoff_counter
     cdef public bint count_cpu
-    cdef readonly long long wait_cpu_ns
+    cdef long long _cpu[2]
     cdef bint _own
 
     def __cinit__(self, buf, int nproc, int index, check=None, waiting=None):
@@ -243,7 +243,8 @@ cdef class Barrier:
         # late (something else ran), the futex sleep, a wake-up of sleepers. With more processes than cores a
         # waiter may lose its core at any moment: there each meeting and reduction reads the clock around itself.
         self.count_cpu = 0
-        self.wait_cpu_ns = 0
+        self._cpu[0] = 0   # ``wait_cpu_ns``
+        self._cpu[1] = -1  # the CPU clock as the last `reduce_at` read it on leaving, -1: not read there
 
     @property
     def handoff_counter(self) -> int:
@@ -257,10 +258,17 @@ cdef class Barrier:
             raise IndexError("counter slots out of range")
         self._handoff_counter = slot
 
+    @property
+    def wait_cpu_ns(self) -> int:
+        """The CPU this thread spent in meetings, reductions and wake-ups since ``count_cpu`` was turned on."""
+        return self._cpu[0]
+
     def wait_cpu_address(self) -> int:
-        """The address of ``wait_cpu_ns`` (an int64 this object owns), for compiled code that reads it once per
-        tag without a Python call (``_core.ProcessLink``); valid while this object lives."""
-        return <size_t> &self.wait_cpu_ns
+        """The address of two int64 this object owns, for compiled code that reads them once per tag without a
+        Python call (``_core.ProcessLink``; valid while this object lives): ``wait_cpu_ns``, then the CPU clock
+        as the last `reduce_at` read it on leaving (-1 where it did not: a core per process), which the caller
+        may take for its own reading of the clock at that moment."""
+        return <size_t> &self._cpu[0]
 
     @property
     def yield_phase_ns(self) -> int:
@@ -440,9 +448,9 @@ cdef class Barrier:
     cdef inline void _count_wait(self, long long c_w0, long long wall_part) noexcept nogil:
         """A wait ended now: add its CPU to ``wait_cpu_ns``: ``wall_part``, plus the CPU clock since ``c_w0``
         where it was read (`_wait`)."""
-        self.wait_cpu_ns += wall_part
+        self._cpu[0] += wall_part
         if c_w0 >= 0:
-            self.wait_cpu_ns += rb_thread_cpu_ns() - c_w0
+            self._cpu[0] += rb_thread_cpu_ns() - c_w0
 
     cdef inline int _arrive(self) except -1:
         cdef int32_t g = rb_load32(self._gen)
@@ -518,7 +526,7 @@ cdef class Barrier:
             if self.count_cpu and self._own:  # a hand-off's cost: a waiter with a core of its own sleeps rarely
                 c = rb_thread_cpu_ns()
                 rb_futex_wake(self._seq(self.index))
-                self.wait_cpu_ns += rb_thread_cpu_ns() - c
+                self._cpu[0] += rb_thread_cpu_ns() - c
             else:
                 rb_futex_wake(self._seq(self.index))
 
@@ -587,7 +595,7 @@ cdef class Barrier:
         for p in wait:
             self._wait_for(<int> p, position)
         if c >= 0:
-            self.wait_cpu_ns += rb_thread_cpu_ns() - c
+            self._cpu[0] += rb_thread_cpu_ns() - c
         if rb_load32(self._stop) != 0:
             raise Aborted(rb_load32(self._stop))
 
@@ -611,7 +619,10 @@ cdef class Barrier:
             if p != self.index:
                 self._wait_for(p, position)
         if c >= 0:
-            self.wait_cpu_ns += rb_thread_cpu_ns() - c
+            self._cpu[1] = rb_thread_cpu_ns()
+            self._cpu[0] += self._cpu[1] - c
+        else:
+            self._cpu[1] = -1
         if rb_load32(self._stop) != 0:
             raise Aborted(rb_load32(self._stop))
         self._nred += 1
