@@ -162,13 +162,19 @@ def _python() -> str:
     return sys.executable
 
 
-def compare_command(settings: SelftestSettings, passed: list[str], job_dir: Path) -> list[str]:
-    """One self-test job: the backend, its A/A copy, one copy per effect, then the residents; every ``compare.*``
-    setting but the length as shipped (or as ``passed`` says)."""
+def compare_command(settings: SelftestSettings, passed: list[str], job_dir: Path, job: int = 0) -> list[str]:
+    """Self-test job number ``job``: the backend, its A/A copy, one copy per effect, then the residents; every
+    ``compare.*`` setting but the length as shipped (or as ``passed`` says); the seed ``passed``'s (0 by default)
+    plus ``job``. Why a seed per job: a paired job draws its start orders and each cycle's block order from its seed,
+    so jobs of one seed repeat the same orders, and an offset that follows a resident's place would lean every job
+    the same way instead of averaging out over them (20 jobs of seed 0: the A/A copy above 1 in 17)."""
     n = 2 + len(settings.effects)
     backends = ",".join([settings.backend] * n + list(settings.residents))
     shares = ",".join(["0", "0", *(f"{e:g}" for e in settings.effects), *(["0"] * len(settings.residents))])
-    return [_python(), "-m", "harness", "compare", *passed, f"backends=[{backends}]",
+    seeds = [a for a in passed if a.startswith("seed=")]
+    base = int(seeds[-1].split("=", 1)[1]) if seeds else 0
+    passed = [a for a in passed if not a.startswith("seed=")]
+    return [_python(), "-m", "harness", "compare", *passed, f"seed={base + job}", f"backends=[{backends}]",
             f"compare.extra_work=[{shares}]", f"compare.max_seconds={settings.seconds:g}",
             "quiet=true", f"hydra.run.dir={job_dir}"]
 
@@ -657,7 +663,7 @@ def main(argv: list[str]) -> int:
     summary: dict[str, Any] = {}
     for i in range(settings.jobs):
         job_dir = out / f"job_{i:03d}"
-        _run(compare_command(settings, passed, job_dir), out / f"job_{i:03d}.log")
+        _run(compare_command(settings, passed, job_dir, i), out / f"job_{i:03d}.log")
         jobs.append(read_job(job_dir, settings))
         if settings.standalone:
             a, b = out / f"standalone_{i:03d}" / "a", out / f"standalone_{i:03d}" / "b"

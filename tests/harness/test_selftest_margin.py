@@ -456,6 +456,19 @@ def test_a_job_list_puts_the_pair_and_effects_first_then_the_residents() -> None
         ["workers=2"]
 
 
+def test_each_job_of_a_self_test_has_its_own_seed() -> None:
+    """A paired job draws its start orders and block orders from its seed: the self-test's jobs must not all repeat
+    one seed's orders (they would lean the same way), so job i runs the seed passed (0 by default) plus i."""
+    settings = selftest.SelftestSettings()
+    seeds = [[a for a in selftest.compare_command(settings, passed, Path("/tmp/x"), i) if a.startswith("seed=")]
+             for passed, i in ((["workers=2"], 0), (["workers=2"], 7), (["seed=100", "workers=2"], 3))]
+    assert seeds == [["seed=0"], ["seed=7"], ["seed=103"]]
+    from harness.cycles import start_orders
+    keys = ["serial", "serial#2", "serial#3", "capacity_lockstep", "capacity"]
+    firsts = {next(start_orders(keys, "shuffled", seed))[0] for seed in range(20)}
+    assert len(firsts) > 1  # so the jobs' first places differ
+
+
 def test_a_clearance_is_how_far_an_interval_lies_beyond_1_in_the_regime_farthest_off() -> None:
     """The smallest margin at which the report's rule gives no verdict: 0 where every regime's interval holds 1."""
     def reading(*regimes):
