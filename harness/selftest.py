@@ -167,7 +167,7 @@ def compare_command(settings: SelftestSettings, passed: list[str], job_dir: Path
     ``compare.*`` setting but the length as shipped (or as ``passed`` says); the seed ``passed``'s (0 by default)
     plus ``job``. Why a seed per job: a paired job draws its start orders and each cycle's block order from its seed,
     so jobs of one seed repeat the same orders, and an offset that follows a resident's place would lean every job
-    the same way instead of averaging out over them (20 jobs of seed 0: the A/A copy above 1 in 17)."""
+    the same way instead of averaging out over them (results/reference/vm-2core-2026-12-06-start-order/)."""
     n = 2 + len(settings.effects)
     backends = ",".join([settings.backend] * n + list(settings.residents))
     shares = ",".join(["0", "0", *(f"{e:g}" for e in settings.effects), *(["0"] * len(settings.residents))])

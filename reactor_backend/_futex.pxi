@@ -64,7 +64,7 @@ cdef extern from *:
         struct timespec ts; clock_gettime(CLOCK_MONOTONIC, &ts);
         return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
     }
-    /* this thread's CPU time: a system call on Linux (no vDSO), about 0.2-0.6 us: read it sparingly */
+    /* this thread's CPU time: a system call on Linux (no vDSO path): read it sparingly */
     static inline long long rb_thread_cpu_ns(void) {
         struct timespec ts; clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
         return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;

@@ -46,8 +46,8 @@ cdef class ProcessLink:
     barrier counted inside its waits and wake-ups (``Barrier.wait_cpu_ns``, turned on with ``count_cpu``: the
     wall time of a wait that kept its core, the CPU clock from where it did not). Unlike the monotonic clock the
     CPU clock does not run while the process waits for a core, so ``cpu`` reads the same with 16 processes on
-    2 cores as on 16. It is a system call (0.2-0.6 us), so it is not read around every wait: reading it there
-    (four to six reads per round, two of them before a publish) lengthened every round's critical path.
+    2 cores as on 16. It is a system call (no vDSO path), so it is not read around every wait: reading it there
+    (six reads per round, two of them before a publish) lengthened every round's critical path.
 
     ``exclude(ns, cpu_ns)``: time the caller spent inside a reaction on something that is not the round's
     work (the harness's clock between a paired job's blocks, its reports between repetitions) is taken out of
