@@ -25,6 +25,9 @@ without a ceiling no job would ever be split, and the self-test would validate a
   self-test's and its earlier ones' (`store_margin`); paired jobs of the workload use it from then on.
   The false-verdict rate at the measured margin is read leave-one-out (each job at the margin of the other jobs), so
   it is not the in-sample rate, which is below 5% by construction.
+* **Where the A/A offset comes from**: per set of processes, the A/A pair's median and its error from the set's
+  own cycles, pooled over jobs (`harness.set_offsets`): how far sets differ beyond their cycles' noise, and the
+  offset of one set that no interval over cycles sees, which the margin covers.
 * **Injected effects**: further copies whose every round takes a known share longer (a wait of that share of the
   round's own time: ``compare.extra_work``, `harness.child.ExtraWork`), named by their effect (``serial +2%``):
   each must be called slower (in some regime, and faster in none). The detection rate per effect says how small a
@@ -62,6 +65,7 @@ from typing import Any, Optional
 import numpy as np
 import pandas as pd
 
+from harness import set_offsets
 from harness.cycles import COMPARE_FILE, CompareSettings, fewest_cycles
 from harness.margin import (BEFORE_IT_EXISTED, MARGIN_RULE, PROCEDURE, differing_procedure, store_machine_margin,
                             workload_key, workload_margin)
@@ -292,10 +296,15 @@ def read_job(job_dir: Path, settings: SelftestSettings, at_seconds: Optional[flo
     (job,) = analyze_paired(rows, problems=problems)
     t = job.table
 
+    first = rows[(rows["label"] == labels[1]) & (rows["status"] == "ok")]
+    epochs = {int(c): int((e or {}).get("epoch", 0) or 0) for c, e in zip(first["cycle"], first["extra_dict"])}
+
     def pair(k: int) -> dict[str, Any]:
         num, den = labels[k], labels[1]
-        return read_pair(cycle_ratios(t, num, den), settings.confidence,
-                         [cycle_ratios(t.iloc[lo:hi], num, den) for lo, hi in job.regimes])
+        reading = read_pair(cycle_ratios(t, num, den), settings.confidence,
+                            [cycle_ratios(t.iloc[lo:hi], num, den) for lo, hi in job.regimes])
+        reading["sets"] = set_offsets.set_medians(t[num] / t[den], epochs)
+        return reading
 
     out: dict[str, Any] = {"job": job_dir.name, "margin": job.margin, "margin_source": job.margin_source,
                            "stopped_by": "time" if cut else job.stopped_by, "cycles": job.cycles,
@@ -477,6 +486,8 @@ def summarize(jobs: list[dict[str, Any]], standalone: list[dict[str, Any]], sett
     s["cycles_median"] = float(np.median([j.get("cycles", a["cycles"]) for j, a in zip(jobs, aa)])) if aa else math.nan
     s["stopped_by"] = {k: sum(j.get("stopped_by") == k for j in jobs) for k in ("precision", "time")}
     s["split_jobs"] = int(sum(int(j.get("regimes", 1)) > 1 for j in jobs))
+    # the A/A offset's source: sets of processes (harness.set_offsets); self-tests from before it: no sets
+    s["set_offsets"] = set_offsets.pooled(j["aa"].get("sets") or [] for j in jobs)
     s["effects"] = {}
     smallest = None
     for e in settings.effects:
@@ -537,6 +548,11 @@ def summary_line(s: dict[str, Any]) -> str:
     if b and b["jobs"] > 1:
         parts.append(f"A/A copy above 1 in {b['above_1']}/{b['jobs']} jobs (mean {b['mean_offset'] * 100:+.2f}%, "
                      f"sign test p={b['sign_test_p']:.2g})")
+    so = s.get("set_offsets") or {}
+    if so.get("jobs"):
+        parts.append(f"A/A offset per set of processes about {so['set_sd_typical'] * 100:.2f}% (typical job; set "
+                     f"medians spread x{so['chi2_per_df']:.2f} their cycles' noise, p={so['p_value']:.2g}; "
+                     f"{so['sets_per_job']:g} sets per job)")
     for d in s["effects"].values():
         parts.append(f"{d['name']} detected {d['detected']['k']}/{d['detected']['n']}")
     if s.get("not_as_shipped"):

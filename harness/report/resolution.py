@@ -108,6 +108,14 @@ def table_rows(summary: dict[str, Any]) -> list[list[str]]:
                      f"{b['listed']['mean_offset'] * 100:+.2f}% / {b['reversed']['mean_offset'] * 100:+.2f}%",
                      f"about half, mean near 0 (sign test p={b['sign_test_p']:.2g}: a small p is a bias all jobs "
                      "share, which no margin per job covers)"])
+    so = summary.get("set_offsets") or {}
+    if so.get("jobs"):
+        rows.append(["A/A offset of one set of processes (spread of its cycles' median beyond their noise: the typical "
+                     "job / over all jobs; sets per job)",
+                     f"{so['set_sd_typical'] * 100:.2f}% / {so['set_sd'] * 100:.2f}%; {so['sets_per_job']:g} sets",
+                     f"0 if sets differed only by their cycles' noise: their medians spread x{so['chi2_per_df']:.2f} "
+                     f"that noise (chi2, p={so['p_value']:.2g}; {so['jobs_p05']} of {so['jobs']} jobs alone at "
+                     "p < 0.05). No interval over cycles sees it; more sets per job (longer jobs) average it down"])
     rows.append(["A/A false verdicts, the interval alone (margin 0, all cycles)", _pct(f["verdict"]),
                  "about 5% (the interval's promise)"])
     rows.append(["A/A false verdicts, cycles taken as independent", _pct(f["verdict_independent"]),

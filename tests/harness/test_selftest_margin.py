@@ -191,6 +191,61 @@ def test_the_aa_offset_is_read_per_start_order_and_a_shared_bias_is_summed_over_
 # ---------------------------------------------------------------- the margin, stored per machine
 
 
+def test_an_offset_that_belongs_to_each_set_of_processes_is_measured_and_noise_alone_reads_none(
+        tmp_path: Path) -> None:
+    """Four sets of 12 cycles each: an A/A copy 2% off in alternate directions per set (an offset per set of
+    processes, which its cycles cannot show) reads a set offset of about 2.3% (the sd of +-2%) and a spread far
+    beyond the cycles' noise; the same cycles with every set at 1 read none."""
+    def per_set(levels: list[float]) -> list[float]:
+        return [lv * w for lv in levels for w in wiggle(12, 1.0)]
+
+    offset = read(recorded_job(tmp_path / "offset", per_set([1.02, 0.98, 1.02, 0.98]), {0.5: wiggle(48, 0.9)},
+                               set_cycles=12))
+    calm = read(recorded_job(tmp_path / "calm", per_set([1.0] * 4), {0.5: wiggle(48, 0.9)}, set_cycles=12))
+    assert [s["epoch"] for s in offset["aa"]["sets"]] == [0, 1, 2, 3]
+    assert [s["cycles"] for s in offset["aa"]["sets"]] == [12] * 4
+    assert offset["aa"]["sets"][0]["log_median"] == pytest.approx(math.log(1.02), abs=1e-3)
+    s = selftest.summarize([offset], [], SETTINGS, {"cpu_model": "Test CPU", "cpu_count": 2})
+    so = s["set_offsets"]
+    assert so["jobs"] == 1 and so["sets_per_job"] == 4
+    assert so["set_sd"] == pytest.approx(0.0233, rel=0.05) and so["chi2_per_df"] > 100 and so["p_value"] < 1e-6
+    assert "A/A offset per set of processes about 2.3" in s["line"]
+    assert any(r[0].startswith("A/A offset of one set of processes") and r[1].startswith("2.3")
+               for r in table_rows(s))
+    assert so["set_sd_typical"] == so["set_sd"]  # one job: the typical job is the mean
+    # one set of one job far off (a process 19% slow for its life) moves the mean over jobs, not the typical job
+    wild = read(recorded_job(tmp_path / "wild", per_set([1.02, 0.98, 0.81, 0.98]), {0.5: wiggle(48, 0.9)},
+                             set_cycles=12))
+    three = selftest.summarize([offset, wild, offset], [], SETTINGS, {"cpu_model": "Test CPU", "cpu_count": 2})
+    assert three["set_offsets"]["set_sd_typical"] == pytest.approx(so["set_sd"])
+    assert three["set_offsets"]["set_sd"] > 2 * so["set_sd"]
+    quiet = selftest.summarize([calm], [], SETTINGS, {"cpu_model": "Test CPU", "cpu_count": 2})["set_offsets"]
+    assert quiet["set_sd"] == 0.0 and quiet["chi2_per_df"] == pytest.approx(0.0, abs=1e-9)
+    # one set per job (no respawn) and self-tests from before sets were read: nothing to say
+    single = read(recorded_job(tmp_path / "single", wiggle(30, 1.0), {0.5: wiggle(30, 0.9)}))
+    assert len(single["aa"]["sets"]) == 1
+    assert selftest.summarize([single], [], SETTINGS, {"cpu_model": "Test CPU", "cpu_count": 2})["set_offsets"] \
+        == {"jobs": 0}
+
+
+def test_sets_that_differ_only_by_their_cycles_noise_read_about_one_per_degree_of_freedom() -> None:
+    """The set median's standard error (1.2533 x the scaled MAD / sqrt(cycles)) is what makes independent
+    normal cycles read chi2 about 1 per degree of freedom: without the 1.2533 they would read about 1.57."""
+    import pandas as pd
+
+    from harness import set_offsets
+
+    rng = np.random.default_rng(7)
+    jobs = []
+    for _ in range(300):
+        r = pd.Series(np.exp(rng.normal(0.0, 0.03, 60)), index=np.arange(60))
+        jobs.append(set_offsets.set_medians(r, {c: c // 15 for c in range(60)}))
+    so = set_offsets.pooled(jobs)
+    assert so["jobs"] == 300 and so["sets_per_job"] == 4
+    assert 0.8 < so["chi2_per_df"] < 1.35
+    assert so["set_sd"] < 0.006  # sets at one level: what is left is the estimate's own noise
+
+
 def test_a_shipped_selftest_stores_the_margin_paired_jobs_then_use(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("REACTORBENCH_MACHINE_DIR", str(tmp_path / "machine"))
     nothing = "default: no self-test of gym workers=2 on this machine"

@@ -1,0 +1,84 @@
+"""Whether two identical residents differ by an offset that belongs to their set of processes (`harness.cycles`
+respawns every resident every ``compare.respawn_s``), read from a paired job's cycles grouped by set.
+
+Why: the interval of a paired job is drawn over cycles, and cycles of one set share that set's offset (where its
+processes were placed, how their memory was laid out), so no interval over cycles sees it; only the number of
+sets a job averages over shrinks it. The self-test's margin covers it (`harness.selftest`); this reading says how
+much of an A/A job's spread it is, so a reader knows why the margin is what it is and what would lower it.
+
+Per set, the median of the pair's log ratios and that median's standard error from the set's own cycles
+(1.2533 x the scaled MAD / sqrt(cycles): the median's error for values whose core is normal; a set of fewer than
+`MIN_CYCLES` cycles, or without spread, is left out). Per job, the sets' medians against their weighted mean:
+Q = sum((median - mean)^2 / se^2) on sets - 1 degrees of freedom, a chi2 that is about 1 per degree of freedom
+when the sets differ only by their cycles' noise. Sets are as unequal in noise as in level (one set's cycles can
+spread ten times another's), so the spread between sets beyond that noise is read as a random-effects
+meta-analysis reads the spread between studies (DerSimonian and Laird, 1986): tau^2 = (Q - df) / (sum(w) -
+sum(w^2) / sum(w)) with w = 1 / se^2, whose square root is the offset of one set. Over jobs the Q, df and
+denominators add up (`pooled`: the chi2 per degree of freedom, its p-value and tau over every job, floored at 0
+once); the median of the jobs' own tau^2 (``set_sd_typical``) is what a typical job shows, where one set far off
+(a process much slower for its whole life) would otherwise speak for every job.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Iterable, Mapping
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+#: the fewest cycles from which a set's median and its error are read
+MIN_CYCLES = 4
+#: the median's standard error over the scaled MAD, x sqrt(cycles), for a normal core (sqrt(pi / 2))
+MEDIAN_SE = math.sqrt(math.pi / 2.0)
+#: the MAD of a normal distribution's values is 0.6745 of its standard deviation
+MAD_SCALE = 1.4826
+
+
+def set_medians(ratios: pd.Series, epochs: Mapping[int, int]) -> list[dict[str, Any]]:
+    """Per set of processes (``epochs``: each cycle's ``extra.epoch``), the median of a pair's per-cycle ratios
+    (``ratios``, indexed by cycle) as a log, its standard error and its cycles; sets too short to read left out."""
+    logs = np.log(ratios.astype(float))
+    logs = logs[np.isfinite(logs)]
+    by_set = pd.Series([int(epochs.get(int(c), 0)) for c in logs.index], index=logs.index)
+    out = []
+    for epoch, x in logs.groupby(by_set):
+        v = x.to_numpy(float)
+        if v.size < MIN_CYCLES:
+            continue
+        med = float(np.median(v))
+        se = MEDIAN_SE * MAD_SCALE * float(np.median(np.abs(v - med))) / math.sqrt(v.size)
+        if se > 0:
+            out.append({"epoch": int(epoch), "cycles": int(v.size), "log_median": med, "se": se})
+    return out
+
+
+def job_chi2(sets: list[dict[str, Any]]) -> tuple[float, int, float] | None:
+    """One job's sets: (Q, degrees of freedom, the DerSimonian-Laird denominator sum(w) - sum(w^2) / sum(w)), or
+    None with fewer than two sets."""
+    if len(sets) < 2:
+        return None
+    m = np.array([s["log_median"] for s in sets])
+    w = 1.0 / np.array([s["se"] for s in sets]) ** 2
+    mean = float((w * m).sum() / w.sum())
+    return float((w * (m - mean) ** 2).sum()), len(sets) - 1, float(w.sum() - (w ** 2).sum() / w.sum())
+
+
+def pooled(jobs_sets: Iterable[list[dict[str, Any]]]) -> dict[str, Any]:
+    """Over jobs: the chi2 per degree of freedom of their set medians and its p-value, how many jobs alone reach
+    p < 0.05, the offset of one set (tau, as a share: over every job, ``set_sd``, and the typical job's,
+    ``set_sd_typical``) and the sets per job (median)."""
+    jobs_sets = list(jobs_sets)
+    read = [r for r in (job_chi2(s) for s in jobs_sets) if r is not None]
+    if not read:
+        return {"jobs": 0}
+    q, df, c = (np.array(v, dtype=float) for v in zip(*read))
+
+    def share(tau2: float) -> float:
+        return float(math.expm1(math.sqrt(max(tau2, 0.0))))
+
+    return {"jobs": len(read), "sets_per_job": float(np.median([len(s) for s in jobs_sets if len(s) >= 2])),
+            "chi2_per_df": float(q.sum() / df.sum()), "p_value": float(stats.chi2.sf(q.sum(), df.sum())),
+            "jobs_p05": int((stats.chi2.sf(q, df) < 0.05).sum()),
+            "set_sd": share(float((q.sum() - df.sum()) / c.sum())),
+            "set_sd_typical": share(float(np.median((q - df) / c)))}
