@@ -296,8 +296,7 @@ def read_job(job_dir: Path, settings: SelftestSettings, at_seconds: Optional[flo
     (job,) = analyze_paired(rows, problems=problems)
     t = job.table
 
-    first = rows[(rows["label"] == labels[1]) & (rows["status"] == "ok")]
-    epochs = {int(c): int((e or {}).get("epoch", 0) or 0) for c, e in zip(first["cycle"], first["extra_dict"])}
+    epochs = {c: epoch for c, (epoch, _) in cycle_places(rows, labels[1]).items()}
 
     def pair(k: int) -> dict[str, Any]:
         num, den = labels[k], labels[1]
@@ -330,6 +329,14 @@ def read_job(job_dir: Path, settings: SelftestSettings, at_seconds: Optional[flo
     return out
 
 
+def cycle_places(rows: pd.DataFrame, label: str) -> dict[int, tuple[int, Any]]:
+    """Per cycle of ``label``'s ok rows: its set of processes (``extra.epoch``, 0 where not recorded) and its place
+    in that set's start order (``extra.started_at``, None where not recorded)."""
+    ok = rows[(rows["label"] == label) & (rows["status"] == "ok")]
+    return {int(c): (int((e or {}).get("epoch", 0) or 0), (e or {}).get("started_at"))
+            for c, e in zip(ok["cycle"], ok["extra_dict"])}
+
+
 def by_start_order(rows: pd.DataFrame, table: pd.DataFrame, first: str, copy: str) -> dict[str, Any]:
     """The A/A pair's median ratio (``copy`` over ``first``) over the cycles of each start order: ``listed``, the
     sets of processes in which ``first`` was started before its copy, ``reversed`` those in which the copy was
@@ -339,12 +346,7 @@ def by_start_order(rows: pd.DataFrame, table: pd.DataFrame, first: str, copy: st
     what is meant to cancel it."""
     from harness.report.paired import cycle_ratios
 
-    def places(label: str) -> dict[int, tuple[int, Any]]:
-        ok = rows[(rows["label"] == label) & (rows["status"] == "ok")]
-        return {int(c): (int(e.get("epoch", 0) or 0), e.get("started_at"))
-                for c, e in zip(ok["cycle"], ok["extra_dict"])}
-
-    at_a, at_b = places(first), places(copy)
+    at_a, at_b = cycle_places(rows, first), cycle_places(rows, copy)
 
     def first_before_copy(cycle: int) -> bool:
         epoch, a = at_a.get(cycle, (0, None))

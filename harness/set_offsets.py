@@ -31,8 +31,6 @@ from scipy import stats
 MIN_CYCLES = 4
 #: the median's standard error over the scaled MAD, x sqrt(cycles), for a normal core (sqrt(pi / 2))
 MEDIAN_SE = math.sqrt(math.pi / 2.0)
-#: the MAD of a normal distribution's values is 0.6745 of its standard deviation
-MAD_SCALE = 1.4826
 
 
 def set_medians(ratios: pd.Series, epochs: Mapping[int, int]) -> list[dict[str, Any]]:
@@ -47,7 +45,7 @@ def set_medians(ratios: pd.Series, epochs: Mapping[int, int]) -> list[dict[str, 
         if v.size < MIN_CYCLES:
             continue
         med = float(np.median(v))
-        se = MEDIAN_SE * MAD_SCALE * float(np.median(np.abs(v - med))) / math.sqrt(v.size)
+        se = MEDIAN_SE * float(stats.median_abs_deviation(v, scale="normal")) / math.sqrt(v.size)
         if se > 0:
             out.append({"epoch": int(epoch), "cycles": int(v.size), "log_median": med, "se": se})
     return out
