@@ -5,8 +5,9 @@ the report reads the jobs users run. The self-test runs paired jobs (`harness.co
 with what ``make bench-paired`` runs: the same stop rule (``compare.precision``, the Makefile's PAIRED_PRECISION;
 ``selftest.seconds`` is ``compare.max_seconds``), the same respawn setting and margin (``compare.*`` as shipped:
 none is set here), and the ceilings as residents (``selftest.residents``, ``[capacity_lockstep,capacity]``: the
-report splits a job into regimes where the uncoordinated ceiling's series shifts, and gives a verdict per regime;
-without a ceiling no job would ever be split, and the self-test would validate a reading no report makes):
+report splits the host into regimes where the uncoordinated ceiling's series shifts, and gives its verdicts per
+regime where the shift moved a ratio between contenders (`harness.report.paired.ratios_moved`); without a ceiling
+no job would ever be split, and the self-test would validate a reading no report makes):
 
 * **A/A**: one backend against an identical copy of itself (``backends=[b, b, ...]``): any verdict is false. A
   job's A/A verdict is what the report says of the pair, per regime, at the margin the job ran with
@@ -307,7 +308,7 @@ def read_job(job_dir: Path, settings: SelftestSettings, at_seconds: Optional[flo
 
     out: dict[str, Any] = {"job": job_dir.name, "margin": job.margin, "margin_source": job.margin_source,
                            "stopped_by": "time" if cut else job.stopped_by, "cycles": job.cycles,
-                           "regimes": len(job.regimes),
+                           "regimes": len(job.regimes), "host_regimes": len(job.host_regimes),
                            "compare": {k: ran.get(k, BEFORE_IT_EXISTED.get(k)) for k in PROCEDURE + ("max_seconds",)},
                            "problems": problems}
     out["aa"] = pair(2)
@@ -488,6 +489,8 @@ def summarize(jobs: list[dict[str, Any]], standalone: list[dict[str, Any]], sett
     s["cycles_median"] = float(np.median([j.get("cycles", a["cycles"]) for j, a in zip(jobs, aa)])) if aa else math.nan
     s["stopped_by"] = {k: sum(j.get("stopped_by") == k for j in jobs) for k in ("precision", "time")}
     s["split_jobs"] = int(sum(int(j.get("regimes", 1)) > 1 for j in jobs))
+    # jobs whose host shifted (their readings split only where a ratio moved); older files: their split jobs
+    s["host_shift_jobs"] = int(sum(int(j.get("host_regimes", j.get("regimes", 1))) > 1 for j in jobs))
     # the A/A offset's source: sets of processes (harness.set_offsets); self-tests from before it: no sets
     s["set_offsets"] = set_offsets.pooled(j["aa"].get("sets") or [] for j in jobs)
     s["effects"] = {}

@@ -72,7 +72,7 @@ def answer_note(rep: Report) -> str:
             "meeting, `capacity`) or assumed (serial x workers)."
             + (" A paired job holds every backend resident and runs one block of each per cycle; its ratios are "
                "taken within a cycle, so the host's drift cancels, and the interval is over cycles; a host shift "
-               "splits a job into regimes." if paired else "")
+               "splits a job into regimes where it moved a ratio between backends." if paired else "")
             + " Microbenchmarks are answered apart, further down. Definitions: docs/report.md.")
 
 
@@ -93,7 +93,7 @@ def sections(rep: Report) -> list[Section]:
         None if opens else resolves,
         Section("Every backend against serial", "Each backend's throughput over serial's, with its 95% interval: "
                 "from standalone jobs (ratios of medians of repetitions) and from paired jobs (medians of "
-                "per-cycle ratios, per regime where the host shifted).", overview,
+                "per-cycle ratios, per regime where a host shift moved them).", overview,
                 empty=figures_empty(rep, "no configuration with serial and another backend"), key="against-serial"),
         Section("Every backend against serial: the numbers", "", against_serial_table(rep), md_rows=MD_ROWS,
                 key="against-serial-table"),

@@ -10,8 +10,12 @@ job's margin (the machine's resolution floor), "too few cycles" where the confid
 
 The host is read from the same cycles: the ceiling's throughput (what k copies got), the calibration loop's
 time on each core and the CPU steal (`harness.hostwatch`). A shift of the ceiling's series
-(`harness.report.changepoint`) splits the job into regimes, and ratios are then given per regime instead of
-one pooled number across two machines. Rows without a ``cycle`` are standalone jobs, analyzed elsewhere.
+(`harness.report.changepoint`) splits the host into regimes. The job's readings are then given per regime only
+where the shift moved a ratio between two contenders (`ratios_moved`: two regimes' intervals of one pair lie
+apart), since then one pooled number would mix two machines; where every contender pair reads alike on both
+sides, the job is read whole: a ratio taken within a cycle already cancels the host's speed, and splitting it
+would only give each regime fewer cycles (a self-test's 120-s jobs split in 21 of 30 and lost detection power
+that way). Rows without a ``cycle`` are standalone jobs, analyzed elsewhere.
 Definitions: docs/report.md, "Paired jobs".
 """
 from __future__ import annotations
@@ -116,7 +120,11 @@ class PairedJob:
     margin_source: str = ""
     #: CPU model, cores, git commit and the load average when the job started (from the rows' metadata)
     machine: str = ""
+    #: the host shifts found in ``shift_series`` (`harness.report.changepoint`)
     splits: list[Split] = field(default_factory=list)
+    #: whether a host shift moved a ratio between two contenders (`ratios_moved`): only then are the job's readings
+    #: given per regime
+    moved: bool = False
     ratios: pd.DataFrame = field(default_factory=pd.DataFrame)
     #: per label: the ``gil_enabled`` values its blocks recorded (a free-threaded child that turned it on shows)
     gil_enabled: dict[str, list[str]] = field(default_factory=dict)
@@ -126,8 +134,34 @@ class PairedJob:
     presets: PresetNames = field(default_factory=PresetNames)
 
     @property
-    def regimes(self) -> list[tuple[int, int]]:
+    def host_regimes(self) -> list[tuple[int, int]]:
+        """The host's regimes: the spans between the shifts of the ceiling's series."""
         return regimes(len(self.table), self.splits)
+
+    @property
+    def regimes(self) -> list[tuple[int, int]]:
+        """The spans the job's readings are given over: the host's regimes where a shift moved a ratio between
+        contenders (`ratios_moved`), else the whole job."""
+        return self.host_regimes if self.moved else [(0, len(self.table))]
+
+
+def ratios_moved(table: pd.DataFrame, labels: list[str], spans: list[tuple[int, int]]) -> bool:
+    """Whether the ratio of some pair of contenders differs between host regimes: two regimes' intervals of its
+    median per-cycle ratio (`harness.report.stats.median_interval`) lie apart. A regime with too few cycles for
+    an interval says nothing either way. A job without two contenders has no such ratio: its shares of the
+    ceiling are then all it reads, and they are read per regime (True)."""
+    if len(spans) < 2:
+        return False
+    cont = contenders([lab for lab in labels if lab in table])
+    if len(cont) < 2:
+        return True
+    for i, a in enumerate(cont):
+        for b in cont[i + 1:]:
+            found = [median_interval(cycle_ratios(table.iloc[lo:hi], a, b)) for lo, hi in spans]
+            ivs = [(r.low, r.high) for r in found if r.enough]
+            if any(x[1] < y[0] or y[1] < x[0] for k, x in enumerate(ivs) for y in ivs[k + 1:]):
+                return True
+    return False
 
 
 def _ratio_rows(job: PairedJob, lo_i: int, hi_i: int, regime: str) -> list[dict[str, Any]]:
@@ -236,6 +270,7 @@ def analyze_paired(rows: pd.DataFrame, names: Optional[dict[str, str]] = None,
                                for lab, gg in g.groupby("label")}
         if series:
             job.splits = change_points(table[series].to_numpy(float))
+            job.moved = ratios_moved(table, labels, job.host_regimes)
         recs = []
         if len(job.regimes) > 1:
             for lo_i, hi_i in job.regimes:
@@ -254,9 +289,9 @@ def ratio_frame(jobs: list[PairedJob]) -> pd.DataFrame:
 
 
 def host_summary(job: PairedJob) -> list[dict[str, Any]]:
-    """Per regime (or per quarter of the run when there is one regime): how the host moved."""
+    """Per host regime (or per quarter of the run when the host did not shift): how the host moved."""
     n = len(job.table)
-    spans = job.regimes if len(job.regimes) > 1 else \
+    spans = job.host_regimes if len(job.host_regimes) > 1 else \
         [(a, b) for a, b in zip(np.linspace(0, n, 5).astype(int)[:-1], np.linspace(0, n, 5).astype(int)[1:]) if b > a]
     out = []
     for lo_i, hi_i in spans:
@@ -288,7 +323,10 @@ def shift_lines(jobs: list[PairedJob]) -> list[str]:
         elif j.splits:
             where = ", ".join(f"at cycle {int(j.table.index[s.index])} ({s.shift * 100:+.0f}%, p={s.p_value:.3g})"
                               for s in j.splits)
-            out.append(head + f"; HOST SHIFT in {j.shift_series}'s throughput {where}: ratios are given per regime")
+            out.append(head + f"; HOST SHIFT in {j.shift_series}'s throughput {where}: " + (
+                "it moved a ratio between contenders, so readings are given per regime" if j.moved else
+                "no ratio between contenders moved across it (each pair's regimes read alike), so the job is read "
+                "whole, its shares of the ceilings included"))
         else:
             out.append(head + f"; no shift in {j.shift_series}'s throughput")
     return out

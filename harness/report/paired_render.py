@@ -47,7 +47,7 @@ def host_table(jobs: list[PairedJob]) -> Table:
 
 def paired_plot(job: PairedJob, index: int, name: str = "", unit: str = "units") -> Plot:
     """Per cycle: every contender's block over serial's block of the same cycle (the paired ratio, one point
-    per cycle; the line: its median per regime; regimes shaded), beside it the ceiling's and serial's
+    per cycle; the line: its median over the spans the job is read in; the host's regimes shaded), beside it the ceiling's and serial's
     throughput series the host shifts are searched in, and below the calibration loop's time per core."""
     from harness.labels import BackendLabel
     from harness.report.figures import marker, shown
@@ -55,9 +55,9 @@ def paired_plot(job: PairedJob, index: int, name: str = "", unit: str = "units")
     fig = Figure(figsize=(9.0, 7.0), layout="constrained")
     top, mid, bottom = fig.subplots(3, 1, sharex=True, height_ratios=[2.2, 1.4, 1])
     t = job.table
-    spans = job.regimes
-    for k, (lo_i, hi_i) in enumerate(spans):
-        if len(spans) > 1 and k % 2 == 1:
+    spans, host_spans = job.regimes, job.host_regimes
+    for k, (lo_i, hi_i) in enumerate(host_spans):
+        if len(host_spans) > 1 and k % 2 == 1:
             for ax in (top, mid, bottom):
                 ax.axvspan(t.index[lo_i] - 0.5, t.index[hi_i - 1] + 0.5, color="#000000", alpha=0.06, lw=0)
     contenders = [lab for lab in job.labels if lab not in CEILINGS]
@@ -97,10 +97,11 @@ def paired_plot(job: PairedJob, index: int, name: str = "", unit: str = "units")
     title = f"{name or job.name}: per-cycle ratios to serial (paired job, {job.cycles} cycles)"
     fig.suptitle(title, fontsize=10)
     caption = ("Top: each point is one cycle's block of a backend over serial's block of the same cycle (a "
-               "change of host speed that spans the cycle cancels); the thick line is the median per regime. "
+               "change of host speed that spans the cycle cancels); the thick line is the median per regime where a "
+               "host shift moved a ratio between contenders, else over the whole job. "
                f"Middle: the throughput series ({unit}/s) of the ceiling(s) and serial, where host shifts are "
-               f"searched ({job.shift_series or 'no ceiling in the job'}); shaded and dashed: the regimes a "
-               "shift splits the job into. Bottom: the calibration loop's time on each core at the start of "
+               f"searched ({job.shift_series or 'no ceiling in the job'}); shaded and dashed: the host's regimes "
+               "between its shifts. Bottom: the calibration loop's time on each core at the start of "
                "each cycle (higher: a slower core).")
     return Plot(f"paired_{index}", title, fig, caption)
 
@@ -124,11 +125,12 @@ def paired_sections(rep: Report) -> list[Section]:
              "of standalone jobs. A ratio here is the median of per-cycle ratios with its 95% order-statistic interval "
              "over cycles; faster or slower only when it clears 1 by the job's margin, equivalent when it lies "
              "within it, too few cycles without an interval; efficiency is over the ceiling's block of the same cycle. "
-             "Where the ceiling's series shifts, ratios are given per regime (docs/report.md, 'Paired jobs').")
+             "Where the ceiling's series shifts and the shift moved a ratio between contenders, readings are given per "
+             "regime (docs/report.md, 'Paired jobs').")
     return [
         Section("Paired jobs", intro, shift_lines(jobs), md_rows=MD_JOB_LINES),
         Section("Paired ratios", "", ratio_table(jobs), md_rows=MD_ROWS),
-        Section("The host during paired jobs", "Per regime, or per quarter of the job when there was one regime: "
+        Section("The host during paired jobs", "Per host regime, or per quarter of the job when the host did not shift: "
                 "medians over its cycles.", host_table(jobs), md_rows=MD_ROWS),
         Section("Paired figures", "", [p for p in rep.plots if p.name.startswith("paired_")], md_rows=MD_JOB_LINES,
                 empty="not drawn: this report was made with --no-figures"

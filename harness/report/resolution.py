@@ -87,7 +87,8 @@ def table_rows(summary: dict[str, Any]) -> list[list[str]]:
         stop = summary.get("stopped_by", {})
         rows.append(["how the jobs stopped", f"precision {stop.get('precision', 0)}, time {stop.get('time', 0)}; "
                      f"median {summary.get('cycles_median', math.nan):.0f} cycles; "
-                     f"{summary.get('split_jobs', 0)} split by a host shift",
+                     f"host shift in {summary.get('host_shift_jobs', summary.get('split_jobs', 0))}, "
+                     f"read per regime in {summary.get('split_jobs', 0)} (a ratio between contenders moved)",
                      "as `make bench-paired` stops its jobs" if not summary.get("not_as_shipped")
                      else "NOT as shipped: " + ", ".join(summary["not_as_shipped"])])
         off = summary["margin"]

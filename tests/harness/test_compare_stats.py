@@ -2,12 +2,13 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from harness.report.build import build_report, make_report
 from harness.report.changepoint import change_points, regimes
 from harness.report.load import load_results
-from harness.report.paired import analyze_paired, split_paired
+from harness.report.paired import analyze_paired, host_summary, ratios_moved, shift_lines, split_paired
 from harness.report.render import verdict_lines
 from harness.report.stats import speedup
 from harness.results import ResultsWriter, make_row
@@ -144,6 +145,43 @@ def test_paired_verdicts_are_given_per_regime_after_a_host_shift(tmp_path):
     assert "host shift: per regime" in line
     first, second = line.split("; ")
     assert "(faster)" in first and "(slower)" in second
+
+
+def test_a_host_shift_that_moves_no_ratio_between_contenders_leaves_the_job_read_whole(tmp_path):
+    """The ceiling's series shifts (the host got 30% slower for the ceiling's k copies) while the reactor runs 1.5x
+    serial on both sides: the shift is found and said, but the job is one regime, its verdict over all 60 cycles
+    (split, each half would stand on 30)."""
+    rng = np.random.default_rng(6)
+    serial = 30000 * rng.normal(1, 0.03, 60)
+    reactor = 1.5 * serial * rng.normal(1, 0.02, 60)
+    ceiling = serial * np.r_[np.full(30, 1.95), np.full(30, 1.35)] * rng.normal(1, 0.02, 60)
+    _write_paired(tmp_path, serial, reactor, ceiling)
+    (job,) = analyze_paired(load_results([tmp_path]).rows)
+    assert len(job.splits) == 1 and len(job.host_regimes) == 2
+    assert not job.moved and job.regimes == [(0, 60)]
+    assert set(job.ratios["regime"]) == {"all"}
+    main = job.ratios.set_index(["numerator", "denominator"]).loc[("reactor:processes", "serial:-")]
+    assert main["cycles"] == 60
+    (shift,) = shift_lines([job])
+    assert "HOST SHIFT" in shift and "the job is read whole" in shift
+    (line,) = verdict_lines(make_report([tmp_path], figures=False))
+    assert "per regime" not in line and "(faster)" in line and "; " not in line
+    assert [r["cycles"] for r in host_summary(job)] == ["0-29", "30-59"]
+
+
+def test_a_ratio_moves_only_where_two_regimes_intervals_of_one_pair_lie_apart():
+    rng = np.random.default_rng(8)
+    serial = 30000 * rng.normal(1, 0.02, 40)
+    same = pd.DataFrame({"serial:-": serial, "reactor:processes": 1.5 * serial * rng.normal(1, 0.02, 40)})
+    assert not ratios_moved(same, list(same), [(0, 20), (20, 40)])
+    assert not ratios_moved(same, list(same), [(0, 40)])  # one regime: nothing to compare
+    moved = same.assign(**{"reactor:processes": same["reactor:processes"] * np.r_[np.ones(20), np.full(20, 0.9)]})
+    assert ratios_moved(moved, list(moved), [(0, 20), (20, 40)])
+    # a regime too short for an interval says nothing: the pair reads alike where it can be read
+    assert not ratios_moved(moved, list(moved), [(0, 37), (37, 40)])
+    # one contender and a ceiling: nothing but its share to read, so it is read per regime
+    alone = pd.DataFrame({"serial:-": serial, "capacity:lockstep": 1.9 * serial})
+    assert ratios_moved(alone, list(alone), [(0, 20), (20, 40)])
 
 
 def _write_interpreters(folder, workers, per_label, gil="False"):

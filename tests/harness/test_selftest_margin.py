@@ -103,9 +103,9 @@ def test_an_aa_pair_that_stays_at_1_gives_no_verdict_and_an_offset_does(tmp_path
 
 
 def test_an_aa_verdict_is_read_per_regime_where_the_ceiling_shifts(tmp_path: Path) -> None:
-    """The report splits a job where the ceiling's series shifts and says a verdict per regime: a copy 6% faster in
-    the second half only is a false verdict there, while over all cycles its interval holds 1. Without the
-    ceiling resident (pooled cycles) the self-test would not see it."""
+    """The report splits a job where the ceiling's series shifts and a ratio between contenders moves with it, and
+    says a verdict per regime: a copy 6% faster in the second half only is a false verdict there, while over all
+    cycles its interval holds 1. Without the ceiling resident (pooled cycles) the self-test would not see it."""
     aa = wiggle(20, 1.0) + wiggle(20, 1.06)
     job = read(recorded_job(tmp_path / "job", aa, {0.5: wiggle(40, 1 / 1.5)}, ceiling=[1.0] * 20 + [0.5] * 20))
     assert job["regimes"] == 2 and [r["cycles"] for r in job["aa"]["regimes"]] == [20, 20]
