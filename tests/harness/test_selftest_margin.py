@@ -117,6 +117,18 @@ def test_an_aa_verdict_is_read_per_regime_where_the_ceiling_shifts(tmp_path: Pat
     assert selftest.job_word([regimes[1], {**regimes[0], "low": 0.9, "high": 0.95}], 0.01) == "faster and slower"
 
 
+def test_a_host_shift_that_moves_no_ratio_leaves_the_pairs_read_over_the_whole_job(tmp_path: Path) -> None:
+    """The ceiling halves at cycle 20 while the copies read alike on both sides: the host shift is counted, the
+    job is read whole (its A/A and effect intervals over all 40 cycles), as the report reads such a job."""
+    job = read(recorded_job(tmp_path / "job", wiggle(40, 1.0), {0.5: wiggle(40, 1 / 1.5)},
+                            ceiling=[1.0] * 20 + [0.5] * 20))
+    assert (job["host_regimes"], job["regimes"]) == (2, 1)
+    assert [r["cycles"] for r in job["aa"]["regimes"]] == [40]
+    assert selftest.job_word(job["effect_0.5"]["regimes"], job["margin"]) == stats.SLOWER
+    s = selftest.summarize([job], [], SETTINGS, {"cpu_model": "Test CPU", "cpu_count": 2})
+    assert (s["host_shift_jobs"], s["split_jobs"]) == (1, 0)
+
+
 def test_the_summary_measures_the_margin_and_counts_false_verdicts_out_of_sample(tmp_path: Path) -> None:
     levels = [1.0, 1.002, 0.998, 1.004, 0.996, 1.006, 0.994, 1.008, 0.992, 1.01, 0.99, 1.03]
     jobs = [read(recorded_job(tmp_path / f"job_{i:03d}", wiggle(30, lv, 0.001), {0.5: wiggle(30, 0.9)}))
