@@ -27,9 +27,11 @@ from harness.metadata import machine_metadata
 #: place it is written: `harness.compare`, `harness.selftest` and ``--help`` read it from here)
 DEFAULT_MARGIN = 0.01
 #: the rule the self-test measures the margin by (`harness.selftest.measured_margin`: the 95th percentile of how far
-#: an A/A job's interval lies beyond 1), recorded with a stored margin; a margin stored by another rule (an older
-#: version's 95th percentile of |A/A median - 1|, which counts each job's own sampling noise again) is not read
-MARGIN_RULE = "clearance"
+#: an A/A job's interval lies beyond 1, in the regimes the report reads the job in), recorded with a stored margin; a
+#: margin stored by another rule is not read: an older version's 95th percentile of |A/A median - 1| (which counts
+#: each job's own sampling noise again), or ``clearance``, whose jobs were read per regime wherever the host shifted
+#: (since 2026-12-06 only where the shift moved a ratio between contenders, `harness.report.paired.ratios_moved`)
+MARGIN_RULE = "clearance, read regimes"
 #: where ``python -m harness selftest`` stores each machine's measured margin (``<machine id>.json``) and paired
 #: jobs read it; ``REACTORBENCH_MACHINE_DIR`` puts it elsewhere (tests)
 MACHINE_DIR = Path(__file__).resolve().parents[1] / "results" / "machine"
