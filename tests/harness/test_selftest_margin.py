@@ -691,14 +691,16 @@ def test_the_selftest_detects_an_injected_50_percent_slowdown_end_to_end(tmp_pat
     assert effect["cycles"] >= 10 and effect["extra_work_ms_per_round"] > 0 and effect["extra_work_clock"] == "wall time"
     assert effect["median"] < 0.85  # 1 / 1.5 = 0.667 expected
     assert selftest.job_word(effect["regimes"], job["margin"]) == stats.SLOWER, effect
-    assert s["effects"]["0.5"]["detected"]["k"] == 1 and "serial +50% detected 1/1" in done.stdout
-    assert "not stored" in done.stdout  # one job, block_rounds set: the stored margin stays
+    assert s["effects"]["0.5"]["detected"]["k"] == 1 and "serial +50% detected 1/1" in done.stdout, done.stdout
+    assert "not stored" in done.stdout, done.stdout  # one job, block_rounds set: the stored margin stays
     assert json.loads((stored / f"{machine.machine_id(meta)}.json").read_text())["margins"] == {"gym workers=1": entry}
     again = selftest.reanalyze(out)
     # its rows say when each cycle ended, so it also reads as a shorter job: never fewer than min_cycles (40)
-    assert selftest.reanalyze(out, at_seconds=1e-3)["per_job"][0]["cycles"] == 40
+    short = selftest.reanalyze(out, at_seconds=1e-3)["per_job"][0]
+    assert short["cycles"] == 40, (short["cycles"], job["cycles"], short["stopped_by"])
     same = lambda a, b: json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True)  # noqa: E731 NaN-tolerant
-    assert same(again["aa_false"], s["aa_false"]) and same(again["per_job"][0]["effect_0.5"], effect)
+    assert same(again["aa_false"], s["aa_false"]), (again["aa_false"], s["aa_false"])
+    assert same(again["per_job"][0]["effect_0.5"], effect), (again["per_job"][0]["effect_0.5"], effect)
 
 
 # ---------------------------------------------------------------- the self-test's report
