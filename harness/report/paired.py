@@ -14,8 +14,8 @@ time on each core and the CPU steal (`harness.hostwatch`). A shift of the ceilin
 where the shift moved a ratio between two contenders (`ratios_moved`: two regimes' intervals of one pair lie
 apart), since then one pooled number would mix two machines; where every contender pair reads alike on both
 sides, the job is read whole: a ratio taken within a cycle already cancels the host's speed, and splitting it
-would only give each regime fewer cycles (a self-test's 120-s jobs split in 21 of 30 and lost detection power
-that way). Rows without a ``cycle`` are standalone jobs, analyzed elsewhere.
+would only give each regime fewer cycles and a wider interval (the self-test's reading of both rules:
+results/reference/vm-2core-2026-12-06-read-regimes/). Rows without a ``cycle`` are standalone jobs, analyzed elsewhere.
 Definitions: docs/report.md, "Paired jobs".
 """
 from __future__ import annotations
