@@ -30,7 +30,7 @@ DEFAULT_MARGIN = 0.01
 #: an A/A job's interval lies beyond 1, in the regimes the report reads the job in), recorded with a stored margin; a
 #: margin stored by another rule is not read: an older version's 95th percentile of |A/A median - 1| (which counts
 #: each job's own sampling noise again), or ``clearance``, whose jobs were read per regime wherever the host shifted
-#: (since 2026-12-06 only where the shift moved a ratio between contenders, `harness.report.paired.ratios_moved`)
+#: (now only where the shift moved a ratio between contenders, `harness.report.paired.ratios_moved`)
 MARGIN_RULE = "clearance, read regimes"
 #: where ``python -m harness selftest`` stores each machine's measured margin (``<machine id>.json``) and paired
 #: jobs read it; ``REACTORBENCH_MACHINE_DIR`` puts it elsewhere (tests)
