@@ -128,7 +128,7 @@ class ServerReactor(Reactor):
 
     @reaction(results, effects=[next])
     def gather(self) -> None:
-        self.server.gather([port.value for port in self.results])
+        self.server.gather(self.results.values)
         self.end_round()
 
     def end_round(self) -> None:
@@ -161,11 +161,11 @@ class SplitGatherServerReactor(ServerReactor):
 
     @reaction(local)
     def gather_local(self) -> None:
-        self.server.gather([port.value for port in self.local])
+        self.server.gather(self.local.values)
 
     @reaction(ServerReactor.results, effects=[ServerReactor.next])
     def gather(self) -> None:  # declared after gather_local: runs after it in every round
-        self.server.gather([port.value for port in self.results])
+        self.server.gather(self.results.values)
         self.end_round()
 
 
@@ -177,7 +177,7 @@ class RelayServerReactor(ServerReactor):
 
     @reaction(ServerReactor.results, effects=[to_relay])
     def gather(self) -> None:
-        self.server.gather([port.value for port in self.results])
+        self.server.gather(self.results.values)
         self.to_relay.set(self.server.relay_message())
 
     @reaction(from_relay, effects=[ServerReactor.next])

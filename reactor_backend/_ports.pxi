@@ -183,3 +183,13 @@ cdef class Port(Trigger):
             self._pending.append(ev)
             if len(d) > 3:  # a delayed connection declared in a mode: the mode may suspend the event
                 _track_mode_event(<ModeState> d[3], ev, t, m, core)
+
+
+def port_values(list ports) -> list:
+    """The values of ``ports`` (port channels) in order: a multiport's ``values``, built without a Python frame per
+    channel (a server's gather reads every channel of its bank's multiport each round)."""
+    cdef Py_ssize_t i, n = len(ports)
+    cdef list out = [None] * n
+    for i in range(n):
+        out[i] = (<Trigger> ports[i]).value
+    return out

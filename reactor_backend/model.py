@@ -20,7 +20,7 @@ from time import time_ns as _time_ns
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from reactor_backend._core import Action as _Action
-from reactor_backend._core import Port as _Port
+from reactor_backend._core import Port as _Port, port_values as _port_values
 from reactor_backend._core import ModeState as _ModeState
 from reactor_backend._core import ReactorCtx as _ReactorCtx
 from reactor_backend._core import Timer as _Timer
@@ -399,8 +399,8 @@ class MultiPort:
 
     @property
     def values(self) -> list[Any]:
-        """The values of all channels (``None`` where never set)."""
-        return [p.value for p in self.channels]
+        """The values of all channels (``None`` where never set), in channel order."""
+        return _port_values(self.channels)
 
     def present_indices(self) -> list[int]:
         return [i for i, p in enumerate(self.channels) if p.is_present]

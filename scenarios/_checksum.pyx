@@ -12,6 +12,7 @@ encoder (`scenarios.checksum._encode`), so there is one definition of the layout
 """
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.long cimport PyLong_AsLongLongAndOverflow
+from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from libc.string cimport memcpy
 from libc.stdint cimport uint32_t
@@ -199,21 +200,46 @@ def encode(value) -> bytes:
     return encode_many((value,))
 
 
+cdef int _add_piece(_Buffer buf, object piece) except -1:
+    """One encoding of ``join``: a C-contiguous array's bytes copied straight from its data (without exporting a
+    buffer, which costs about as much as the rest of a CartPole gather), anything else through
+    ``bytes(memoryview(piece))``."""
+    cdef cnp.ndarray arr
+    if type(piece) is _ndarray and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>piece):
+        arr = <cnp.ndarray>piece
+        return buf.add(<const char*>cnp.PyArray_DATA(arr), cnp.PyArray_NBYTES(arr))
+    if type(piece) is bytes:
+        return buf.add_bytes(<bytes>piece)
+    return buf.add_bytes(bytes(memoryview(piece)))
+
+
 def join(pieces) -> bytes:
     """``b"".join(pieces)`` for the encodings a server folds (`scenarios.checksum.digest` results: read-only uint8
-    arrays, often views over shared memory): a C-contiguous array's bytes are copied straight from its data,
-    without exporting a buffer per piece (which costs about as much as the rest of a CartPole gather); anything
-    else goes through ``bytes(memoryview(piece))``."""
+    arrays, often views over shared memory)."""
     cdef _Buffer buf = _Buffer()
-    cdef cnp.ndarray arr
-    cdef bytes b
     for piece in pieces:
-        if type(piece) is _ndarray and cnp.PyArray_IS_C_CONTIGUOUS(<cnp.ndarray>piece):
-            arr = <cnp.ndarray>piece
-            buf.add(<const char*>cnp.PyArray_DATA(arr), cnp.PyArray_NBYTES(arr))
-        elif type(piece) is bytes:
-            buf.add_bytes(<bytes>piece)
+        _add_piece(buf, piece)
+    return PyBytes_FromStringAndSize(buf.data, buf.size)
+
+
+def join_attached(results, Py_ssize_t width) -> bytes:
+    """The encodings of ``results`` in order, where a result of ``width`` items carries its values' encoding as its
+    last item (`scenarios.checksum.digest`, computed where it was produced) and any other result is a sequence of
+    the values themselves, encoded here (``encode_many(result)``): the same bytes either way. Why compiled: a
+    server gathers a whole bank's results on every round's critical path, and picking each result's last item
+    in Python cost about as much as folding them."""
+    cdef _Buffer buf = _Buffer()
+    cdef object pieces
+    if width < 1:
+        raise ValueError("a result carries its encoding as its last item: width at least 1")
+    for result in results:
+        if type(result) is tuple and PyTuple_GET_SIZE(result) == width:
+            _add_piece(buf, <object>PyTuple_GET_ITEM(result, width - 1))
+        elif type(result) is not tuple and len(result) == width:  # a list, a read-only list
+            _add_piece(buf, result[width - 1])
         else:
-            b = bytes(memoryview(piece))
-            buf.add_bytes(b)
+            if _fallback is None:
+                raise RuntimeError("scenarios._checksum: no fallback encoder installed (import scenarios.checksum)")
+            for value in result:
+                _enc(buf, value)
     return PyBytes_FromStringAndSize(buf.data, buf.size)

@@ -28,6 +28,10 @@ def make_env(env_id: str) -> Any:
     return gym.make(env_id)
 
 
+#: what the env server scatters every round (each worker draws its own action): one immutable message
+_NO_MESSAGE = Broadcast(None)
+
+
 class EnvWorker(Worker):
     """One environment stepped with actions from its own seeded RNG."""
 
@@ -72,11 +76,11 @@ class EnvServer(Server):
         self._sum = RunningChecksum()
 
     def scatter(self) -> Broadcast:
-        return Broadcast(None)
+        return _NO_MESSAGE
 
     def gather(self, results: Sequence[tuple]) -> None:
         # the same bytes as update(obs), update(reward), update(done) per result, in one call
-        self._sum.update_digests([r[3] if len(r) == 4 else digest(*r) for r in results])
+        self._sum.update_attached(results, 4)
 
     def checksum(self) -> str:
         return self._sum.hexdigest()

@@ -189,6 +189,43 @@ def test_parent_scatter_gather_over_bank(executor):
     assert log == [[(i, i + 100) for i in range(5)]]
 
 
+class Values(Reactor):
+    """Records its multiport's ``values`` whenever a channel is present."""
+
+    res = Input(width=5)
+
+    def __init__(self, log):
+        super().__init__()
+        self.log = log
+
+    @reaction(res)
+    def gather(self):
+        self.log.append(self.res.values)
+
+
+class GatherValues(Reactor):
+    """Bank members send to a multiport input; only the even ones get a message."""
+
+    def __init__(self, log):
+        super().__init__()
+        self.workers = self.bank(Member, 5)
+        self.values = Values(log)
+        self.connect(self.workers.out, self.values.res)
+
+    @reaction(startup, effects=["workers.inp"])
+    def scatter(self):
+        for i, p in enumerate(self.workers.inp):
+            if i % 2 == 0:
+                p.set(i + 100)
+
+
+def test_a_multiports_values_are_its_channels_values_in_order(executor):
+    """``MultiPort.values`` (a server's gather): each channel's value in channel order, None where never set."""
+    log = []
+    executor.run(GatherValues(log))
+    assert log == [[(0, 100), None, (2, 102), None, (4, 104)]]
+
+
 class Acc(Reactor):
     seed = Input()
     fb = Input()

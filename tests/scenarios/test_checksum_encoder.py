@@ -213,3 +213,31 @@ def test_the_compiled_join_gives_the_bytes_of_every_kind_of_piece_in_order():
     assert _checksum.join([]) == b""
     with pytest.raises(TypeError):
         _checksum.join([1.5])
+
+
+def test_results_carrying_their_encoding_and_plain_ones_fold_to_the_checksum_of_their_values():
+    """`RunningChecksum.update_attached` (the env server's gather): a result of ``width`` items contributes its last
+    item, the encoding its producer computed; any other result (a vectorizer's plain tuple, one with a numpy scalar
+    that the Python encoder handles) is encoded at the server; in one batch, in order, the checksum of the values."""
+    from reactor_backend.readonly import ReadOnlyList
+    from scenarios.checksum import digest
+
+    rng = np.random.default_rng(5)
+    values = [(rng.normal(size=4).astype(np.float32), float(i), i % 3 == 0) for i in range(6)]
+    values[4] = (values[4][0], np.float64(2.5), False)            # a numpy scalar: the Python encoder's
+    results = [(*values[0], digest(*values[0])),                   # carries its encoding
+               values[1],                                          # plain triple
+               ReadOnlyList([*values[2], digest(*values[2])]),    # a read-only list of four
+               (*values[3], digest(*values[3])),
+               values[4],
+               list(values[5])]                                    # a plain list of three
+    want, got = RunningChecksum(), RunningChecksum()
+    want.update_many([x for v in values for x in v])
+    got.update_attached(results, 4)
+    assert got.hexdigest() == want.hexdigest()
+    # the attached encoding is what is folded (not the values beside it): a wrong one changes the checksum
+    wrong = RunningChecksum()
+    wrong.update_attached([(*values[0], digest(*values[1]))] + results[1:], 4)
+    assert wrong.hexdigest() != want.hexdigest()
+    with pytest.raises(ValueError, match="width"):
+        RunningChecksum().update_attached(results, 0)
