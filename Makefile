@@ -81,7 +81,7 @@ PAPER_DIR ?= results/bench/paper
 # seconds (empty: the paper's rounds); the report lists the shortened rounds as a difference
 PAPER_JOB_SECONDS ?=
 
-.PHONY: compare-ray selftest device-kit device-kit-ft device-local device-local-ft install-envpool help python-ft install-ft test-ft bench-ft install test test-slow load soak bench bench-scaling bench-paired bench-paper bench-paper-local report results-readme archive clean $(addprefix bench-,$(SCENARIOS))
+.PHONY: compare-ray proxy selftest device-kit device-kit-ft device-local device-local-ft install-envpool help python-ft install-ft test-ft bench-ft install test test-slow load soak bench bench-scaling bench-paired bench-paper bench-paper-local report results-readme archive clean $(addprefix bench-,$(SCENARIOS))
 
 help: ## List every target
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 22
@@ -128,6 +128,37 @@ bench: install ## The local sweep of every scenario, the paired jobs (bench-pair
 	$(SUBMAKE) bench-paper-local BENCH_DIR=$(BENCH_DIR)
 	$(SUBMAKE) report BENCH_DIR=$(BENCH_DIR)
 	@$(PY) -m harness selftest --latest-line
+	$(FINISH)
+
+# issue 46's everyday proxy for many cores (docs/report.md, "The scaling prediction"): per workload (16 envs, agents or
+# rollouts) a paired job at workers=2 (the reactor with a core per process beside serial and the synchronized ceiling:
+# the run's cache baseline) and one at PROXY_WORKERS with a process per worker (each process's CPU per round), each
+# PROXY_SECONDS of cycles; then `--predict` on the run: the share of the ceiling a core per process would give, against
+# PROXY_MACHINE's ceiling where it names a reference run of the target machine (else the ideal: PROXY_WORKERS copies)
+PROXY_WORKLOADS ?= gym atari dqn marl
+PROXY_WORKERS ?= 16
+PROXY_SECONDS ?= 20
+PROXY_DIR ?= $(BENCH_DIR)/proxy
+PROXY_MACHINE ?=
+PROXY_ARGS_gym := scenario.num_envs=16
+PROXY_ARGS_atari := scenario.num_envs=16
+PROXY_ARGS_marl := scenario.env=synthetic scenario.num_agents=16
+PROXY_ARGS_dqn := scenario.num_rollouts=16
+PROXY_JOB = $(PY) -m harness compare budget=local compare.max_seconds=$(PROXY_SECONDS) quiet=true
+define PROXY_W2
+$(TRY) $(PROXY_JOB) scenario=$(1) "backends=[serial,reactor,capacity_lockstep]" workers=2 $(PROXY_ARGS_$(1)) hydra.run.dir=$(PROXY_DIR)/$(1)-w2
+
+endef
+define PROXY_WK
+$(TRY) $(PROXY_JOB) scenario=$(1) "backends=[serial,reactor_per_worker]" workers=$(PROXY_WORKERS) $(PROXY_ARGS_$(1)) hydra.run.dir=$(PROXY_DIR)/$(1)-w$(PROXY_WORKERS)
+
+endef
+# the jobs with a core per process first, while the host is quiet: their hand-offs are the run's (docs/report.md)
+proxy: install ## Many cores seen from here: paired jobs at workers=2 and PROXY_WORKERS (16) per workload, then the scaling prediction (--predict)
+	$(START)
+	$(foreach s,$(PROXY_WORKLOADS),$(call PROXY_W2,$(s)))
+	$(foreach s,$(PROXY_WORKLOADS),$(call PROXY_WK,$(s)))
+	$(TRY) $(PY) -m harness.report --predict $(PROXY_DIR)$(if $(PROXY_MACHINE), --machine $(PROXY_MACHINE))
 	$(FINISH)
 
 # ten minutes to an answer (issue 48): one paired job per RL workload (gym, atari, dqn, marl synthetic) holding

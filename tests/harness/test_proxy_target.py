@@ -1,0 +1,43 @@
+"""`make proxy` (issue 46's everyday proxy): what it runs, read from ``make -n`` (nothing is run)."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _planned(tmp_path: Path, *args: str) -> list[str]:
+    stamp = tmp_path / "installed"  # `-o` keeps make from running the install for this stamp
+    done = subprocess.run(["make", "-n", "--no-print-directory", "-o", str(stamp), f"STAMP={stamp}",
+                           f"PY={sys.executable}", f"BENCH_DIR={tmp_path / 'bench'}", "proxy", *args],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return [line.split("; try ", 1)[1] for line in done.stdout.splitlines() if "; try " in line]
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs GNU make")
+def test_the_proxy_runs_each_workload_with_a_core_per_process_first_then_one_process_per_worker(tmp_path):
+    """Per workload a paired job at workers=2 (the reactor beside serial and the ceiling: the run's cache baseline)
+    and one at PROXY_WORKERS with a process per worker, each in its own folder under PROXY_DIR; every job with a
+    core per process before the oversubscribed ones (their hand-offs need a quiet host); the prediction last, on
+    the whole folder, against the target machine's reference run where one is named."""
+    out = tmp_path / "px"
+    lines = _planned(tmp_path, f"PROXY_DIR={out}", "PROXY_WORKLOADS=gym marl", "PROXY_WORKERS=8",
+                     "PROXY_MACHINE=results/reference/h200-16core-2026-12-04-device")
+    jobs, predict = lines[:-1], lines[-1]
+    assert [j.split("scenario=", 1)[1].split()[0] for j in jobs] == ["gym", "marl", "gym", "marl"]
+    for job in jobs[:2]:
+        assert "backends=[serial,reactor,capacity_lockstep]" in job and " workers=2 " in job
+    for job in jobs[2:]:
+        assert "backends=[serial,reactor_per_worker]" in job and " workers=8 " in job
+    assert "scenario.num_envs=16" in jobs[0] and "scenario.env=synthetic scenario.num_agents=16" in jobs[1]
+    assert [j.rsplit("hydra.run.dir=", 1)[1] for j in jobs] == [f"{out}/gym-w2", f"{out}/marl-w2",
+                                                                f"{out}/gym-w8", f"{out}/marl-w8"]
+    assert predict.endswith(f"-m harness.report --predict {out} --machine "
+                            "results/reference/h200-16core-2026-12-04-device")
+    assert _planned(tmp_path, f"PROXY_DIR={out}", "PROXY_WORKLOADS=atari")[-1].endswith(f"--predict {out}")
