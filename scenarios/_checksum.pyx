@@ -229,7 +229,6 @@ def join_attached(results, Py_ssize_t width) -> bytes:
     server gathers a whole bank's results on every round's critical path, and picking each result's last item
     in Python cost about as much as folding them."""
     cdef _Buffer buf = _Buffer()
-    cdef object pieces
     if width < 1:
         raise ValueError("a result carries its encoding as its last item: width at least 1")
     for result in results:
