@@ -237,6 +237,51 @@ def ceiling_excess(serial: pd.DataFrame, ceiling: pd.DataFrame, workers: int, sp
     return f"{head}: {why} ({'; '.join(parts)})"
 
 
+#: how far one paired job's serial may run from its source's typical serial before the ceiling over it is flagged
+SERIAL_SLACK = 0.15
+#: paired jobs of one workload a source needs before its typical serial means anything
+SERIAL_JOBS_MIN = 3
+
+
+def serial_skews(rows: pd.DataFrame) -> dict[tuple[str, int, int], tuple[float, float, float, int]]:
+    """Per (workload, bank, workers) of the paired jobs: ``(skew, speed, typical, jobs)``, the job's serial throughput
+    (``speed``, median over its cycles) over ``typical``, the median of those speeds over the source's paired jobs of
+    that workload and bank (``jobs`` of them, at least `SERIAL_JOBS_MIN`).
+
+    Why: serial does the same work at every worker count, so its speed should not depend on the job. On a host
+    whose cores run at different speeds (the 16-core machine's vCPUs: 1.4x apart), the core serial's process
+    happens to run on in one job shifts every ratio over it in that job, the ceiling's speedup included, and with
+    it a predicted share, while the measured share (the reactor over the ceiling) does not use serial."""
+    paired = rows[_serial_mask(rows)]
+    if "cycle" in paired:
+        paired = paired[paired["cycle"].notna()]
+    speeds: dict[tuple[str, int], dict[int, float]] = {}
+    for (scenario, bank, workers), g in paired.groupby(["scenario", "num_envs", "workers"]):
+        speeds.setdefault((str(scenario), int(bank)), {})[int(workers)] = float(g["throughput"].median())
+    out = {}
+    for (scenario, bank), per in speeds.items():
+        if len(per) < SERIAL_JOBS_MIN:
+            continue
+        typical = float(np.median(list(per.values())))
+        for workers, speed in per.items():
+            out[(scenario, bank, workers)] = (speed / typical, speed, typical, len(per))
+    return out
+
+
+def serial_check(skew: tuple[float, float, float, int] | None, source: str, predicted: float) -> str:
+    """The line that flags a ceiling's speedup taken over a serial that ran away from its typical speed (`serial_skews`),
+    with the predicted share at the typical serial; "" within `SERIAL_SLACK`."""
+    if skew is None:
+        return ""
+    ratio, speed, typical, jobs = skew
+    if abs(np.log(ratio)) <= np.log(1 + SERIAL_SLACK):
+        return ""
+    at_typical = f"; at the typical serial the predicted share is {predicted / ratio:.2f}" if np.isfinite(predicted) else ""
+    return (f"the {source}'s serial ran {ratio:.2f}x its median over its {jobs} paired jobs of this workload "
+            f"({speed:.4g} against {typical:.4g} per second): the ceiling's speedup over it is off by as much"
+            f"{at_typical}")
+
+
 def serial_round_us(serial: pd.DataFrame) -> float:
     """Serial's round in microseconds of CPU time (its rows' ``tree_cpu_ms_per_unit``: like the reactor's costs,
     not inflated by other load on the host), median over its rows; wall time where no row has the CPU time.
@@ -303,6 +348,7 @@ def predict_rows(rows: pd.DataFrame, machine: pd.DataFrame | None = None) -> pd.
             handoffs.setdefault(str(reactor.at[i, "scenario"]), []).append(rc.handoff_us)
     run_ceiling, run_speedup = ceiling_speedups(rows), reactor_speedups(rows)
     ref_ceiling = ceiling_speedups(machine) if machine is not None else {}
+    skews = {"run": serial_skews(rows), "machine": serial_skews(machine) if machine is not None else {}}
     ref_share = measured_share_intervals(machine) if machine is not None else {}
     run_interval = measured_share_intervals(rows)
     lines = []
@@ -358,6 +404,7 @@ def predict_rows(rows: pd.DataFrame, machine: pd.DataFrame | None = None) -> pd.
             "inflation": float(np.median(inflations)) if inflations else np.nan,
             "inflation_from": "+".join(sorted(inflated_from)) or "-",
             "ceiling_check": excess,
+            "serial_check": serial_check(skews.get(ceiling_from, {}).get(key), ceiling_from, predicted),
         })
     out = pd.DataFrame(lines)
     if not out.empty:
@@ -411,7 +458,7 @@ def summary_line(table: pd.DataFrame) -> str:
 def format_lines(table: pd.DataFrame) -> str:
     """``workload workers measured_share predicted_share`` per line (measured ``-`` where there is no paired
     ceiling), then the error, the measured share's interval (and whether the prediction lies in it) and what the
-    prediction used; then `summary_line` and any ceiling check."""
+    prediction used; then `summary_line` and any ceiling or serial check."""
     def num(x: Any, fmt: str) -> str:
         return "-" if x is None or (isinstance(x, float) and np.isnan(x)) else format(x, fmt)
 
@@ -424,7 +471,7 @@ def format_lines(table: pd.DataFrame) -> str:
                    f"{num(r['predicted_speedup'], '.2f')} {r['ceiling_speedup']:.2f}({r['ceiling_from']}) "
                    f"{num(r['handoff_us'], '.1f')}({r['handoff_from']}) "
                    f"{num(r.get('inflation'), '.2f')}({r.get('inflation_from', '-')})")
-    checks = [f"{r['workload']} {r['workers']}: {r['ceiling_check']}" for r in table.to_dict("records")
-              if r.get("ceiling_check")]
+    checks = [f"{r['workload']} {r['workers']}: {r[check]}" for r in table.to_dict("records")
+              for check in ("ceiling_check", "serial_check") if r.get(check)]
     summary = summary_line(table)
     return "\n".join(out + ([summary] if summary else []) + checks)

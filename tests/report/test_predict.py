@@ -197,3 +197,33 @@ def test_a_ceiling_above_its_copies_is_flagged_with_the_cause_its_cpu_columns_sh
     assert "no CPU columns" in old.loc[0, "ceiling_check"]
     from harness.report.predict import format_lines
     assert "gym 4: ceiling 5.6x above 4 copies" in format_lines(waited)
+
+
+def test_a_ceiling_taken_over_a_serial_that_ran_away_from_its_typical_speed_is_flagged_with_the_share_at_it():
+    """Serial does the same work in every job; where one job's serial ran 1.4x its median over the source's paired
+    jobs of the workload (a faster core), the ceiling's speedup over it, and the share predicted from it, are off by
+    as much: flagged, with the predicted share at the typical serial. Within 15% or with fewer than three jobs: no
+    flag."""
+    from harness.report.predict import format_lines, serial_skews
+
+    def rows(serial_at_8):
+        out = []
+        for workers, serial in ((2, 1000.0), (4, 1040.0), (8, serial_at_8)):
+            for cycle in range(6):
+                out.append(_row("serial", "-", workers, cycle, serial, {"tree_cpu_ms_per_unit": 1.0}))
+                out.append(_row("capacity", "lockstep", workers, cycle, 0.9 * workers * 1000.0))
+                out.append(_row("reactor", "processes-max1024", workers, cycle, 0.6 * workers * 1000.0,
+                                _costs([1300] + [1000] * (workers - 1), 6.0), cpu_count=16))
+        return pd.DataFrame(out)
+
+    fast = rows(1400.0)
+    skews = serial_skews(fast)
+    assert skews[("gym", 4, 8)][0] == pytest.approx(1400 / 1040) and skews[("gym", 4, 8)][3] == 3
+    table = predict_rows(fast).set_index("workers")
+    check = table.loc[8, "serial_check"]
+    assert "serial ran 1.35x its median over its 3 paired jobs" in check
+    assert f"the predicted share is {table.loc[8, 'predicted_share'] / (1400 / 1040):.2f}" in check
+    assert table.loc[2, "serial_check"] == "" and table.loc[4, "serial_check"] == ""
+    assert "gym 8: the run's serial ran 1.35x" in format_lines(predict_rows(fast))
+    assert (predict_rows(rows(1100.0))["serial_check"] == "").all()            # within 15% of its typical speed
+    assert serial_skews(rows(1400.0).query("workers != 2")) == {}               # two jobs: nothing to compare with
