@@ -404,6 +404,7 @@ def predict_rows(rows: pd.DataFrame, machine: pd.DataFrame | None = None) -> pd.
             "inflation": float(np.median(inflations)) if inflations else np.nan,
             "inflation_from": "+".join(sorted(inflated_from)) or "-",
             "ceiling_check": excess,
+            "serial_skew": skews.get(ceiling_from, {}).get(key, (np.nan,))[0],
             "serial_check": serial_check(skews.get(ceiling_from, {}).get(key), ceiling_from, predicted),
         })
     out = pd.DataFrame(lines)

@@ -35,7 +35,8 @@ def _num(x: Any, fmt: str) -> str:
 def scaling_table(frame: pd.DataFrame) -> Table:
     header = ["workload", "workers", "reactor / serial", "sync ceiling / serial", "share of the ceiling",
               "predicted share", "predicted round (us)", "hand-off (us, from)", "cache inflation (from)"]
-    rows = [[r["workload"], str(r["workers"]), _num(r["measured_speedup"], ".2f"),
+    rows = [[r["workload"], str(r["workers"]), _num(r["measured_speedup"], ".2f")
+             + (f" (serial {r['serial_skew']:.2f}x its median)" if r.get("serial_check") else ""),
              f"{r['ceiling_speedup']:.2f}" + ("" if r["ceiling_from"] == "run" else f" ({r['ceiling_from']})")
              + (f" (above {r['workers']} copies)" if r.get("ceiling_check") else ""),
              _num(r["measured_share"], ".2f"), _num(r["predicted_share"], ".2f"),
@@ -98,6 +99,11 @@ def scaling_sections(rep: Report) -> list[Section]:
               if r.get("ceiling_check")]
     if checks:  # more than k copies can give: a bug until a breakdown explains it (the rows' CPU columns)
         intro += " A ceiling above its copies is not a ceiling: " + " ".join(checks)
+    skewed = [f"{r['workload']} at {r['workers']} workers: {r['serial_check']}." for r in frame.to_dict("records")
+              if r.get("serial_check")]
+    if skewed:  # the same serial work at another speed in one job: every ratio over serial there moves with it
+        intro += (" Serial does the same work at every worker count; where one job's ran away from its median, every "
+                  "speedup over it in that job moves with it (the share of the ceiling does not): " + " ".join(skewed))
     out = [Section("Scaling", intro, scaling_table(frame), key="scaling")]
     if content:
         out.append(Section("Scaling: the curve", "", content, key="scaling-figure"))

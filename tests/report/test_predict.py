@@ -168,6 +168,10 @@ def test_a_many_core_run_s_report_opens_with_its_scaling_curve_after_the_answer(
     assert cells[("gym", "16")][4] == "0.41" and cells[("atari", "16")][4] == "0.49"
     # recorded before the CPU column: measured only, no prediction claimed
     assert cells[("gym", "16")][5] == "-"
+    # atari's serial at 8 workers ran 1.40x its median over the run's five atari jobs: its speedups say so
+    assert cells[("atari", "8")][2].endswith("(serial 1.40x its median)")
+    assert not cells[("atari", "4")][2].endswith("its median)")
+    assert "atari at 8 workers: the run's serial ran 1.40x its median over its 5 paired jobs" in parts[1].intro
 
 
 def _ceiling_rows(serial_extra, ceiling_extra, ceiling_throughput):
