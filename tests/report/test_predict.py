@@ -229,5 +229,7 @@ def test_a_ceiling_taken_over_a_serial_that_ran_away_from_its_typical_speed_is_f
     assert f"the predicted share is {table.loc[8, 'predicted_share'] / (1400 / 1040):.2f}" in check
     assert table.loc[2, "serial_check"] == "" and table.loc[4, "serial_check"] == ""
     assert "gym 8: the run's serial ran 1.35x" in format_lines(predict_rows(fast))
+    # the summary counts the flagged cell both ways: as predicted, and at the typical serial
+    assert "in 1 of 2 (0 with the 1 flagged below read at the typical serial)" in format_lines(predict_rows(fast))
     assert (predict_rows(rows(1100.0))["serial_check"] == "").all()            # within 15% of its typical speed
     assert serial_skews(rows(1400.0).query("workers != 2")) == {}               # two jobs: nothing to compare with
