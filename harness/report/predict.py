@@ -237,6 +237,35 @@ def ceiling_excess(serial: pd.DataFrame, ceiling: pd.DataFrame, workers: int, sp
     return f"{head}: {why} ({'; '.join(parts)})"
 
 
+#: how much more CPU per unit a ceiling's copies may spend than the reactor before that is named as why it beat them
+OVER_CEILING_SLACK = 0.05
+
+
+def over_ceiling_cause(rows: pd.DataFrame, lockstep: bool) -> str:
+    """Why the reactor came out above a ceiling (a share over 100%), where the rows' CPU columns show it: the
+    ceiling's copies spent more CPU per unit (``tree_cpu_ms_per_unit``) than the reactor's processes; "" where
+    the rows do not show it (then the host's speed is the reading left).
+
+    Why it happens: a copy runs serial's whole loop, every member of the bank in one process, while each of the
+    reactor's processes steps a part of the bank; with large members (Atari's emulators and frames) a copy's
+    memory per core is the larger, and each of its steps costs more CPU than the reactor's.
+
+    Args:
+        rows: one configuration's ok rows (every backend).
+        lockstep: the synchronized ceiling (``capacity:lockstep``), else the never-meeting one (``capacity:-``).
+    """
+    ceiling = rows[_capacity_mask(rows)] if lockstep else rows[(rows["backend"] == "capacity")
+                                                                & (rows["variant"].astype(str) == "-")]
+    reactor = rows[_is_reactor_processes(rows)]
+    c, r = _extra_median(ceiling, "tree_cpu_ms_per_unit"), _extra_median(reactor, "tree_cpu_ms_per_unit")
+    if not (np.isfinite(c) and np.isfinite(r)) or c <= r * (1 + OVER_CEILING_SLACK):
+        return ""
+    return (f"the ceiling's copies spent {c / r - 1:.0%} more CPU per unit than the reactor ({c:.3g} against "
+            f"{r:.3g} ms): a copy steps the whole bank in one process, each of the reactor's processes a part of "
+            "it, so a copy holds more memory per core and each of its steps costs more; the copies are not the "
+            "same work per core as the reactor, so not its bound here")
+
+
 #: how far one paired job's serial may run from its source's typical serial before the ceiling over it is flagged
 SERIAL_SLACK = 0.15
 #: paired jobs of one workload a source needs before its typical serial means anything

@@ -24,15 +24,18 @@ BASE = {"scenario": "gym", "workers": 2, "num_envs": 15, "env_id": "CartPole-v1"
 
 
 def paired_job(folder: Path, series: dict[tuple[str, str], Sequence[float]], margin: Optional[float] = None,
-               interpreters: Optional[dict[tuple[str, str], str]] = None, workers: int = 2) -> None:
-    """A paired job whose blocks have exactly these throughputs, cycle by cycle (one series per backend)."""
+               interpreters: Optional[dict[tuple[str, str], str]] = None, workers: int = 2,
+               extras: Optional[dict[tuple[str, str], dict]] = None) -> None:
+    """A paired job whose blocks have exactly these throughputs, cycle by cycle (one series per backend); ``extras``:
+    more of a backend's rows' ``extra``."""
     writer = ResultsWriter(folder)
     n = len(next(iter(series.values())))
     block = 0
     for cycle in range(n):
         for (backend, variant), values in series.items():
             tp = float(values[cycle])
-            extra = {"paired": True, "block_rounds": 50, "stopped_by": "time" if cycle == n - 1 else ""}
+            extra = {"paired": True, "block_rounds": 50, "stopped_by": "time" if cycle == n - 1 else "",
+                     **(extras or {}).get((backend, variant), {})}
             if margin is not None:
                 extra["margin"] = margin
             interp = (interpreters or {}).get((backend, variant))

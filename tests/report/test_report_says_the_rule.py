@@ -37,6 +37,24 @@ def test_a_share_over_the_ceiling_and_inverted_ceilings_are_flagged(tmp_path: Pa
     assert OVER_CEILING in row[9] and CEILINGS_INVERTED in row[9], row[9]
 
 
+def test_a_share_over_the_ceiling_names_the_copies_costlier_steps_where_the_cpu_columns_show_them(tmp_path):
+    """Atari at workers=2 on this VM: the reactor 1.1x over the synchronized ceiling, whose copies (the whole bank
+    each) spent 10% more CPU per unit than the reactor's processes (half the bank each): the warning says that,
+    not the host's speed; where the two spent alike, the host's speed is what is left to say."""
+    series = {("serial", "-"): _series(1.0), ("reactor", "processes"): _series(1.8),
+              ("capacity", "lockstep"): _series(1.64)}
+    cpu = {("reactor", "processes"): {"tree_cpu_ms_per_unit": 0.313},
+           ("capacity", "lockstep"): {"tree_cpu_ms_per_unit": 0.344}, ("serial", "-"): {"tree_cpu_ms_per_unit": 0.281}}
+    paired_job(tmp_path / "costlier" / "job", series, extras=cpu)
+    said = [w for w in warnings(make_report([tmp_path / "costlier"], figures=False)) if OVER_CEILING in w]
+    assert len(said) == 1 and "the ceiling's copies spent 10% more CPU per unit than the reactor" in said[0], said
+    assert "different machine speeds" not in said[0]
+    alike = {**cpu, ("capacity", "lockstep"): {"tree_cpu_ms_per_unit": 0.316}}
+    paired_job(tmp_path / "alike" / "job", series, extras=alike)
+    said = [w for w in warnings(make_report([tmp_path / "alike"], figures=False)) if OVER_CEILING in w]
+    assert len(said) == 1 and "different machine speeds" in said[0], said
+
+
 def test_shares_within_their_ceilings_carry_no_flag(tmp_path: Path) -> None:
     paired_job(tmp_path / "job", {("serial", "-"): _series(1.0), ("reactor", "processes"): _series(1.4),
                                   ("capacity", "-"): _series(1.95), ("capacity", "lockstep"): _series(1.7)})
