@@ -453,7 +453,21 @@ def predict_run(paths: Iterable[Path | str], machine: Iterable[Path | str] | Non
     """
     rows = load_results(paths).rows
     ref = load_results(machine).rows if machine else None
-    return predict_rows(rows, ref)
+    table = predict_rows(rows, ref)
+    if ref is not None and len(ref):
+        ours, theirs = commits(rows), commits(ref)
+        if ours != theirs:  # the error then also holds what changed in the code between the two runs
+            table.attrs["commit_note"] = (
+                f"the machine's rows are of commit {', '.join(sorted(theirs))}, this run's of "
+                f"{', '.join(sorted(ours))} (as the rows record them): each error compares a prediction for this "
+                "code with a measurement of that one")
+    return table
+
+
+def commits(rows: pd.DataFrame) -> set[str]:
+    """The commits the rows record (``git_sha``, 8 digits, ``(dirty)`` for a working tree with changes)."""
+    metas = [m for m in rows["meta"] if isinstance(m, dict)] if "meta" in rows else []
+    return {str(m.get("git_sha", "?"))[:8] + (" (dirty)" if m.get("git_dirty") else "") for m in metas}
 
 
 #: the issue's bar for the prediction: within this relative error of the measured share
@@ -497,7 +511,8 @@ def summary_line(table: pd.DataFrame) -> str:
 def format_lines(table: pd.DataFrame) -> str:
     """``workload workers measured_share predicted_share`` per line (measured ``-`` where there is no paired
     ceiling), then the error, the measured share's interval (and whether the prediction lies in it) and what the
-    prediction used; then `summary_line` and any ceiling or serial check."""
+    prediction used; then `summary_line`, any ceiling or serial check, and whether the target machine's rows are of
+    other code than the run's (`predict_run`)."""
     def num(x: Any, fmt: str) -> str:
         return "-" if x is None or (isinstance(x, float) and np.isnan(x)) else format(x, fmt)
 
@@ -513,4 +528,5 @@ def format_lines(table: pd.DataFrame) -> str:
     checks = [f"{r['workload']} {r['workers']}: {r[check]}" for r in table.to_dict("records")
               for check in ("ceiling_check", "serial_check") if r.get(check)]
     summary = summary_line(table)
-    return "\n".join(out + ([summary] if summary else []) + checks)
+    note = table.attrs.get("commit_note")
+    return "\n".join(out + ([summary] if summary else []) + checks + ([note] if note else []))

@@ -233,3 +233,19 @@ def test_a_ceiling_taken_over_a_serial_that_ran_away_from_its_typical_speed_is_f
     assert "in 1 of 2 (0 with the 1 flagged below read at the typical serial)" in format_lines(predict_rows(fast))
     assert (predict_rows(rows(1100.0))["serial_check"] == "").all()            # within 15% of its typical speed
     assert serial_skews(rows(1400.0).query("workers != 2")) == {}               # two jobs: nothing to compare with
+
+
+def test_a_prediction_against_a_machine_whose_rows_are_of_other_code_says_so():
+    """The 2-core proxy of 2026-12-05 against the 16-core reference: the two runs record different commits, so each
+    error holds what changed in the code too, and the output says which commits; a run read against itself says
+    nothing of the kind."""
+    from harness.report.load import load_results
+    from harness.report.predict import commits, format_lines, predict_run
+
+    run = REPO / "results/reference/vm-2core-2026-12-05-proxy/pre-digest"
+    machine = REPO / "results/reference/h200-16core-2026-12-04-device"
+    text = format_lines(predict_run([run], [machine]))
+    note = text.splitlines()[-1]
+    assert note.startswith("the machine's rows are of commit 9e82d043 (dirty), this run's of ")
+    assert all(c in note for c in commits(load_results([run]).rows))
+    assert "rows are of commit" not in format_lines(predict_run([machine], [machine]))
