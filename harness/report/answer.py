@@ -175,13 +175,18 @@ def ceilings_inverted(share_measured: float, share_sync: float) -> bool:
                 and share_measured > share_sync * (1 + CEILING_SLACK))
 
 
+def over_ceilings(p: Part) -> list[tuple[str, bool]]:
+    """A part's shares above 100%: what to say of each, and whether it is of the synchronized ceiling."""
+    return [(f"{percent(r.median)} of the {what} ceiling: {OVER_CEILING}", what == "synchronized")
+            for r, what in ((p.sync_ceiling, "synchronized"), (p.ceiling, p.ceiling_source))
+            if r is not None and share_flag(r.median)]
+
+
 def ceiling_flags(p: Part) -> list[str]:
-    """What a reader must know about a part's ceilings: a share above 100%, a never-meeting ceiling below the
-    synchronized one. Said beside the shares and in the warnings (`harness.report.tables.warnings`)."""
-    out = []
-    for r, what in ((p.sync_ceiling, "synchronized"), (p.ceiling, p.ceiling_source)):
-        if r is not None and share_flag(r.median):
-            out.append(f"{percent(r.median)} of the {what} ceiling: {OVER_CEILING}")
+    """What a reader must know about a part's ceilings: a share above 100% (`over_ceilings`), a never-meeting
+    ceiling below the synchronized one. Said beside the shares and in the warnings
+    (`harness.report.tables.warnings`)."""
+    out = [text for text, _ in over_ceilings(p)]
     if (p.ceiling is not None and p.sync_ceiling is not None and p.ceiling_source == "measured"
             and ceilings_inverted(p.ceiling.median, p.sync_ceiling.median)):
         out.append(CEILINGS_INVERTED)

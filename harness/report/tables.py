@@ -123,22 +123,21 @@ def ceiling_warnings(rep: Report) -> list[str]:
     """One warning per answer line whose shares of the ceilings cannot be read as shares of a bound
     (`harness.report.answer.ceiling_flags`): the same flags the answer shows beside the numbers, with why where the
     rows' CPU columns show it (`harness.report.predict.over_ceiling_cause`), else the host's speed."""
-    from harness.report.answer import OVER_CEILING, answers, ceiling_flags
+    from harness.report.answer import CEILINGS_INVERTED, answers, ceiling_flags, over_ceilings
     from harness.report.predict import over_ceiling_cause
 
+    host = ("the ceiling and the reactor ran at different machine speeds (standalone jobs one after the other, or a "
+            "host that changed within the job); read the share as a reading of the host, not of the code")
     out = []
     for ans in answers(rep, rl=None):
         source = rep.paired_rows if ans.source == "paired" and rep.paired_rows is not None else rep.results.rows
         rows = source[source["config"] == ans.config] if len(source) else source
         causes = {lockstep: over_ceiling_cause(rows, lockstep) if len(rows) else "" for lockstep in (True, False)}
         for part in ans.parts:
-            for flag in ceiling_flags(part):
-                span = f" ({part.span})" if part.span else ""
-                cause = causes["synchronized" in flag] if OVER_CEILING in flag else ""
-                out.append(f"{ans.workload}{span}: the reactor at {flag}: " + (cause or (
-                    "the ceiling and the reactor ran at different machine speeds (standalone jobs one after the "
-                    "other, or a host that changed within the job); read the share as a reading of the host, not "
-                    "of the code")))
+            span = f" ({part.span})" if part.span else ""
+            said = [(text, causes[lockstep]) for text, lockstep in over_ceilings(part)]
+            said += [(CEILINGS_INVERTED, "")] if CEILINGS_INVERTED in ceiling_flags(part) else []
+            out += [f"{ans.workload}{span}: the reactor at {text}: {cause or host}" for text, cause in said]
     return out
 
 
