@@ -249,8 +249,7 @@ def over_ceiling_cause(rows: pd.DataFrame, lockstep: bool) -> str:
     What it says and does not: the copies did the same work at a higher cost per unit than the reactor on this
     machine, so they are no bound on it here. Why is not in these columns: a copy steps the whole bank in one
     process and meets the others at a barrier each round, each of the reactor's processes steps a part of the
-    bank (Atari at ``workers=2`` on the 2-vCPU VM: 10% more per unit for the copies, while serial alone stepped
-    16 envs no slower per step than 8).
+    bank (a reading: `results/reference/vm-2core-2026-12-06-gather-batch/README.md`, Atari at ``workers=2``).
 
     Args:
         rows: one configuration's ok rows (every backend).
@@ -279,7 +278,8 @@ def serial_skews(rows: pd.DataFrame) -> dict[tuple[str, int, int], tuple[float, 
     that workload and bank (``jobs`` of them, at least `SERIAL_JOBS_MIN`).
 
     Why: serial does the same work at every worker count, so its speed should not depend on the job. On a host
-    whose cores run at different speeds (the 16-core machine's vCPUs: 1.4x apart), the core serial's process
+    whose cores run at different speeds (the 16-core reference: `results/reference/h200-16core-2026-12-04-device/`,
+    "dqn's 21x ceiling"), the core serial's process
     happens to run on in one job shifts every ratio over it in that job, the ceiling's speedup included, and with
     it a predicted share, while the measured share (the reactor over the ceiling) does not use serial."""
     paired = rows[_serial_mask(rows)]
