@@ -148,8 +148,9 @@ def _paired_series(rows: pd.DataFrame, num: pd.Series, den: pd.Series) -> np.nda
     return (both["a"] / both["b"]).to_numpy(dtype=float)
 
 
-def _capacity_mask(rows: pd.DataFrame) -> pd.Series:
-    return (rows["backend"] == "capacity") & (rows["variant"].astype(str) == "lockstep")
+def _capacity_mask(rows: pd.DataFrame, lockstep: bool = True) -> pd.Series:
+    """The synchronized ceiling's rows (``capacity:lockstep``), or with ``lockstep=False`` the never-meeting one's."""
+    return (rows["backend"] == "capacity") & (rows["variant"].astype(str) == ("lockstep" if lockstep else "-"))
 
 
 def _serial_mask(rows: pd.DataFrame) -> pd.Series:
@@ -255,8 +256,7 @@ def over_ceiling_cause(rows: pd.DataFrame, lockstep: bool) -> str:
         rows: one configuration's ok rows (every backend).
         lockstep: the synchronized ceiling (``capacity:lockstep``), else the never-meeting one (``capacity:-``).
     """
-    ceiling = rows[_capacity_mask(rows)] if lockstep else rows[(rows["backend"] == "capacity")
-                                                                & (rows["variant"].astype(str) == "-")]
+    ceiling = rows[_capacity_mask(rows, lockstep)]
     reactor = rows[_is_reactor_processes(rows)]
     c, r = _extra_median(ceiling, "tree_cpu_ms_per_unit"), _extra_median(reactor, "tree_cpu_ms_per_unit")
     if not (np.isfinite(c) and np.isfinite(r)) or c <= r * (1 + OVER_CEILING_SLACK):
