@@ -130,6 +130,8 @@ def ceiling_warnings(rep: Report) -> list[str]:
             "host that changed within the job); read the share as a reading of the host, not of the code")
     out = []
     for ans in answers(rep, rl=None):
+        if not any(ceiling_flags(part) for part in ans.parts):
+            continue
         source = rep.paired_rows if ans.source == "paired" and rep.paired_rows is not None else rep.results.rows
         rows = source[source["config"] == ans.config] if len(source) else source
         causes = {lockstep: over_ceiling_cause(rows, lockstep) if len(rows) else "" for lockstep in (True, False)}
