@@ -34,6 +34,10 @@ over the ceiling's own speedup: the synchronized ceiling measured in the same pa
 else the target machine's (``--machine``: a reference run of that machine, its paired ceiling at the same
 workload and worker count), else ``workers`` (an ideal machine: said in the output).
 
+Beside each share, the **Amdahl share** (`amdahl_shares`): serial's measured Amdahl bound over the workers, the
+most of the ceiling any round that keeps serial's server part serial reaches at the copies' speed per core; a share
+above it is flagged (`amdahl_check`).
+
 Rows without the CPU column (runs before it existed) are not used: their wall-time parts are inflated wherever
 processes outnumbered cores, and in those runs process 0's work also held the time the harness's clock spent
 inside its reaction (a paired job's pauses between blocks, reports between repetitions), up to 20 times its
@@ -313,6 +317,50 @@ def serial_check(skew: tuple[float, float, float, int] | None, source: str, pred
             f"{at_typical}")
 
 
+#: a share this far above the Amdahl share is flagged (`amdahl_check`): serial's server part is measured between
+#: its own steps, so the bound is an estimate, not a law
+AMDAHL_SLACK = 0.10
+
+
+def amdahl_shares(rows: pd.DataFrame) -> dict[tuple[str, int, int], float]:
+    """Per (workload, bank, workers): the highest share of the synchronized ceiling a synchronized orchestration
+    can reach at the ceiling's per-core speed, serial's Amdahl bound at ``workers`` over ``workers`` (its rows'
+    ``amdahl_bound``, median).
+
+    Why: the ceiling runs ``workers`` copies of serial's whole round, so at its copies' speed per core it is
+    ``workers`` x serial; an orchestration of one job keeps the server's part of the round (scatter, the gather's
+    fold, the env a marl server steps, dqn's learner) serial and at best splits the steps evenly, so it reaches at
+    most (server + steps) / (server + steps / workers) x serial. Where the server's part is large next to one
+    worker's share of the steps (marl: about 16 us against 24 us per agent here), no runtime reaches a share the
+    bound does not hold; a share above it means the orchestration's server part cost less than serial's, or its
+    cores ran faster than the copies' (fewer of them busy), which `amdahl_check` says.
+    """
+    out = {}
+    serial = rows[_serial_mask(rows)]
+    for (scenario, bank, workers), g in serial.groupby(["scenario", "num_envs", "workers"]):
+        bound = _extra_median(g, "amdahl_bound")
+        if np.isfinite(bound) and workers:
+            out[(str(scenario), int(bank), int(workers))] = bound / float(workers)
+    return out
+
+
+def amdahl_check(shares: Iterable[tuple[str, float | None, float]]) -> str:
+    """The line that flags a share above its Amdahl share (`amdahl_shares`) by more than `AMDAHL_SLACK`, with what
+    it means; "" where none is.
+
+    Args:
+        shares: ``(what, share, its Amdahl share)``: the measured share with its source's, the predicted one with
+            the run's.
+    """
+    above = [f"{what} share {share:.2f} (Amdahl share {bound:.2f})" for what, share, bound in shares
+             if share is not None and np.isfinite(share) and np.isfinite(bound) and share > bound * (1 + AMDAHL_SLACK)]
+    if not above:
+        return ""
+    return (f"the {' and the '.join(above)} {'are' if len(above) > 1 else 'is'} above what a round that keeps serial's "
+            "server part serial allows at the copies' speed per core: the reactor's server part cost less than "
+            "serial's, or its cores ran faster than the ceiling's copies")
+
+
 def serial_round_us(serial: pd.DataFrame) -> float:
     """Serial's round in microseconds of CPU time (its rows' ``tree_cpu_ms_per_unit``: like the reactor's costs,
     not inflated by other load on the host), median over its rows; wall time where no row has the CPU time.
@@ -382,6 +430,7 @@ def predict_rows(rows: pd.DataFrame, machine: pd.DataFrame | None = None) -> pd.
     skews = {"run": serial_skews(rows), "machine": serial_skews(machine) if machine is not None else {}}
     ref_share = measured_share_intervals(machine) if machine is not None else {}
     run_interval = measured_share_intervals(rows)
+    run_amdahl, ref_amdahl = amdahl_shares(rows), amdahl_shares(machine) if machine is not None else {}
     lines = []
     for (scenario, bank, workers), g in reactor.groupby(["scenario", "num_envs", "workers"]):
         key = (str(scenario), int(bank), int(workers))
@@ -420,6 +469,11 @@ def predict_rows(rows: pd.DataFrame, machine: pd.DataFrame | None = None) -> pd.
         excess = ceiling_excess(serial[serial["workers"] == workers], rows[at & _capacity_mask(rows)], int(workers),
                                 run_ceiling[key]) if key in run_ceiling else ""
         predicted = speedup / ceiling if ceiling > 0 else np.nan
+        # this code's own serial part (the run's serial rows) before the target machine's (other code, perhaps);
+        # the measured share is checked against its own source's
+        amdahl, amdahl_from = ((run_amdahl[key], "run") if key in run_amdahl else
+                               (ref_amdahl[key], "machine") if key in ref_amdahl else (np.nan, "-"))
+        measured_amdahl = (ref_amdahl if machine is not None else run_amdahl).get(key, np.nan)
         lines.append({
             "workload": key[0], "bank": key[1], "workers": key[2],
             "measured_share": measured, "predicted_share": predicted,
@@ -437,6 +491,8 @@ def predict_rows(rows: pd.DataFrame, machine: pd.DataFrame | None = None) -> pd.
             "ceiling_check": excess,
             "serial_skew": skews.get(ceiling_from, {}).get(key, (np.nan,))[0],
             "serial_check": serial_check(skews.get(ceiling_from, {}).get(key), ceiling_from, predicted),
+            "amdahl_share": amdahl, "amdahl_from": amdahl_from,
+            "amdahl_check": amdahl_check([("measured", measured, measured_amdahl), ("predicted", predicted, amdahl)]),
         })
     out = pd.DataFrame(lines)
     if not out.empty:
@@ -510,23 +566,24 @@ def summary_line(table: pd.DataFrame) -> str:
 
 def format_lines(table: pd.DataFrame) -> str:
     """``workload workers measured_share predicted_share`` per line (measured ``-`` where there is no paired
-    ceiling), then the error, the measured share's interval (and whether the prediction lies in it) and what the
-    prediction used; then `summary_line`, any ceiling or serial check, and whether the target machine's rows are of
+    ceiling), then the error, the measured share's interval (and whether the prediction lies in it), what the
+    prediction used and the Amdahl share; then `summary_line`, any ceiling, serial or Amdahl check, and whether the target machine's rows are of
     other code than the run's (`predict_run`)."""
     def num(x: Any, fmt: str) -> str:
         return "-" if x is None or (isinstance(x, float) and np.isnan(x)) else format(x, fmt)
 
     out = ["workload workers measured_share predicted_share  error measured_95%  predicted_round_us serial_round_us "
-           "predicted_speedup ceiling_speedup(from) handoff_us(from) inflation(from)"]
+           "predicted_speedup ceiling_speedup(from) handoff_us(from) inflation(from) amdahl_share(from)"]
     for r in table.to_dict("records"):
         out.append(f"{r['workload']} {r['workers']} {num(r['measured_share'], '.2f')} "
                    f"{num(r['predicted_share'], '.2f')}  {num(r['error'], '+.0%')} {_measured_interval(r)}  "
                    f"{num(r['predicted_round_us'], '.1f')} {num(r['serial_round_us'], '.1f')} "
                    f"{num(r['predicted_speedup'], '.2f')} {r['ceiling_speedup']:.2f}({r['ceiling_from']}) "
                    f"{num(r['handoff_us'], '.1f')}({r['handoff_from']}) "
-                   f"{num(r.get('inflation'), '.2f')}({r.get('inflation_from', '-')})")
+                   f"{num(r.get('inflation'), '.2f')}({r.get('inflation_from', '-')}) "
+                   f"{num(r.get('amdahl_share'), '.2f')}({r.get('amdahl_from', '-')})")
     checks = [f"{r['workload']} {r['workers']}: {r[check]}" for r in table.to_dict("records")
-              for check in ("ceiling_check", "serial_check") if r.get(check)]
+              for check in ("ceiling_check", "serial_check", "amdahl_check") if r.get(check)]
     summary = summary_line(table)
     note = table.attrs.get("commit_note")
     return "\n".join(out + ([summary] if summary else []) + checks + ([note] if note else []))

@@ -34,12 +34,13 @@ def _num(x: Any, fmt: str) -> str:
 
 def scaling_table(frame: pd.DataFrame) -> Table:
     header = ["workload", "workers", "reactor / serial", "sync ceiling / serial", "share of the ceiling",
-              "predicted share", "predicted round (us)", "hand-off (us, from)", "cache inflation (from)"]
+              "predicted share", "Amdahl share", "predicted round (us)", "hand-off (us, from)",
+              "cache inflation (from)"]
     rows = [[r["workload"], str(r["workers"]), _num(r["measured_speedup"], ".2f")
              + (f" (serial {r['serial_skew']:.2f}x its median)" if r.get("serial_check") else ""),
              f"{r['ceiling_speedup']:.2f}" + ("" if r["ceiling_from"] == "run" else f" ({r['ceiling_from']})")
              + (f" (above {r['workers']} copies)" if r.get("ceiling_check") else ""),
-             _num(r["measured_share"], ".2f"), _num(r["predicted_share"], ".2f"),
+             _num(r["measured_share"], ".2f"), _num(r["predicted_share"], ".2f"), _num(r.get("amdahl_share"), ".2f"),
              _num(r["predicted_round_us"], ".0f"), f"{_num(r['handoff_us'], '.1f')} ({r['handoff_from']})",
              f"{_num(r.get('inflation'), '.2f')} ({r.get('inflation_from', '-')})"]
             for r in frame.to_dict("records")]
@@ -82,6 +83,11 @@ def scaling_plots(rep: Report) -> list[Plot]:
     return [] if frame.empty else [scaling_plot(frame)]
 
 
+def _check_lines(frame: pd.DataFrame, check: str) -> list[str]:
+    """One sentence per line of ``frame`` whose ``check`` column (`predict_rows`) says something."""
+    return [f"{r['workload']} at {r['workers']} workers: {r[check]}." for r in frame.to_dict("records") if r.get(check)]
+
+
 def scaling_sections(rep: Report) -> list[Section]:
     """The scaling section (its table, and its figure where one was drawn), or none for a run without a
     scaling curve."""
@@ -94,16 +100,18 @@ def scaling_sections(rep: Report) -> list[Section]:
              "share predicted for a core per process from the rows' per-process CPU time per round (divided by "
              "its cache inflation where processes outnumbered cores) and the "
              "breakdown's hand-off (docs/report.md, \"The scaling prediction\"; `python -m harness.report "
-             "--predict`).")
-    checks = [f"{r['workload']} at {r['workers']} workers: {r['ceiling_check']}." for r in frame.to_dict("records")
-              if r.get("ceiling_check")]
+             "--predict`), and the Amdahl share: serial's Amdahl bound over the workers, the most a round that keeps "
+             "serial's server part serial reaches at the copies' speed per core.")
+    checks = _check_lines(frame, "ceiling_check")
     if checks:  # more than k copies can give: a bug until a breakdown explains it (the rows' CPU columns)
         intro += " A ceiling above its copies is not a ceiling: " + " ".join(checks)
-    skewed = [f"{r['workload']} at {r['workers']} workers: {r['serial_check']}." for r in frame.to_dict("records")
-              if r.get("serial_check")]
+    skewed = _check_lines(frame, "serial_check")
     if skewed:  # the same serial work at another speed in one job: every ratio over serial there moves with it
         intro += (" Serial does the same work at every worker count; where one job's ran away from its median, every "
                   "speedup over it in that job moves with it (the share of the ceiling does not): " + " ".join(skewed))
+    above = _check_lines(frame, "amdahl_check")
+    if above:  # a share past what the serial part allows: a bug until the CPU columns explain it
+        intro += " " + " ".join(above)
     out = [Section("Scaling", intro, scaling_table(frame), key="scaling")]
     if content:
         out.append(Section("Scaling: the curve", "", content, key="scaling-figure"))

@@ -172,6 +172,10 @@ def test_a_many_core_run_s_report_opens_with_its_scaling_curve_after_the_answer(
     assert cells[("atari", "8")][2].endswith("(serial 1.40x its median)")
     assert not cells[("atari", "4")][2].endswith("its median)")
     assert "atari at 8 workers: the run's serial ran 1.40x its median over its 5 paired jobs" in parts[1].intro
+    # the Amdahl share from the run's own serial rows: marl's server part (30 us a round there, against 42 us per
+    # agent) leaves 0.62 at 16 workers, of which the reactor reached 0.58; atari's 0.49 lies above its 0.44
+    assert table.header[6] == "Amdahl share" and cells[("marl", "16")][6] == "0.62"
+    assert "atari at 16 workers: the measured share 0.49 (Amdahl share 0.44) is above" in parts[1].intro
 
 
 def _ceiling_rows(serial_extra, ceiling_extra, ceiling_throughput):
@@ -249,3 +253,44 @@ def test_a_prediction_against_a_machine_whose_rows_are_of_other_code_says_so():
     assert note.startswith("the machine's rows are of commit 9e82d043 (dirty), this run's of ")
     assert all(c in note for c in commits(load_results([run]).rows))
     assert "rows are of commit" not in format_lines(predict_run([machine], [machine]))
+
+
+def test_each_share_is_read_against_the_amdahl_share_serial_s_server_part_allows_and_a_share_above_it_is_flagged():
+    """Serial's rows carry its Amdahl bound at their worker count (its server part kept serial, its steps split):
+    over the workers it is the most of the synchronized ceiling a synchronized round reaches at the copies' speed per
+    core. The prediction reads the run's; a measured share from the target machine is checked against that
+    machine's own."""
+    from harness.report.predict import amdahl_shares, format_lines
+
+    def rows(bound, share):
+        out = []
+        for cycle in range(6):
+            out.append(_row("serial", "-", 4, cycle, 1000.0, {"tree_cpu_ms_per_unit": 1.0, "amdahl_bound": bound}))
+            out.append(_row("capacity", "lockstep", 4, cycle, 4000.0))
+            out.append(_row("reactor", "processes-max1024", 4, cycle, 4000.0 * share,
+                            _costs([1300, 1000, 1000, 1000], 6.0), cpu_count=4))
+        return pd.DataFrame(out)
+
+    assert amdahl_shares(rows(3.0, 0.6)) == {("gym", 4, 4): pytest.approx(0.75)}
+    line = predict_rows(rows(3.0, 0.6)).iloc[0]
+    assert line["amdahl_share"] == pytest.approx(0.75) and line["amdahl_from"] == "run"
+    # measured 0.6 and predicted 4000 / 1306 / 4 = 0.77: within 10% of 0.75, nothing said
+    assert line["predicted_share"] == pytest.approx(4000 / 1306 / 4) and line["amdahl_check"] == ""
+    assert format_lines(predict_rows(rows(3.0, 0.6))).splitlines()[1].endswith(" 0.75(run)")
+    # a server part of half a round: 2.0 / 4 = 0.5, below both shares: each is flagged, with what it means
+    check = predict_rows(rows(2.0, 0.6)).iloc[0]["amdahl_check"]
+    assert check.startswith("the measured share 0.60 (Amdahl share 0.50) and the predicted share 0.77 (Amdahl share "
+                            "0.50) are above")
+    assert "cost less than serial's, or its cores ran faster" in check
+    assert "gym 4: the measured share 0.60" in format_lines(predict_rows(rows(2.0, 0.6)))
+    # against a machine: its measured share against its own serial's bound, the prediction against the run's
+    machine = rows(2.0, 0.6)
+    run = rows(3.6, 0.6)
+    run = run[run["backend"] != "capacity"]  # no paired ceiling in the run: the machine's is used
+    line = predict_rows(run, machine).iloc[0]
+    assert line["amdahl_share"] == pytest.approx(0.9) and line["amdahl_from"] == "run"
+    assert line["amdahl_check"].startswith("the measured share 0.60 (Amdahl share 0.50) is above")
+    # serial rows without the bound (recorded with breakdown=false): no Amdahl share, nothing flagged
+    bare = rows(np.nan, 0.9)
+    line = predict_rows(bare).iloc[0]
+    assert np.isnan(line["amdahl_share"]) and line["amdahl_from"] == "-" and line["amdahl_check"] == ""
