@@ -40,6 +40,7 @@ events, its actions, its context), and one reactor's reactions never share a lev
 """
 cimport cython
 from libc.stdlib cimport malloc, realloc, free
+from libc.string cimport memset
 from libc.stdint cimport int64_t, uint64_t
 from posix.time cimport clock_gettime, timespec, CLOCK_MONOTONIC, CLOCK_THREAD_CPUTIME_ID
 from cpython.ref cimport PyObject, Py_INCREF, Py_DECREF, Py_REFCNT

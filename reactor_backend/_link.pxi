@@ -3,8 +3,10 @@
 cdef extern from *:
     """
     static inline void rb_link_store64(int64_t *p, int64_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
+    static inline int64_t rb_link_load64_acq(int64_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
     """
     void rb_link_store64(int64_t *p, int64_t v) nogil
+    int64_t rb_link_load64_acq(int64_t *p) nogil
 
 cdef inline int64_t _mono_ns() noexcept nogil:
     """``time.perf_counter_ns()`` (CLOCK_MONOTONIC) without a Python call."""
@@ -33,11 +35,14 @@ cdef class ProcessLink:
     collective physical waits of slow mode. The protocol itself (what is written, published, waited
     for and read at each level) is the executor's: see processes.py.
 
-    ``meetings``: per level (a tuple indexed by level), None or ``(flush, publish, wait, imports)``:
+    ``meetings``: per level (a tuple indexed by level), None or ``(flush, publish, wait, imports, pending)``:
     ``flush`` the ``(root port, _codec.SlotHotWriter)`` pairs this process writes there, ``publish`` whether
-    it publishes its position, ``wait`` the ranks it waits for, ``imports`` the ``(root port,
-    _codec.SlotHotReader)`` pairs it reads (the slot ends' compiled halves, called without a Python call:
-    process 0 reads every other process's results at a round's gather). ``barrier``: the process's ``_sync.Barrier``. ``timed``: keep the
+    it publishes its position, ``wait`` the ranks it waits for, ``imports`` per rank of ``wait`` the address
+    of its progress word (`_sync.Barrier.progress_address`) and the ``(root port, _codec.SlotHotReader)`` pairs
+    it reads from that rank (the slot ends' compiled halves, called without a Python call: process 0 reads
+    every other process's results at a round's gather), ``pending`` a bytearray of ``len(wait)`` bytes (the
+    meeting's scratch: which ranks it has not read yet). Each rank's slots are read as soon as it has arrived,
+    in whatever order they arrive, so only the last arrival's reads follow the last arrival. ``barrier``: the process's ``_sync.Barrier``. ``timed``: keep the
     breakdown's accumulators (ns) ``work``, ``transport`` and ``wait``, and store them with the loop
     time and the tag count into the barrier's counters (from ``counter_slot``: five int64 words, stored
     directly through ``barrier.counters_address()``, no Python call per tag; the barrier keeps the sixth,
@@ -99,13 +104,17 @@ cdef class ProcessLink:
 
     cdef int meet(self, uint64_t epoch, Py_ssize_t level) except -1:
         """The meeting of this level (once per tag): write the slots this process owns there, publish
-        and wait as planned, then deliver what it reads (``_set`` triggers the local readers)."""
+        as planned, then read each rank's slots as soon as it has arrived (``_set`` triggers the local
+        readers), waiting (`_sync.Barrier.wait_any`) only while none of the rest has."""
         cdef object m
-        cdef tuple pair, wait
+        cdef tuple pair, wait, imports, group
+        cdef bytearray pending
+        cdef char *pend
         cdef Port root
         cdef SlotHotReader reader
-        cdef bint publish
-        cdef int64_t t0 = 0, t1 = 0, t2 = 0
+        cdef Py_ssize_t g, n, left
+        cdef int64_t position = 0
+        cdef int64_t t0 = 0, t1 = 0
         if level >= len(self.meetings):
             return 0
         m = self.meetings[level]
@@ -117,22 +126,51 @@ cdef class ProcessLink:
             root = <Port> pair[0]
             if root.is_present:
                 (<SlotHotWriter> pair[1]).write(root.value, epoch)
-        publish = m[1]
         wait = <tuple> m[2]
+        n = len(wait)
+        if m[1] or n:
+            position = self._meeting_position(epoch, level)
+        if m[1]:  # its time and CPU (a wake-up of sleepers) counted as a wait's, as `wait_any`'s below
+            t1 = _mono_ns() if self.timed else 0
+            self.barrier.sync(position, True, ())
+            t0 += self._waited(t1)
+        if n:
+            imports = <tuple> m[3]
+            pending = <bytearray> m[4]
+            pend = pending
+            memset(pend, 1, n)
+            left = n
+            while True:
+                for g in range(n):
+                    if not pend[g]:
+                        continue
+                    group = <tuple> imports[g]
+                    if rb_link_load64_acq(<int64_t *> <size_t> group[0]) < position:
+                        continue
+                    pend[g] = 0
+                    left -= 1
+                    for pair in <tuple> group[1]:
+                        reader = <SlotHotReader> pair[1]
+                        if reader.round() == <int64_t> epoch:
+                            (<Port> pair[0])._set(reader.read())
+                if left == 0:
+                    break
+                t1 = _mono_ns() if self.timed else 0
+                self.barrier.wait_any(position, wait, pending)  # its CPU counted by the barrier (``wait_cpu_ns``)
+                t0 += self._waited(t1)
         if self.timed:
-            t1 = _mono_ns()
-        if publish or wait:  # its CPU counted by the barrier (``wait_cpu_ns``)
-            self.barrier.sync(self._meeting_position(epoch, level), publish, wait)
-        if self.timed:
-            t2 = _mono_ns()
-        for pair in <tuple> m[3]:
-            reader = <SlotHotReader> pair[1]
-            if reader.round() == <int64_t> epoch:
-                (<Port> pair[0])._set(reader.read())
-        if self.timed:
-            self.transport += (t1 - t0) + (_mono_ns() - t2)
-            self.wait += t2 - t1
+            self.transport += _mono_ns() - t0
         return 0
+
+    cdef inline int64_t _waited(self, int64_t t1):
+        """A wait that began at ``t1`` (timed) ended now: its time into ``wait``; returns it, to take out of
+        the transport the meeting is timing (0 untimed)."""
+        cdef int64_t d
+        if not self.timed:
+            return 0
+        d = _mono_ns() - t1
+        self.wait += d
+        return d
 
     cdef tuple reduce(self, uint64_t epoch, uint64_t tags, int64_t t, int64_t m, int64_t st, int64_t sm):
         """The tag-advance reduction of fast mode: the minima over all processes of the next event tag

@@ -44,6 +44,7 @@ event arrives)::
     then  free space for the caller
 """
 from libc.stdint cimport int32_t, int64_t
+from libc.stdlib cimport free, malloc
 from cpython.exc cimport PyErr_CheckSignals
 
 include "_futex.pxi"
@@ -138,8 +139,17 @@ def split_position(long long position):
     return epoch, "level", place - 1
 
 
-cdef inline bint _reached(int32_t *gen, int32_t old, int64_t *prog, int64_t position) nogil:
-    """The condition ``Barrier._wait`` waits for: a progress word at ``position``, or a changed generation."""
+cdef inline bint _reached(int32_t *gen, int32_t old, int64_t *prog, int64_t position, int64_t **many,
+                          const char *pending, Py_ssize_t n) noexcept nogil:
+    """The condition ``Barrier._wait`` waits for: any of ``many`` progress words whose ``pending`` byte is set at
+    ``position`` (``many`` not NULL: `Barrier.wait_any`), else the progress word ``prog`` at ``position``, or a
+    changed generation."""
+    cdef Py_ssize_t g
+    if many != NULL:
+        for g in range(n):
+            if pending[g] and rb_load64(many[g]) >= position:
+                return 1
+        return 0
     if prog != NULL:
         return rb_load64(prog) >= position
     return rb_load32(gen) != old
@@ -183,6 +193,7 @@ cdef class Barrier:
     cdef public bint count_cpu
     cdef long long _cpu[2]
     cdef bint _own
+    cdef int64_t **_many  # `wait_any`'s progress words (nproc pointers)
 
     def __cinit__(self, buf, int nproc, int index, check=None, waiting=None):
         cdef char[::1] view = buf
@@ -190,6 +201,9 @@ cdef class Barrier:
             raise ValueError("need 0 <= index < nproc")
         if view.shape[0] < control_size(nproc):
             raise ValueError("control buffer too small")
+        self._many = <int64_t **> malloc(nproc * sizeof(int64_t *))
+        if self._many == NULL:
+            raise MemoryError()
         self._buf = buf
         self._base = &view[0]
         self._stop = <int32_t *>(self._base + OFF_STOP)
@@ -245,6 +259,9 @@ cdef class Barrier:
         self.count_cpu = 0
         self._cpu[0] = 0   # ``wait_cpu_ns``
         self._cpu[1] = -1  # the CPU clock as the last `reduce_at` read it on leaving, -1: not read there
+
+    def __dealloc__(self):
+        free(self._many)
 
     @property
     def handoff_counter(self) -> int:
@@ -340,9 +357,10 @@ cdef class Barrier:
 
     # ---- waiting ---------------------------------------------------------------------------
     cdef int _wait(self, int32_t *gen, int32_t old, int64_t *prog, int64_t position, int32_t *seq,
-                   int32_t *waiters) except -1:
+                   int32_t *waiters, int64_t **many=NULL, const char *pending=NULL, Py_ssize_t n=0) except -1:
         """Wait until ``*gen != old`` (``prog`` NULL: the generation barrier) or ``*prog >= position``
-        (a progress word); raise on stop/check. Spin, then yield, then sleep in FUTEX_WAIT on
+        (a progress word), or with ``many`` until any of its ``n`` progress words whose ``pending`` byte is set is
+        at ``position``; raise on stop/check. Spin, then yield, then sleep in FUTEX_WAIT on
         ``seq`` (the word whose change announces progress: ``gen`` itself, or the process's
         sequence word), announcing the sleep in ``waiters`` first so the publisher knows to wake it
         (Dekker handshake: announce, re-read ``seq``, re-check, sleep on the value read). With ``count_cpu``
@@ -361,7 +379,7 @@ cdef class Barrier:
         cdef long long t_prev
         cdef bint yielded = 0
         cdef int32_t s
-        cdef bint done = _reached(gen, old, prog, position)
+        cdef bint done = _reached(gen, old, prog, position, many, pending, n)
         if done:
             return 0
         with nogil:
@@ -370,7 +388,7 @@ cdef class Barrier:
             t_prev = t_w0
             for i in range(spins):
                 rb_pause()
-                if _reached(gen, old, prog, position):
+                if _reached(gen, old, prog, position, many, pending, n):
                     done = 1
                     break
             if not done:
@@ -380,7 +398,7 @@ cdef class Barrier:
                     c_w0 = rb_thread_cpu_ns()  # it lost its core while spinning: the CPU clock from here
                 t_prev = t0
                 while True:
-                    if _reached(gen, old, prog, position):
+                    if _reached(gen, old, prog, position, many, pending, n):
                         done = 1
                         break
                     now = rb_now_ns()
@@ -424,10 +442,10 @@ cdef class Barrier:
             with nogil:
                 rb_add32(waiters, 1)
                 s = rb_load32(seq)
-                done = _reached(gen, old, prog, position)
+                done = _reached(gen, old, prog, position, many, pending, n)
                 if not done:
                     rb_futex_wait(seq, s, slice_ns)
-                    done = _reached(gen, old, prog, position)
+                    done = _reached(gen, old, prog, position, many, pending, n)
                 rb_add32(waiters, -1)
             if done:
                 if count:
@@ -534,16 +552,20 @@ cdef class Barrier:
         """Wait until process ``p``'s progress is at least ``position`` (raise on stop/check); with
         ``stamp`` on, a wait that had to wait adds its hand-off latency to ``handoff_ns``."""
         cdef int64_t *prog = self._progress(p)
-        cdef int64_t *e
-        cdef int64_t now, pos, pos2, t, first = NEVER, t_first = 0
-        cdef bint older = 0
-        cdef int k
         if rb_load64(prog) >= position:
             return 0
         self._wait(NULL, 0, prog, position, self._seq(p), self._pwaiters(p))
-        if not self.stamp:
-            return 0
-        now = rb_now_ns()
+        if self.stamp:
+            self._count_handoff(p, position)
+        return 0
+
+    cdef void _count_handoff(self, int p, int64_t position) noexcept:
+        """A wait for process ``p`` to reach ``position`` had to wait and just saw it: add the hand-off (from the
+        publish to now) to ``handoff_ns``."""
+        cdef int64_t *e
+        cdef int64_t now = rb_now_ns(), pos, pos2, t, first = NEVER, t_first = 0
+        cdef bint older = 0
+        cdef int k
         # the first publish at or past ``position`` is the one this wait waited for; it is known
         # exactly when the ring still holds an earlier one (otherwise the partner published more than
         # STAMPS times since: not counted rather than guessed)
@@ -563,7 +585,54 @@ cdef class Barrier:
             self.handoffs += 1
             if self._handoff_counter >= 0:
                 rb_store64_rel(&self._counters[self.index * COUNTERS + self._handoff_counter], self.handoff_ns)
-        return 0
+
+    def wait_any(self, long long position, tuple ranks, bytearray pending) -> None:
+        """Wait until at least one of the processes ``ranks[g]`` whose ``pending[g]`` is nonzero published a
+        position >= ``position`` (none pending, or one there already: return at once). Raises ``Aborted`` on stop.
+
+        Why: a meeting that reads several processes' slots (process 0 gathering a bank) reads each process's as
+        soon as it is there (`_core.ProcessLink.meet`), so that only the last one's read follows the last
+        arrival; waiting for them one after another would leave every read after it. The futex phase sleeps on
+        the first pending process's word (a later one's publish is seen when that sleep's slice ends or the first
+        publishes); with a core per process the wait spins and yields, checking them all."""
+        cdef Py_ssize_t n = len(ranks), g, first = -1
+        cdef const char *pend
+        cdef long long c
+        cdef int p
+        if len(pending) < n:
+            raise ValueError("pending is shorter than ranks")
+        pend = pending
+        for g in range(n):
+            p = <int> ranks[g]
+            if p < 0 or p >= self.nproc:
+                raise IndexError(p)
+            self._many[g] = self._progress(p)
+            if pend[g] and first < 0:
+                first = g
+        if first < 0 or _reached(NULL, 0, NULL, position, self._many, pend, n):
+            return
+        c = self._outer_cpu()
+        if rb_load32(self._stop) != 0:
+            raise Aborted(rb_load32(self._stop))
+        p = <int> ranks[first]
+        self._wait(NULL, 0, NULL, position, self._seq(p), self._pwaiters(p), self._many, pend, n)
+        if self.stamp:
+            for g in range(n):
+                if pend[g] and rb_load64(self._many[g]) >= position:
+                    self._count_handoff(<int> ranks[g], position)
+                    break
+        if c >= 0:
+            self._cpu[0] += rb_thread_cpu_ns() - c
+        if rb_load32(self._stop) != 0:
+            raise Aborted(rb_load32(self._stop))
+
+    def progress_address(self, int p) -> int:
+        """The address of process ``p``'s progress word: for compiled code that checks, without a Python call,
+        which of several processes has arrived (`_core.ProcessLink.meet`; read with acquire or stronger
+        ordering); valid while this barrier's buffer is mapped."""
+        if p < 0 or p >= self.nproc:
+            raise IndexError(p)
+        return <size_t> self._progress(p)
 
     def progress(self, int p) -> int:
         """Process ``p``'s published position."""

@@ -357,16 +357,16 @@ class ProcessExecutor(Executor):
             p.delayed = self._delayed[p.id] if own is None or own == rank else ()
             p.lender = None
         flush: dict[int, list] = {}
-        imports: dict[int, list] = {}
+        imports: dict[tuple[int, int], list] = {}  # (level, owner) -> what I read from it there
         for slot, root, b, own, readers in plan.exports:
             if own == rank:
                 writer = self.slots.writer(slot)
                 root.lender = writer.lend  # Port.lend: the value is built in the slot (zero-copy output)
                 flush.setdefault(b, []).append((root, writer))
             elif rank in readers:
-                imports.setdefault(b, []).append((root, self.slots.reader(slot, copy=self.copy_arrays)))
-        # per meeting level: (what I write, publish my position?, ranks I wait for, what I read)
-        self._meet = {b: (tuple(flush.get(b, ())), publish, wait, tuple(imports.get(b, ())))
+                imports.setdefault((b, own), []).append((root, self.slots.reader(slot, copy=self.copy_arrays)))
+        # per meeting level: (what I write, publish my position?, ranks I wait for, what I read from each of them)
+        self._meet = {b: (tuple(flush.get(b, ())), publish, wait, tuple(tuple(imports[b, w]) for w in wait))
                       for b, (publish, wait) in plan.meetings(rank).items()}
 
     def _link(self, barrier: _sync.Barrier) -> None:
@@ -377,7 +377,7 @@ class ProcessExecutor(Executor):
         barrier.count_cpu = self.breakdown is not None  # the CPU of its waits counted: the breakdown's ``cpu``
         if self.breakdown is not None:  # the barrier keeps its hand-off total in the last breakdown counter
             barrier.handoff_counter = _C_BREAKDOWN + Breakdown.FIELDS.index("handoff")
-        self.link = ProcessLink(barrier, tuple(_compiled_ends(self._meet.get(b)) for b in range(levels)),
+        self.link = ProcessLink(barrier, tuple(_compiled_ends(self._meet.get(b), barrier) for b in range(levels)),
                                 self.breakdown is not None, self._fast_advance, _C_BREAKDOWN, NEVER,
                                 _meeting_position, _advance_position)
         self.core.link = self.link
@@ -584,7 +584,7 @@ class ProcessExecutor(Executor):
         its Python half, and a codec collected later by the garbage collector would release its
         buffer on the mapping in the wrong order (BufferError, printed as ignored)."""
         for flush, _publish, _wait, imports in getattr(self, "_meet", {}).values():
-            for _root, end in flush + imports:
+            for _root, end in flush + tuple(pair for group in imports for pair in group):
                 end.close()
 
     def _error_key(self, info: dict[str, Any]) -> tuple[int, int, int]:
@@ -606,15 +606,18 @@ class ProcessExecutor(Executor):
 _SCALARS = (type(None), bool, int, float, complex, str, bytes, np.generic)
 
 
-def _compiled_ends(meeting: tuple | None) -> tuple | None:
+def _compiled_ends(meeting: tuple | None, barrier: _sync.Barrier) -> tuple | None:
     """A level's meeting as the core runs it (``_core.ProcessLink``): each ``(root, slot end)`` pair with the
-    end's compiled half (``SlotWriter._hot``, ``SlotReader._hot``), which the core calls without a Python call;
-    the executor keeps the whole ends (``_meet``) to close them."""
+    end's compiled half (``SlotWriter._hot``, ``SlotReader._hot``), which the core calls without a Python call,
+    what it reads grouped by the rank it waits for with that rank's progress word (the core reads each rank's
+    slots as soon as it arrives), and the meeting's scratch bytes; the executor keeps the whole ends (``_meet``)
+    to close them."""
     if meeting is None:
         return None
     flush, publish, wait, imports = meeting
-    return (tuple((root, end._hot) for root, end in flush), publish, wait,
-            tuple((root, end._hot) for root, end in imports))
+    groups = tuple((barrier.progress_address(w), tuple((root, end._hot) for root, end in group))
+                   for w, group in zip(wait, imports))
+    return (tuple((root, end._hot) for root, end in flush), publish, wait, groups, bytearray(len(wait)))
 
 
 def _plain(v: Any, depth: int = 0) -> bool:

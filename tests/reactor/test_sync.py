@@ -326,6 +326,59 @@ def test_a_wait_counts_the_cpu_it_used_not_the_time_it_slept():
     assert waiter.wait_cpu_ns == before
 
 
+def test_wait_any_returns_once_any_pending_process_arrived_in_whatever_order():
+    """``wait_any(position, ranks, pending)`` returns as soon as one of the pending ranks has reached the
+    position, whichever it is: here the last rank, while the first waits for the waiter to see it (a meeting
+    reads each rank's slots as it arrives, not rank after rank), and with ``stamp`` on it counts that rank's
+    hand-off. Ranks not pending are not waited for; one already there, or nothing pending, returns at once."""
+    def body(rank, b):
+        b.stamp = True
+        if rank == 2:
+            b.publish(1)  # an earlier publish in its ring: the hand-off to position 2 is known exactly
+            time.sleep(0.05)
+            b.publish(2)
+            b.wait_for(0, 9)
+            return None
+        if rank == 1:
+            deadline = time.monotonic() + 30  # a wait_any that waited for rank 1 first fails below, not hangs
+            while b.progress(0) < 5 and time.monotonic() < deadline:
+                time.sleep(0.001)
+            b.publish(2)
+            b.wait_for(0, 9)
+            return None
+        b.wait_any(2, (1, 2), bytearray([1, 1]))
+        assert b.progress(2) >= 2 and b.progress(1) < 2  # rank 2 ended the wait; rank 1 has not arrived
+        assert b.handoffs == 1                            # the wait counted rank 2's hand-off
+        b.wait_any(2, (1, 2), bytearray([0, 1]))           # there already
+        b.wait_any(2, (1, 2), bytearray(2))                # nothing pending
+        b.publish(5)
+        b.wait_any(2, (1, 2), bytearray([1, 0]))
+        assert b.progress(1) >= 2
+        with pytest.raises(IndexError):
+            b.wait_any(2, (3,), bytearray([1]))
+        with pytest.raises(ValueError):
+            b.wait_any(2, (1, 2), bytearray(1))
+        b.publish(9)
+        return True
+
+    assert _fork_all(3, body)
+
+
+def test_stop_wakes_a_wait_for_any():
+    def body(rank, b):
+        if rank == 1:
+            time.sleep(0.05)
+            b.request_stop(42)
+            raise _sync.Aborted(42)
+        with pytest.raises(_sync.Aborted) as info:
+            b.wait_any(1, (1,), bytearray([1]))
+        assert info.value.code == 42
+        raise info.value
+
+    with pytest.raises(_sync.Aborted):
+        _fork_all(2, body)
+
+
 def test_stop_wakes_a_progress_waiter():
     def body(rank, b):
         if rank == 1:
