@@ -42,7 +42,9 @@ Meetings (static)
     (``core.epoch``, equal in all processes), and publishes its position (if it owns any), (2)
     waits only for the owners of the roots it imports at b to reach the same position, (3) reads
     every such root whose stamp is this tag and calls ``root._set(value)``, which sets presence,
-    fans out and triggers local reactions. So a writer never waits for its readers, and a process
+    fans out and triggers local reactions; (2) and (3) go owner by owner in the order the owners
+    arrive (``_sync.Barrier.wait_any``): a process gathering from many reads the early ones' slots
+    while it waits for the late ones. So a writer never waits for its readers, and a process
     with nothing to read at b does not wait at all.
     A slot is rewritten only at the same level of a later tag, after the writer passed the tag
     advance, which waits for every process to have finished the tag: a single buffer per slot
