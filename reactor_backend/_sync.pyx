@@ -18,7 +18,8 @@ process runs the same precomputed schedule and meets the others only here:
   waiter has announced itself (Dekker-style handshake on seq_cst atomics: no lost wake-ups).
 * Point-to-point progress (the executor's hot path): each process owns a 64-bit *progress* word
   that only grows (``publish``). A process that needs another's data waits only for that
-  process's progress to reach a position (``wait_for``), so a writer never waits for its readers
+  process's progress to reach a position (``wait_for``; ``wait_any``: until the first of several does, so
+  that a reader of many takes each one's data as it comes), so a writer never waits for its readers
   and processes with nothing to exchange at a level do not meet at all. ``reduce_at`` publishes a
   reduction cell with the position and waits for every process: the tag advance.
 * A shared stop word: the first process to fail (or the parent on interrupt) sets it with a
