@@ -250,7 +250,8 @@ class ReactorBackend(Backend):
     def metrics(self) -> dict[str, float]:
         """Per round since the last call, per worker process: microseconds of role work, transport,
         waiting, hand-off and other executor time (``bd_w<rank>_<part>_us``), and the CPU time its thread
-        used outside its waits (``bd_w<rank>_cpu_us``: not inflated when processes outnumber cores), and
+        used outside its waits (``bd_w<rank>_cpu_us``: not inflated when processes outnumber cores), the part
+        of its transport that overlapped a wait for a later arrival (``bd_w<rank>_overlap_us``), and
         the bank members each process steps (``bd_w<rank>_members``); processes executor only."""
         if self.breakdown is None or self._top is None:
             return {}
@@ -267,7 +268,7 @@ class ReactorBackend(Backend):
             out[f"bd_w{rank}_members"] = float(placed.count(rank))  # bank members this process steps
             before = prev[rank] if rank < len(prev) else {}
             delta = self.breakdown.parts({k: v - before.get(k, 0) for k, v in now.items()})
-            for part in (*self.breakdown.PARTS, "cpu"):
+            for part in (*self.breakdown.PARTS, "cpu", "overlap"):
                 out[f"bd_w{rank}_{part}_us"] = delta[part] / rounds / 1e3
         return out
 

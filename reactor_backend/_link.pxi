@@ -42,7 +42,8 @@ cdef class ProcessLink:
     it reads from that rank (the slot ends' compiled halves, called without a Python call: process 0 reads
     every other process's results at a round's gather), ``pending`` a bytearray of ``len(wait)`` bytes (the
     meeting's scratch: which ranks it has not read yet). Each rank's slots are read as soon as it has arrived,
-    in whatever order they arrive, so only the last arrival's reads follow the last arrival. ``barrier``: the process's ``_sync.Barrier``. ``timed``: keep the
+    in whatever order they arrive, so only the last arrival's reads follow the last arrival.
+    ``barrier``: the process's ``_sync.Barrier``. ``timed``: keep the
     breakdown's accumulators (ns) ``work``, ``transport`` and ``wait``, and store them with the loop
     time and the tag count into the barrier's counters (from ``counter_slot``: five int64 words, stored
     directly through ``barrier.counters_address()``, no Python call per tag; the barrier keeps the sixth,
@@ -52,7 +53,9 @@ cdef class ProcessLink:
     wall time of a wait that kept its core, the CPU clock from where it did not). Unlike the monotonic clock the
     CPU clock does not run while the process waits for a core, so ``cpu`` reads the same with 16 processes on
     2 cores as on 16. It is a system call (no vDSO path), so it is not read around every wait: reading it there
-    (six reads per round, two of them before a publish) lengthened every round's critical path.
+    (six reads per round, two of them before a publish) lengthened every round's critical path. The eighth,
+    ``overlap``: the part of ``transport`` spent reading ranks' slots while another rank of the same meeting had
+    not yet arrived (each such read overlapped the wait for it: with a core per process, off the critical path).
 
     ``exclude(ns, cpu_ns)``: time the caller spent inside a reaction on something that is not the round's
     work (the harness's clock between a paired job's blocks, its reports between repetitions) is taken out of
@@ -64,6 +67,7 @@ cdef class ProcessLink:
     cdef public bint fast
     cdef public int64_t work
     cdef public int64_t transport
+    cdef public int64_t overlap
     cdef public int64_t wait
     cdef public int64_t t_loop
     cdef public int64_t c_loop
@@ -88,7 +92,7 @@ cdef class ProcessLink:
         self.never = never
         self._meeting_position = meeting_position
         self._advance_position = advance_position
-        self.work = self.transport = self.wait = 0
+        self.work = self.transport = self.wait = self.overlap = 0
         self.cpu_wait = self.excluded = self.excluded_cpu = 0
         self.t_loop = _mono_ns()
         self.c_loop = _thread_cpu_ns()
@@ -96,7 +100,7 @@ cdef class ProcessLink:
         self._wait_cpu = NULL
         self.wait_cpu0 = 0
         if timed:
-            if counter_slot < 0 or counter_slot + 7 > 16:
+            if counter_slot < 0 or counter_slot + 8 > 16:
                 raise IndexError("counter slots out of range")
             self._ctr = (<int64_t *> <size_t> barrier.counters_address()) + counter_slot
             self._wait_cpu = <int64_t *> <size_t> barrier.wait_cpu_address()
@@ -112,9 +116,9 @@ cdef class ProcessLink:
         cdef char *pend
         cdef Port root
         cdef SlotHotReader reader
-        cdef Py_ssize_t g, n, left
+        cdef Py_ssize_t g, n, left, got
         cdef int64_t position = 0
-        cdef int64_t t0 = 0, t1 = 0
+        cdef int64_t t0 = 0, t1 = 0, t_sweep = 0
         if level >= len(self.meetings):
             return 0
         m = self.meetings[level]
@@ -141,6 +145,9 @@ cdef class ProcessLink:
             memset(pend, 1, n)
             left = n
             while True:
+                if self.timed:
+                    t_sweep = _mono_ns()
+                got = left
                 for g in range(n):
                     if not pend[g]:
                         continue
@@ -156,6 +163,8 @@ cdef class ProcessLink:
                 if left == 0:
                     break
                 t1 = _mono_ns() if self.timed else 0
+                if got != left:  # this sweep's reads overlapped the wait for the ones still to come
+                    self.overlap += t1 - t_sweep
                 self.barrier.wait_any(position, wait, pending)  # its CPU counted by the barrier (``wait_cpu_ns``)
                 t0 += self._waited(t1)
         if self.timed:
@@ -197,6 +206,7 @@ cdef class ProcessLink:
         rb_link_store64(self._ctr + 2, self.wait)
         rb_link_store64(self._ctr + 3, now - self.t_loop - self.excluded)
         rb_link_store64(self._ctr + 4, <int64_t> tags)
+        rb_link_store64(self._ctr + 7, self.overlap)
         rb_link_store64(self._ctr + 6, cpu_now - self.c_loop - self.cpu_wait - (self._wait_cpu[0] - self.wait_cpu0)
                         - self.excluded_cpu)
 

@@ -148,7 +148,7 @@ _meeting_position = _sync.meeting_position
 _advance_position = _sync.advance_position
 _C_REACTIONS = 0   # per-process counter slots in the control block
 _C_STATE = 1
-_C_BREAKDOWN = 2   # slots 2..8: the time breakdown (see Breakdown)
+_C_BREAKDOWN = 2   # slots 2..9: the time breakdown (see Breakdown)
 _INTERNAL = frozenset({"_ctx", "bank_index", "_bank_member", "_connections", "_banks", "_place_hint", "_name",
                        "_core", "_assembled", "_scope_mode", "_in_mode", "_enclosing_mode",
                        "_current_mode", "_mode_request", "_modes"})
@@ -176,11 +176,15 @@ class Breakdown:
     handoff + other == total``. ``cpu``: the CPU time the process's thread used outside its waits (work,
     transport and other, by ``CLOCK_THREAD_CPUTIME_ID``), which oversubscription does not inflate: with 16
     processes on 2 cores the wall-time parts include the time a process waited for a core, ``cpu`` does
-    not, so it is what a round would cost each process with a core of its own.
+    not, so it is what a round would cost each process with a core of its own. ``overlap``: the part of
+    ``transport`` spent reading one process's slots while another that the same meeting reads had not yet
+    arrived (a meeting reads each as it arrives): with a core per process it overlapped that wait, so the rest
+    of ``transport`` is what follows the last arrival (on fewer cores than processes the arrivals come in
+    time slices, and more of it overlaps than would with a core each).
     """
 
     #: the counters each process stores (slots from ``_C_BREAKDOWN``); ``wait`` there includes the hand-off
-    FIELDS = ("work", "transport", "wait", "total", "tags", "handoff", "cpu")
+    FIELDS = ("work", "transport", "wait", "total", "tags", "handoff", "cpu", "overlap")
     #: the disjoint parts of a snapshot's ``total``, in the order a report stacks them
     PARTS = ("work", "transport", "wait", "handoff", "other")
 

@@ -92,6 +92,42 @@ def test_cpu_counts_the_cpu_a_process_used_not_the_time_it_slept_or_waited():
         assert 10 * 2_000_000 <= part["cpu"] < 10 * 3_500_000, (rank, part)
 
 
+class Lagging(Reactor):
+    """Member 0 answers 30 ms after the scatter, member 1 at once."""
+
+    inp = Input()
+    out = Output()
+
+    @reaction(inp, effects=[out])
+    def step(self):
+        if self.bank_index == 0:
+            time.sleep(0.03)
+        self.out.set(self.bank_index)
+
+
+class Apart(Main):
+    """The server alone on process 0, its two members on processes 1 and 2."""
+
+    def __init__(self, rounds):
+        super().__init__(rounds, member=Lagging)
+        self.workers.place([1, 2])
+
+
+def test_a_meeting_reads_the_early_process_while_it_waits_for_the_late_one_and_counts_that_as_overlap():
+    """Process 0 gathers from processes 1 (30 ms late) and 2 (at once): it reads process 2's slot while it still
+    waits for process 1, and that read is ``overlap`` (part of its ``transport``); where it reads from one
+    process only, nothing overlaps."""
+    bd = Breakdown()
+    main = Apart(5)
+    run(main, executor="processes", workers=3, breakdown=bd)
+    assert main.srv.seen == [[0, 1]] * 5
+    w0 = bd.snapshot()[0]
+    assert 0 < w0["overlap"] <= w0["transport"], w0
+    bd = Breakdown()
+    run(Main(5, member=Lagging), executor="processes", workers=2, breakdown=bd)
+    assert [part["overlap"] for part in bd.snapshot()] == [0, 0]
+
+
 class Excluding(Srv):
     """A server that spends 5 ms of every round on something it takes out of the breakdown (as the harness's
     clock between a paired job's blocks, `backends.reactor.ReactorBackend.timer`)."""
@@ -142,8 +178,9 @@ def test_parts_of_a_difference_of_two_readings_are_never_negative():
     """A reading can catch another process between two of its stores (here: ``total`` already stored, ``wait``
     not yet), which inflates that reading's derived ``other``; the parts of the next interval, derived from the
     counters' own differences, stay at least 0 where the difference of derived parts would go below."""
-    torn = {"work": 100, "transport": 10, "wait": 50, "total": 300, "tags": 5, "handoff": 20, "cpu": 90}
-    later = {"work": 200, "transport": 20, "wait": 180, "total": 420, "tags": 10, "handoff": 30, "cpu": 180}
+    torn = {"work": 100, "transport": 10, "wait": 50, "total": 300, "tags": 5, "handoff": 20, "cpu": 90, "overlap": 0}
+    later = {"work": 200, "transport": 20, "wait": 180, "total": 420, "tags": 10, "handoff": 30, "cpu": 180,
+             "overlap": 5}
     naive_other = Breakdown.parts(later)["other"] - Breakdown.parts(torn)["other"]
     assert naive_other < 0  # what the rows carried before
     delta = Breakdown.parts({k: later[k] - torn[k] for k in later})
