@@ -587,7 +587,7 @@ cdef class Barrier:
             if self._handoff_counter >= 0:
                 rb_store64_rel(&self._counters[self.index * COUNTERS + self._handoff_counter], self.handoff_ns)
 
-    def wait_any(self, long long position, tuple ranks, bytearray pending) -> None:
+    def wait_any(self, long long position, tuple ranks not None, bytearray pending not None) -> None:
         """Wait until at least one of the processes ``ranks[g]`` whose ``pending[g]`` is nonzero published a
         position >= ``position`` (none pending, or one there already: return at once). Raises ``Aborted`` on stop.
 
@@ -600,8 +600,8 @@ cdef class Barrier:
         cdef const char *pend
         cdef long long c
         cdef int p
-        if len(pending) < n:
-            raise ValueError("pending is shorter than ranks")
+        if len(pending) < n or n > self.nproc:
+            raise ValueError(f"{n} ranks for {len(pending)} pending bytes and {self.nproc} processes")
         pend = pending
         for g in range(n):
             p = <int> ranks[g]

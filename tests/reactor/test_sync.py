@@ -358,6 +358,8 @@ def test_wait_any_returns_once_any_pending_process_arrived_in_whatever_order():
             b.wait_any(2, (3,), bytearray([1]))
         with pytest.raises(ValueError):
             b.wait_any(2, (1, 2), bytearray(1))
+        with pytest.raises(ValueError):
+            b.wait_any(2, (1, 2, 1, 2), bytearray(4))  # more ranks than processes
         b.publish(9)
         return True
 
