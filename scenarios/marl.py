@@ -231,13 +231,11 @@ class JointEnvServer(Server):
     def gather(self, results: Sequence[int]) -> None:
         actions = np.asarray(results, dtype=np.int64)
         obs, rewards, done = self.env.step(actions)
-        update = self._sum.update
-        update(actions)
-        update(obs)
-        update(rewards)
-        update(done)
-        if done:
-            update(self.env.joint)  # the first observation of the next episode
+        # the same bytes as one update per value, in one call (this gather is the round's serial part)
+        if done:  # with the first observation of the next episode
+            self._sum.update_many((actions, obs, rewards, done, self.env.joint))
+        else:
+            self._sum.update_many((actions, obs, rewards, done))
 
     def checksum(self) -> str:
         return self._sum.hexdigest()

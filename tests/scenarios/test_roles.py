@@ -215,6 +215,34 @@ def test_marl_spread_resets_after_max_cycles():
     assert costs["env_step_ms"] > 0 and costs["inference_ms"] > 0
 
 
+@pytest.mark.parametrize("env", [MarlEnv.synthetic, MarlEnv.simple_spread_v3])
+def test_marl_server_checksum_folds_each_value_in_order_resets_included(env):
+    """The server folds a round's actions, observation, rewards and done flag (and after a reset the next
+    episode's first observation) in one call: the same value as one ``update`` per value, in that order, so
+    checksums recorded before stay comparable. Checked against a twin env stepped with the same actions."""
+    from scenarios.checksum import RunningChecksum
+    from scenarios.marl import make_joint_env
+
+    cfg = MarlConfig(env=env, num_agents=3, max_cycles=5)
+    scenario = make_scenario(cfg, 0)
+    server = scenario.make_server()
+    twin, expected = make_joint_env(cfg, scenario.seed), RunningChecksum()
+    rng = np.random.default_rng(3)
+    resets = 0
+    for _ in range(12):
+        server.scatter()
+        actions = [int(a) for a in rng.integers(0, 5, 3)]
+        server.gather(actions)
+        obs, rewards, done = twin.step(np.asarray(actions, dtype=np.int64))
+        for value in (np.asarray(actions, dtype=np.int64), obs, rewards, done):
+            expected.update(value)
+        if done:
+            expected.update(twin.joint)
+            resets += 1
+    assert server.checksum() == expected.hexdigest()
+    assert resets == (2 if env == MarlEnv.simple_spread_v3 else 0)
+
+
 # ---- atari -------------------------------------------------------------------------------------------
 
 def test_atari_workers_deliver_full_frames_with_restricted_actions():
