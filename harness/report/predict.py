@@ -567,8 +567,8 @@ def summary_line(table: pd.DataFrame) -> str:
 def format_lines(table: pd.DataFrame) -> str:
     """``workload workers measured_share predicted_share`` per line (measured ``-`` where there is no paired
     ceiling), then the error, the measured share's interval (and whether the prediction lies in it), what the
-    prediction used and the Amdahl share; then `summary_line`, any ceiling, serial or Amdahl check, and whether the target machine's rows are of
-    other code than the run's (`predict_run`)."""
+    prediction used and the Amdahl share; then `summary_line`, any ceiling, serial or Amdahl check, and whether the
+    target machine's rows are of other code than the run's (`predict_run`)."""
     def num(x: Any, fmt: str) -> str:
         return "-" if x is None or (isinstance(x, float) and np.isnan(x)) else format(x, fmt)
 
