@@ -74,10 +74,10 @@ class Server(Reactor):
 
 
 class Star(Reactor):
-    def __init__(self, n=6, rounds=20):
+    def __init__(self, n=6, rounds=20, client=Client):
         super().__init__()
         self.server = Server(n, rounds)
-        self.clients = self.bank(Client, n, scale=3)
+        self.clients = self.bank(client, n, scale=3)
         self.connect(self.server.out, self.clients.inp, broadcast=True)
         self.connect(self.clients.out, self.server.ins)
 
@@ -94,6 +94,30 @@ def test_star_matches_inline_for_every_worker_count():
         assert len(main.server.pids) == w  # the bank really ran in w processes
         # state of members placed in other workers was copied back into the caller's objects
         assert [c.seen for c in main.clients] == [20] * 6
+
+
+class JitteryClient(Client):
+    """A client that answers after a pseudo-random pause (by bank index and round): the processes it lives in
+    reach the gather meeting in a different order every round."""
+
+    @reaction(Client.inp, effects=[Client.out])
+    def work(self):
+        time.sleep(((self.bank_index * 7919 + self.seen * 104729) % 13) * 1e-4)
+        self.seen += 1
+        x = self.inp.value
+        self.out.set((self.bank_index, os.getpid(), x * self.scale + self.bank_index))
+
+
+@pytest.mark.parametrize("workers", [3, 8])
+def test_a_gather_reads_every_result_of_its_round_whatever_order_the_processes_arrive_in(workers):
+    """Process 0 reads each process's results as that process arrives at the meeting: with arrivals in a different
+    order every round, every round's gather still holds that round's results of every client, as inline's does."""
+    ref = Star(16, 60, client=JitteryClient)
+    run(ref, executor="inline")
+    main = Star(16, 60, client=JitteryClient)
+    run(main, executor="processes", workers=workers)
+    assert main.server.log == ref.server.log
+    assert len(main.server.pids) == workers
 
 
 class Logger(Reactor):
