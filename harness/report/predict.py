@@ -55,6 +55,7 @@ import pandas as pd
 
 from harness.report.intervals import MedianInterval, median_interval
 from harness.report.load import load_results
+from harness.report.stats import serial_amdahl_bound
 
 #: the round's two hand-offs (scatter, results) when no job of the run measured them with a core per process:
 #: `backends.reactor.ReactorConfig.handoff_us`'s default (docs/processes.md, "Where a round's time goes")
@@ -331,14 +332,14 @@ def amdahl_shares(rows: pd.DataFrame) -> dict[tuple[str, int, int], float]:
     ``workers`` x serial; an orchestration of one job keeps the server's part of the round (scatter, the gather's
     fold, the env a marl server steps, dqn's learner) serial and at best splits the steps evenly, so it reaches at
     most (server + steps) / (server + steps / workers) x serial. Where the server's part is large next to one
-    worker's share of the steps (marl: about 16 us against 24 us per agent here), no runtime reaches a share the
-    bound does not hold; a share above it means the orchestration's server part cost less than serial's, or its
-    cores ran faster than the copies' (fewer of them busy), which `amdahl_check` says.
+    worker's share of the steps (marl: the joint env's step against one agent's inference), no runtime reaches a
+    share the bound does not hold; a share above it means the orchestration's server part cost less than serial's,
+    or its cores ran faster than the copies' (fewer of them busy), which `amdahl_check` says.
     """
     out = {}
     serial = rows[_serial_mask(rows)]
     for (scenario, bank, workers), g in serial.groupby(["scenario", "num_envs", "workers"]):
-        bound = _extra_median(g, "amdahl_bound")
+        bound = serial_amdahl_bound(g)
         if np.isfinite(bound) and workers:
             out[(str(scenario), int(bank), int(workers))] = bound / float(workers)
     return out

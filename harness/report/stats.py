@@ -408,7 +408,11 @@ def amdahl_bound(rows: pd.DataFrame) -> float:
     of a round stays serial, the workers' steps split over ``workers``); NaN without such rows."""
     if "extra_dict" not in rows:
         return math.nan
-    serial = rows[rows["label"] == SERIAL]
+    return serial_amdahl_bound(rows[rows["label"] == SERIAL])
+
+
+def serial_amdahl_bound(serial: pd.DataFrame) -> float:
+    """`amdahl_bound` of rows that are all serial's (the scaling prediction selects them by backend)."""
     vals = [float(e.get("amdahl_bound", math.nan)) for e in serial["extra_dict"] if isinstance(e, dict)]
     vals = [v for v in vals if np.isfinite(v)]
     return float(np.median(vals)) if vals else math.nan
