@@ -4,7 +4,7 @@ processes executor.
 The program (`backends._reactor_program.RoundProgram`: a server reactor, a bank of worker reactors,
 multiport connections, the paper's LF program shape) is built here for each run; where its bank members run
 under the processes executor is the bank split (`backends._bank_split`); this module holds the backend's
-options (`ReactorConfig`) and what it records (the per-process breakdown, torch's thread counts).
+options (`ReactorConfig`) and what it records (the per-process or per-thread breakdown, torch's thread counts).
 """
 from __future__ import annotations
 
@@ -45,8 +45,9 @@ class ReactorConfig(BackendConfig):
     name: str = "reactor"
     executor: Executor = Executor.processes
     #: processes executor: record where each worker process's time goes per round (role work,
-    #: transport, waiting, other) in the rows' ``extra`` (``bd_w<rank>_<part>_us``); a few clock reads
-    #: per level and tag
+    #: transport, waiting, other, its CPU) in the rows' ``extra`` (``bd_w<rank>_<part>_us``); a few clock reads
+    #: per level and tag. Threads executor: each thread's CPU, waiting and hand-offs the same way
+    #: (`reactor_backend.executors.ThreadBreakdown`); a clock read per publish and two per wait
     breakdown: bool = True
     #: processes executor, the bank split policy (`backends._bank_split`): ``cost``: where the server's gather
     #: is split (``split_gather``: gym, atari), the contiguous split whose round is shortest by the costs
@@ -140,10 +141,13 @@ class ReactorBackend(Backend):
         super().__init__(config, workers)
         self.executor = Executor(config.executor).value
         self.variant = variant({"executor": self.executor, "max_processes": config.max_processes})
+        from reactor_backend.executors import ThreadBreakdown
         from reactor_backend.processes import Breakdown
 
-        want = self.executor == "processes" and bool(config.breakdown)
-        self.breakdown: Breakdown | None = Breakdown() if want else None
+        kind = {"processes": Breakdown, "threads": ThreadBreakdown}.get(self.executor) if config.breakdown else None
+        self.breakdown: Breakdown | ThreadBreakdown | None = kind() if kind is not None else None
+        #: the worker process (thread) of each bank member, where the breakdown counts members (see `run`)
+        self._placed: list[int] = []
         self._top: RoundProgram | None = None  # the running program; its server counts the rounds
         self.seen: Any = None  # see `program`
         self._bd_prev: list[dict[str, int]] = []
@@ -223,12 +227,16 @@ class ReactorBackend(Backend):
             if self.breakdown is not None:
                 options["breakdown"] = self.breakdown
             where = assign_workers(program, self.processes)  # the placement the executor will use
-            self.process_of_worker = [where[w] for w in top.workers]
+            self.process_of_worker = self._placed = [where[w] for w in top.workers]
         else:  # inline and threads: every role in this process, threads set once before any reaction runs
             self.process_of_worker = self._lanes_of_workers(program, top)
             apply_threads(self.threads_per_worker)
             if self.executor == "threads":  # torch's count is per thread: each of its threads sets its own
                 options["initializer"] = apply_threads_here
+                if self.breakdown is not None:
+                    options["breakdown"] = self.breakdown
+                    where = assign_workers(program, self.processes)  # the threads' placement, GIL or not
+                    self._placed = [where[w] for w in top.workers]
         try:
             self.stats = run(program, executor=self.executor, workers=self.processes, **options)
         finally:
@@ -252,7 +260,8 @@ class ReactorBackend(Backend):
         waiting, hand-off and other executor time (``bd_w<rank>_<part>_us``), and the CPU time its thread
         used outside its waits (``bd_w<rank>_cpu_us``: not inflated when processes outnumber cores), the part
         of its transport that overlapped a wait for a later arrival (``bd_w<rank>_overlap_us``), and
-        the bank members each process steps (``bd_w<rank>_members``); processes executor only."""
+        the bank members each process steps (``bd_w<rank>_members``). Threads executor: per thread, its CPU
+        outside its waits, its waiting and its hand-offs (the same names; no transport between threads)."""
         if self.breakdown is None or self._top is None:
             return {}
         snap = self.breakdown.counters()  # raw: the parts are derived from their differences (never negative)
@@ -263,12 +272,11 @@ class ReactorBackend(Backend):
         if not snap or rounds <= 0:
             return {}
         out: dict[str, float] = {"bd_rounds": float(rounds)}
-        placed = getattr(self, "process_of_worker", None) or []
         for rank, now in enumerate(snap):
-            out[f"bd_w{rank}_members"] = float(placed.count(rank))  # bank members this process steps
+            out[f"bd_w{rank}_members"] = float(self._placed.count(rank))  # bank members this process steps
             before = prev[rank] if rank < len(prev) else {}
             delta = self.breakdown.parts({k: v - before.get(k, 0) for k, v in now.items()})
-            for part in (*self.breakdown.PARTS, "cpu", "overlap"):
+            for part in self.breakdown.COLUMNS:
                 out[f"bd_w{rank}_{part}_us"] = delta[part] / rounds / 1e3
         return out
 

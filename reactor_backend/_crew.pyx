@@ -44,20 +44,27 @@ cdef extern from *:
     int32_t *rbc_alloc_lines(int n) nogil
 
 # int32 offsets within a worker's 128 bytes: its go word and go-waiter count on one cache line, its done
-# word and done-waiter count on the next (written by different threads: no false sharing); on the done
-# line also what only the worker's own thread writes while it waits (worker 0: the calling thread, which
-# waits on the others' done words): its futex sleeps (int64) and its current yield phase (int64, adapted
-# between waits). After the n workers' blocks, one more: the crew's total of futex sleeps (int64, added to
-# atomically by every thread)
+# word and done-waiter count on the next (written by different threads: no false sharing), each word followed
+# by its publish stamp (int64, ``STAMP`` after the word: when its publisher stored it, timed crews only); on
+# the done line also what only the worker's own thread writes while it waits (worker 0: the calling thread,
+# which waits on the others' done words): its futex sleeps (int64), its current yield phase (int64, adapted
+# between waits) and, in a timed crew, its waits' wall time, the CPU they used and their hand-offs (int64
+# each). After the n workers' blocks, one more: the crew's total of futex sleeps (int64, added to atomically by
+# every thread)
 cdef enum:
     GO = 0
     GO_WAITERS = 1
+    STAMP = 2                 # a word's publish stamp: at word + STAMP
     DONE = 16
     DONE_WAITERS = 17
+    WAIT_NS = 20
+    WAIT_CPU_NS = 22
     SLEEPS = 24
     YIELD_CUR = 26
+    HANDOFF_NS = 28
     WORDS = 32
     YIELD_FLOOR_NS = 20000    # shortest adaptive yield phase (the processes executor's, _sync.pyx)
+    YIELD_ALONE_NS = 5000     # a yield that returns sooner ran nothing else: the waiter kept its core (_sync.pyx)
 
 cdef int32_t STOP = -1
 
@@ -72,6 +79,14 @@ cdef class Crew:
     yield phase, and sleeps last ``slice_ns`` each (Ctrl-C is seen between them). ``check_ns`` has no use
     here: a thread cannot die apart from its process. On an interpreter with a GIL no thread spins or
     yields (see ``__cinit__``).
+
+    ``timed``: each thread also counts its waits (`counters`): their wall time, the part of it that was a
+    hand-off (from the moment the awaited thread published, by its clock, to the moment this one saw it), and
+    the CPU they used (spinning and yielding: their wall time where every thread has a core, the CPU clock
+    read around each wait where threads outnumber cores) with the futex wakes its publishes made (a hand-off's
+    cost: with a core per thread the waiters spin or yield and are rarely asleep), so that a thread's CPU clock less that CPU is what it
+    spent running reactions and the tag loop (`reactor_backend.executors.ThreadBreakdown`). Costs a clock
+    read per publish and two per wait that does not return at once.
     """
 
     cdef int32_t *_w
@@ -87,10 +102,12 @@ cdef class Crew:
     cdef readonly long long yield_gap_ns
     cdef readonly long long slice_ns
     cdef readonly bint adapt
+    cdef readonly bint own             # a core per thread
+    cdef readonly bint timed
 
-    def __cinit__(self, int n, execute, placed, waiting=None):
+    def __cinit__(self, int n, execute, placed, waiting=None, bint timed=False):
         """``execute``: ``core.execute``; ``placed``: the worker of each reaction, by ``Reaction.index``;
-        ``waiting``: see the class."""
+        ``waiting``, ``timed``: see the class."""
         import os
         import sys
         from reactor_backend.waiting import Waiting
@@ -111,6 +128,8 @@ cdef class Crew:
         self._execute = execute
         self.waiting = w
         own = n <= len(os.sched_getaffinity(0))
+        self.own = own
+        self.timed = timed
         if getattr(sys, "_is_gil_enabled", lambda: True)():
             # with a GIL a woken thread must still wait for the GIL, so spinning or yielding only takes a
             # core from the thread that holds it: sleep at once (measured on the overhead scenario's
@@ -146,11 +165,33 @@ cdef class Crew:
         then each worker (waiting for its next level); each counted by its own thread alone."""
         return [rb_load64(<int64_t *> self._word(k, SLEEPS)) for k in range(self.n)]
 
-    cdef void _publish(self, int k, int off, int32_t value) noexcept nogil:
+    def counters(self, int k) -> tuple:
+        """Thread ``k``'s wait counters in a timed crew: ``(wait, handoff, wait_cpu)`` nanoseconds since the crew
+        was built (``wait`` includes ``handoff``; ``wait_cpu``: the CPU of its waits and of its publishes' futex
+        wakes; zeros in an untimed crew). Each only grows; readable from any
+        thread while the crew runs."""
+        if k < 0 or k >= self.n:
+            raise IndexError(f"no thread {k} in a crew of {self.n}")
+        return (rb_load64(<int64_t *> self._word(k, WAIT_NS)), rb_load64(<int64_t *> self._word(k, HANDOFF_NS)),
+                rb_load64(<int64_t *> self._word(k, WAIT_CPU_NS)))
+
+    cdef void _publish(self, int me, int k, int off, int32_t value) noexcept nogil:
+        """Thread ``me`` stores ``value`` into worker ``k``'s word at ``off`` and wakes its sleeper if any (in a
+        timed crew: stamped, and the wake's CPU counted with ``me``'s waits, as a hand-off's cost)."""
         cdef int32_t *word = self._word(k, off)
+        cdef long long t0
+        cdef int64_t *c
+        if self.timed:  # the stamp first: the word's seq_cst store publishes it with the word
+            rb_store64(<int64_t *> self._word(k, off + STAMP), rb_now_ns())
         rb_store32(word, value)
         if rb_load32(self._word(k, off + 1)) > 0:
-            rb_futex_wake_private(word)
+            if self.timed:  # a system call that does not block: its wall time is its CPU
+                t0 = rb_now_ns()
+                rb_futex_wake_private(word)
+                c = <int64_t *> self._word(me, WAIT_CPU_NS)
+                rb_store64(c, rb_load64(c) + rb_now_ns() - t0)
+            else:
+                rb_futex_wake_private(word)
 
     cdef int32_t _wait_change(self, int me, int k, int off, int32_t old, bint check_signals) except? -2:
         """Thread ``me`` waits until worker ``k``'s word at ``off`` differs from ``old``; return its new
@@ -161,6 +202,8 @@ cdef class Crew:
         cdef int64_t *my_sleeps = <int64_t *> self._word(me, SLEEPS)
         cdef int32_t v = rb_load32(word)
         cdef long long i, t0, t_prev, now
+        cdef long long t_w0 = 0, c_w0 = -1, wall_cpu = 0
+        cdef bint timed = self.timed
         cdef long long spins = self.spin_iters, gap = self.yield_gap_ns
         cdef long long yield_ns = yield_cur[0] if yield_cur[0] < self.yield_ns else self.yield_ns
         cdef long long slice_ns = self.slice_ns
@@ -168,6 +211,13 @@ cdef class Crew:
         if v != old:
             return v
         with nogil:
+            # timed: the wait's CPU is its wall time while it kept its core (each yield came back within
+            # YIELD_ALONE_NS), from then on the CPU clock (c_w0: read there; at once where threads outnumber cores)
+            if timed:
+                t_w0 = rb_now_ns()
+                if not self.own:
+                    c_w0 = rb_thread_cpu_ns()
+            t_prev = t_w0
             for i in range(spins):
                 rb_pause()
                 v = rb_load32(word)
@@ -176,6 +226,8 @@ cdef class Crew:
             if v == old and yield_ns > 0:
                 yielded = 1
                 t0 = rb_now_ns()
+                if timed and c_w0 < 0 and t0 - t_w0 > YIELD_ALONE_NS:
+                    c_w0 = rb_thread_cpu_ns()  # it lost its core while spinning
                 t_prev = t0
                 while True:
                     v = rb_load32(word)
@@ -184,8 +236,16 @@ cdef class Crew:
                     now = rb_now_ns()
                     if now - t0 > yield_ns or now - t_prev > gap:
                         break
+                    if timed and c_w0 < 0 and now - t_prev > YIELD_ALONE_NS:  # that yield ran something else
+                        wall_cpu = t_prev - t_w0
+                        c_w0 = rb_thread_cpu_ns()
                     sched_yield()
                     t_prev = now
+            if timed and c_w0 < 0:  # up to the end of its last stretch on its own core; a sleep: the CPU clock
+                now = rb_now_ns()
+                wall_cpu = (t_prev if now - t_prev > YIELD_ALONE_NS else now) - t_w0
+                if v == old:
+                    c_w0 = rb_thread_cpu_ns()
         if yielded and self.adapt:  # as the barrier's (_sync.pyx, Barrier._wait); this thread's own phase
             if v != old:
                 yield_cur[0] = min(self.yield_ns, yield_cur[0] + self.yield_ns // 8)
@@ -205,7 +265,31 @@ cdef class Crew:
                 rb_add64(<int64_t *> self._word(self.n, 0), 1)
                 if check_signals:
                     PyErr_CheckSignals()
+        if timed:
+            self._count_wait(me, k, off, t_w0, c_w0, wall_cpu)
         return v
+
+    cdef void _count_wait(self, int me, int k, int off, long long t_w0, long long c_w0,
+                          long long wall_cpu) noexcept nogil:
+        """Thread ``me``'s wait for worker ``k``'s word at ``off``, begun at ``t_w0``, ended now: its wall time, its
+        hand-off (from the word's publish stamp, within the wait) and its CPU (``wall_cpu``, plus the CPU clock since
+        ``c_w0`` where that was read) into ``me``'s counters (only ``me`` writes them)."""
+        cdef long long now = rb_now_ns()
+        cdef long long handoff = now - rb_load64(<int64_t *> self._word(k, off + STAMP))
+        cdef long long waited = now - t_w0
+        cdef int64_t *c
+        if handoff < 0:
+            handoff = 0
+        elif handoff > waited:
+            handoff = waited
+        if c_w0 >= 0:
+            wall_cpu += rb_thread_cpu_ns() - c_w0
+        c = <int64_t *> self._word(me, WAIT_NS)
+        rb_store64(c, rb_load64(c) + waited)
+        c = <int64_t *> self._word(me, HANDOFF_NS)
+        rb_store64(c, rb_load64(c) + handoff)
+        c = <int64_t *> self._word(me, WAIT_CPU_NS)
+        rb_store64(c, rb_load64(c) + wall_cpu)
 
     def serve(self, int k) -> None:
         """Worker ``k``'s thread: run each level's chunk handed to it until ``stop``."""
@@ -223,7 +307,7 @@ cdef class Crew:
                 except BaseException as exc:  # reported to the calling thread, in reaction order
                     self._errors[k] = (r.index, exc)
                     break
-            self._publish(k, DONE, seen)
+            self._publish(k, k, DONE, seen)
 
     def run_level(self, int level, list reactions) -> None:
         """Run one level's reactions, each on its placed worker (worker 0: here); return when all are
@@ -255,7 +339,7 @@ cdef class Crew:
             self._seq = seq = 1
         for k in range(1, n):
             if chunks[k]:
-                self._publish(k, GO, seq)
+                self._publish(0, k, GO, seq)
         execute = self._execute
         for r in mine:
             try:
@@ -284,4 +368,4 @@ cdef class Crew:
         """Ask every worker's thread to return (after the chunk it is running, if any)."""
         cdef int k
         for k in range(1, self.n):
-            self._publish(k, GO, STOP)
+            self._publish(0, k, GO, STOP)

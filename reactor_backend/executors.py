@@ -76,6 +76,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import time
 from typing import Any, Callable
 
 from reactor_backend._core import Core, Reaction
@@ -126,6 +127,82 @@ class InlineExecutor(Executor):
     inline = True
 
 
+class ThreadBreakdown:
+    """Where each thread of the threads executor spends its time, read while the run is in progress (``counters``):
+    the threads executor's counterpart of the processes executor's ``Breakdown``, with the same ``cpu``,
+    ``wait`` and ``handoff`` (its threads share memory, so there is no transport).
+
+    Why: the processes executor's question (is the thread that runs the server the serial part of the round?)
+    is the paper's own setup's too, and on a free-threaded interpreter 16 threads on 2 cores take turns as 16
+    processes do, so their wall times say nothing about 16 cores while each thread's CPU clock does. Pass
+    ``run(..., executor="threads", breakdown=ThreadBreakdown())``.
+
+    Per thread (worker 0: the calling thread, which runs the tag loop, every level of one reaction and its own
+    share of the others): ``cpu``, the CPU its clock (``pthread_getcpuclockid``, read from any thread) counted
+    since the crew started, less the CPU its waits used (`_crew.Crew`'s timed counters) and less what `exclude`
+    took out; ``wait``, the
+    wall time it waited for another thread (a level handed to it, or the others' chunks), hand-offs included;
+    ``handoff``, the part of those waits from the moment the awaited thread published, by its clock, to the
+    moment this one saw it (a spin, a yield or a futex wake-up). All ns since the crew started. Under a GIL the
+    threads also wait for the GIL, which none of these counts.
+    """
+
+    #: the counters of each thread; ``wait`` there includes ``handoff``
+    FIELDS = ("cpu", "wait", "handoff")
+    #: the disjoint parts a report shows beside ``cpu``
+    PARTS = ("wait", "handoff")
+    #: what a backend records per thread and round
+    COLUMNS = ("cpu", *PARTS)
+
+    def __init__(self) -> None:
+        self._crew: Crew | None = None
+        self._clocks: list[int] = []
+        self._cpu0: list[int] = []  # each clock when the crew started
+        self._excluded_cpu = 0
+        self._final: list[dict[str, int]] | None = None
+
+    def exclude(self, ns: int, cpu_ns: int) -> None:
+        """Take ``cpu_ns`` of the calling thread's CPU, spent inside a reaction on something other than the
+        program's work (a harness's clock between a paired job's blocks), out of thread 0's ``cpu`` (``ns``: its
+        wall time, which no counter here holds; the processes ``Breakdown``'s signature)."""
+        if self._crew is not None:
+            self._excluded_cpu += int(cpu_ns)
+
+    def counters(self) -> list[dict[str, int]]:
+        """Per thread: the cumulative ``FIELDS`` (``wait`` includes ``handoff``). Empty before the run starts; the
+        last reading after it."""
+        if self._final is not None:
+            return [dict(d) for d in self._final]
+        crew = self._crew
+        if crew is None:
+            return []
+        out = []
+        for k, (clock, cpu0) in enumerate(zip(self._clocks, self._cpu0)):
+            wait, handoff, wait_cpu = crew.counters(k)
+            cpu = time.clock_gettime_ns(clock) - cpu0 - wait_cpu - (self._excluded_cpu if k == 0 else 0)
+            out.append({"cpu": max(0, cpu), "wait": wait, "handoff": handoff})
+        return out
+
+    @classmethod
+    def parts(cls, raw: dict[str, int]) -> dict[str, int]:
+        """``cpu`` and the disjoint ``PARTS`` of raw counters or of the difference of two readings (the hand-off
+        taken out of the wait)."""
+        vals = dict(raw)
+        vals["handoff"] = max(0, min(vals["handoff"], vals["wait"]))  # both are read while they grow
+        vals["wait"] -= vals["handoff"]
+        return vals
+
+    def _start(self, crew: Crew, clocks: list[int]) -> None:
+        self._crew, self._clocks, self._excluded_cpu, self._final = crew, list(clocks), 0, None
+        self._cpu0 = [time.clock_gettime_ns(c) for c in clocks]
+
+    def _freeze(self) -> None:
+        """The last reading, while the threads (whose CPU clocks end with them) still run."""
+        if self._crew is not None:
+            self._final = self.counters()
+            self._crew = None
+
+
 class ThreadExecutor(Executor):
     """Runs a level's reactions on a fixed crew of ``workers`` threads (the calling thread is worker 0).
 
@@ -145,15 +222,20 @@ class ThreadExecutor(Executor):
     inline_singletons = True
 
     def __init__(self, workers: int = 2, *, lock: bool | None = None, waiting: Any = None,
-                 initializer: Callable[[], Any] | None = None, **options: Any) -> None:
+                 initializer: Callable[[], Any] | None = None, breakdown: ThreadBreakdown | None = None,
+                 **options: Any) -> None:
         """``lock``: lock the core's queues (default: only when the interpreter has no GIL); ``waiting``: how
         a thread waits for another (`reactor_backend.waiting.Waiting`, the processes executor's options,
         read the same way; None: its defaults); ``initializer``: called once in each of the executor's
         threads (not the calling thread) as it starts, before any reaction runs anywhere (``attach`` waits
-        for all of them and raises the first failure), e.g. per-thread library settings."""
+        for all of them and raises the first failure), e.g. per-thread library settings; ``breakdown``: a
+        `ThreadBreakdown` to fill while the run is in progress (its crew then times its waits)."""
         super().__init__(workers, **options)
+        if breakdown is not None and not isinstance(breakdown, ThreadBreakdown):
+            raise TypeError(f"breakdown must be a ThreadBreakdown, not {type(breakdown).__name__}")
         self.waiting = waiting
         self.initializer = initializer
+        self.breakdown = breakdown
         if self.workers < 1:
             raise ValueError("workers must be >= 1")
         gil = getattr(sys, "_is_gil_enabled", lambda: True)()
@@ -170,13 +252,15 @@ class ThreadExecutor(Executor):
         placed = [0] * len(program.reactions)
         for r in program.reactions:
             placed[r.index] = where[r.reactor]
-        self._crew = crew = Crew(self.workers, core.execute, placed, self.waiting)
+        self._crew = crew = Crew(self.workers, core.execute, placed, self.waiting, self.breakdown is not None)
         initializer = self.initializer
         started = threading.Semaphore(0)
         failures: list[BaseException] = []
+        clocks = [time.pthread_getcpuclockid(threading.get_ident())] * self.workers  # each thread's CPU clock
 
         def serve(k: int) -> None:
             try:
+                clocks[k] = time.pthread_getcpuclockid(threading.get_ident())
                 if initializer is not None:
                     initializer()
             except BaseException as exc:  # raised by attach; the crew's stop ends the others
@@ -195,10 +279,14 @@ class ThreadExecutor(Executor):
         if failures:
             self.close()
             raise failures[0]
+        if self.breakdown is not None:
+            self.breakdown._start(crew, clocks)
         if self.workers > 1:
             self.run_level = self._crew.run_level  # type: ignore[method-assign]  # no Python frame per level
 
     def close(self, error: BaseException | None = None) -> None:
+        if self.breakdown is not None:
+            self.breakdown._freeze()
         if self._crew is not None:
             self._crew.stop()
         for t in self._threads:

@@ -187,6 +187,8 @@ class Breakdown:
     FIELDS = ("work", "transport", "wait", "total", "tags", "handoff", "cpu", "overlap")
     #: the disjoint parts of a snapshot's ``total``, in the order a report stacks them
     PARTS = ("work", "transport", "wait", "handoff", "other")
+    #: what a backend records per process and round: the parts, ``cpu`` and ``overlap``
+    COLUMNS = (*PARTS, "cpu", "overlap")
 
     def __init__(self) -> None:
         self._barrier: _sync.Barrier | None = None

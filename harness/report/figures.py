@@ -492,7 +492,8 @@ def round_breakdown_plots(rows: pd.DataFrame) -> list[Plot]:
     panel per configuration, one stacked bar per process (role work, transport, waiting, hand-off, other),
     with the serial round time of the same configuration as a dashed line."""
     ok = rows[(rows["status"] == "ok")]
-    has = np.array([any(str(k).startswith("bd_w") for k in e) for e in ok["extra_dict"]], dtype=bool)
+    # the processes executor's rows (the threads executor's breakdown has no work or transport part)
+    has = np.array(["bd_w0_work_us" in e for e in ok["extra_dict"]], dtype=bool)
     bd = ok[has & (ok["backend"] == "reactor").to_numpy()]
     if not len(bd):
         return []

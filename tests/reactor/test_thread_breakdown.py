@@ -1,0 +1,154 @@
+"""The threads executor's breakdown: each thread's CPU outside its waits, its waiting and its hand-offs, counted
+on the thread that spent them (``ThreadBreakdown``), and the reactor backend's rows that carry them."""
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from reactor_backend import Input, LogicalAction, Output, Reactor, reaction, run, startup
+from reactor_backend.executors import ThreadBreakdown
+from reactor_backend.processes import Breakdown
+
+ROUNDS = 12
+BURN_S = 0.004  # CPU the costly member burns per round
+
+
+def burn_cpu(seconds: float) -> None:
+    """Spin until this thread has used ``seconds`` of CPU (a wall-time spin could lose its core or the GIL)."""
+    end = time.thread_time() + seconds
+    while time.thread_time() < end:
+        pass
+
+
+class Member(Reactor):
+    inp = Input()
+    out = Output()
+
+    @reaction(inp, effects=[out])
+    def step(self):
+        if self.bank_index == 1:
+            burn_cpu(BURN_S)
+        self.out.set(self.bank_index)
+
+
+class Server(Reactor):
+    go = Output()
+    res = Input(width=2)
+    again = LogicalAction()
+
+    def __init__(self):
+        super().__init__()
+        self.done = 0
+
+    @reaction(startup, again, effects=[go])
+    def send(self):
+        self.go.set(self.done)
+
+    @reaction(res, effects=[again])
+    def gather(self):
+        self.done += 1
+        if self.done < ROUNDS:
+            self.again.schedule(0)
+
+
+class Main(Reactor):
+    def __init__(self):
+        super().__init__()
+        self.srv = Server()
+        self.members = self.bank(Member, 2)  # member 0 on the calling thread (worker 0), member 1 on worker 1
+        self.connect(self.srv.go, self.members.inp, broadcast=True)
+        self.connect(self.members.out, self.srv.res)
+
+
+def test_each_threads_cpu_and_waits_are_counted_on_that_thread():
+    """Member 1 burns 4 ms of CPU a round on thread 1 while thread 0 (the server and member 0) waits for it: thread
+    1's CPU holds the burn, thread 0's does not (its waits, spun, yielded or slept, are not CPU here), and thread 0
+    waited about as long as thread 1 burned."""
+    bd = ThreadBreakdown()
+    assert bd.counters() == []
+    main = Main()
+    run(main, executor="threads", workers=2, breakdown=bd)
+    assert main.srv.done == ROUNDS
+    parts = [bd.parts(c) for c in bd.counters()]
+    assert len(parts) == 2
+    burnt = ROUNDS * BURN_S * 1e9
+    assert parts[1]["cpu"] >= 0.9 * burnt  # (its waits' CPU is partly estimated from their wall time)
+    assert parts[0]["cpu"] < 0.5 * burnt, parts
+    assert parts[0]["wait"] + parts[0]["handoff"] >= 0.5 * burnt > parts[1]["wait"] + parts[1]["handoff"], parts
+    assert all(v >= 0 for p in parts for v in p.values())
+    assert bd.counters() == bd.counters()  # after the run: the last reading, kept
+
+
+def test_counters_only_grow_while_the_run_is_in_progress():
+    bd = ThreadBreakdown()
+    seen: list[list[dict[str, int]]] = []
+
+    class Watching(Server):
+        @reaction(Server.res, effects=[Server.again])
+        def gather(self):
+            seen.append(bd.counters())
+            self.done += 1
+            if self.done < ROUNDS:
+                self.again.schedule(0)
+
+    class WatchedMain(Main):
+        def __init__(self):
+            Reactor.__init__(self)
+            self.srv = Watching()
+            self.members = self.bank(Member, 2)
+            self.connect(self.srv.go, self.members.inp, broadcast=True)
+            self.connect(self.members.out, self.srv.res)
+
+    run(WatchedMain(), executor="threads", workers=2, breakdown=bd)
+    assert len(seen) == ROUNDS
+    for before, after in zip(seen, seen[1:] + [bd.counters()]):
+        for b, a in zip(before, after):
+            assert all(a[k] >= b[k] for k in ThreadBreakdown.FIELDS)
+    assert seen[-1][1]["cpu"] > seen[0][1]["cpu"]
+
+
+def test_a_breakdown_of_another_executor_is_refused():
+    with pytest.raises(TypeError, match="ThreadBreakdown"):
+        run(Main(), executor="threads", workers=2, breakdown=Breakdown())
+
+
+class _BusyPausingClock:
+    """A harness clock that stops its timer every 5th round and burns 20 ms of CPU while it is stopped (a paired
+    job's clock between blocks, writing a report), inside the server's round-end reaction, on thread 0."""
+
+    def __init__(self, backend):
+        self.backend, self.done = backend, 0
+
+    def begin(self):
+        self.backend.timer(True)
+        self.backend.metrics()  # the rounds from here (as a harness's repetition: the roles' start-up left out)
+
+    def tick(self):
+        self.done += 1
+        if self.done % 5 == 0:
+            self.backend.timer(False)
+            burn_cpu(0.02)
+            self.backend.timer(True)
+
+
+def test_threads_rows_carry_each_threads_cpu_waits_and_members_without_the_clocks_pauses():
+    from backends.reactor import Executor, ReactorBackend, ReactorConfig
+    from scenarios import make_scenario
+    from scenarios.configs import GymConfig
+
+    scenario = make_scenario(GymConfig(num_envs=3), 0)
+    backend = ReactorBackend(ReactorConfig(executor=Executor.threads), 2)
+    server = scenario.make_server()
+    backend.start(scenario, server)
+    backend.run(40, _BusyPausingClock(backend))
+    m = backend.metrics()
+    server.close()
+    assert m["bd_rounds"] == 40
+    assert [m["bd_w0_members"], m["bd_w1_members"]] == [2.0, 1.0]  # the even split: members 0 and 1 on thread 0
+    for rank in (0, 1):
+        assert m[f"bd_w{rank}_cpu_us"] > 0 and m[f"bd_w{rank}_wait_us"] >= 0 and m[f"bd_w{rank}_handoff_us"] >= 0
+    assert "bd_w0_work_us" not in m and "bd_w0_transport_us" not in m  # no such parts between threads
+    # 8 pauses of 20 ms of CPU over 40 rounds would be 4,000 us per round; a CartPole round is far below
+    assert m["bd_w0_cpu_us"] < 1_000, m
+    assert backend.metrics() == {}  # per round since the last call: none since
