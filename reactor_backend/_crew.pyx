@@ -175,27 +175,32 @@ cdef class Crew:
         return (rb_load64(<int64_t *> self._word(k, WAIT_NS)), rb_load64(<int64_t *> self._word(k, HANDOFF_NS)),
                 rb_load64(<int64_t *> self._word(k, WAIT_CPU_NS)))
 
-    cdef void _publish(self, int me, int k, int off, int32_t value) noexcept nogil:
+    cdef inline void _add_wait_cpu(self, int me, long long ns) noexcept nogil:
+        cdef int64_t *c = <int64_t *> self._word(me, WAIT_CPU_NS)
+        rb_store64(c, rb_load64(c) + ns)
+
+    cdef void _publish(self, int me, int k, int off, int32_t value, bint count=True) noexcept nogil:
         """Thread ``me`` stores ``value`` into worker ``k``'s word at ``off`` and wakes its sleeper if any (in a
-        timed crew: stamped, and the wake's CPU counted with ``me``'s waits, as a hand-off's cost)."""
+        timed crew: stamped, and with ``count`` the wake's CPU counted with ``me``'s waits, as a hand-off's cost;
+        without, the caller counts it)."""
         cdef int32_t *word = self._word(k, off)
-        cdef long long t0
-        cdef int64_t *c
+        cdef long long c0
         if self.timed:  # the stamp first: the word's seq_cst store publishes it with the word
             rb_store64(<int64_t *> self._word(k, off + STAMP), rb_now_ns())
         rb_store32(word, value)
         if rb_load32(self._word(k, off + 1)) > 0:
-            if self.timed:  # a system call that does not block: its wall time is its CPU
-                t0 = rb_now_ns()
+            if self.timed and count:  # the CPU clock: the woken thread may take this one's core within the call
+                c0 = rb_thread_cpu_ns()
                 rb_futex_wake_private(word)
-                c = <int64_t *> self._word(me, WAIT_CPU_NS)
-                rb_store64(c, rb_load64(c) + rb_now_ns() - t0)
+                self._add_wait_cpu(me, rb_thread_cpu_ns() - c0)
             else:
                 rb_futex_wake_private(word)
 
-    cdef int32_t _wait_change(self, int me, int k, int off, int32_t old, bint check_signals) except? -2:
+    cdef int32_t _wait_change(self, int me, int k, int off, int32_t old, bint check_signals,
+                              bint outer=False) except? -2:
         """Thread ``me`` waits until worker ``k``'s word at ``off`` differs from ``old``; return its new
-        value. Spin, yield, then sleep (the phases: the class)."""
+        value. Spin, yield, then sleep (the phases: the class). ``outer``: the caller counts the wait's CPU (around
+        several waits: two reads of the CPU clock, a system call each, instead of two per wait)."""
         cdef int32_t *word = self._word(k, off)
         cdef int32_t *waiters = self._word(k, off + 1)
         cdef int64_t *yield_cur = <int64_t *> self._word(me, YIELD_CUR)
@@ -204,6 +209,7 @@ cdef class Crew:
         cdef long long i, t0, t_prev, now
         cdef long long t_w0 = 0, c_w0 = -1, wall_cpu = 0
         cdef bint timed = self.timed
+        cdef bint count = timed and not outer  # its CPU counted here
         cdef long long spins = self.spin_iters, gap = self.yield_gap_ns
         cdef long long yield_ns = yield_cur[0] if yield_cur[0] < self.yield_ns else self.yield_ns
         cdef long long slice_ns = self.slice_ns
@@ -215,7 +221,7 @@ cdef class Crew:
             # YIELD_ALONE_NS), from then on the CPU clock (c_w0: read there; at once where threads outnumber cores)
             if timed:
                 t_w0 = rb_now_ns()
-                if not self.own:
+                if count and not self.own:
                     c_w0 = rb_thread_cpu_ns()
             t_prev = t_w0
             for i in range(spins):
@@ -226,7 +232,7 @@ cdef class Crew:
             if v == old and yield_ns > 0:
                 yielded = 1
                 t0 = rb_now_ns()
-                if timed and c_w0 < 0 and t0 - t_w0 > YIELD_ALONE_NS:
+                if count and c_w0 < 0 and t0 - t_w0 > YIELD_ALONE_NS:
                     c_w0 = rb_thread_cpu_ns()  # it lost its core while spinning
                 t_prev = t0
                 while True:
@@ -236,12 +242,12 @@ cdef class Crew:
                     now = rb_now_ns()
                     if now - t0 > yield_ns or now - t_prev > gap:
                         break
-                    if timed and c_w0 < 0 and now - t_prev > YIELD_ALONE_NS:  # that yield ran something else
+                    if count and c_w0 < 0 and now - t_prev > YIELD_ALONE_NS:  # that yield ran something else
                         wall_cpu = t_prev - t_w0
                         c_w0 = rb_thread_cpu_ns()
                     sched_yield()
                     t_prev = now
-            if timed and c_w0 < 0:  # up to the end of its last stretch on its own core; a sleep: the CPU clock
+            if count and c_w0 < 0:  # up to the end of its last stretch on its own core; a sleep: the CPU clock
                 now = rb_now_ns()
                 wall_cpu = (t_prev if now - t_prev > YIELD_ALONE_NS else now) - t_w0
                 if v == old:
@@ -320,6 +326,10 @@ cdef class Crew:
         cdef int32_t seq, done
         cdef object first = None
         cdef long first_at = -1
+        # where threads outnumber cores a timed crew counts the CPU of the level's wakes and of its waits for
+        # the others' chunks around each loop (`_wait_change`'s ``outer``); c0: the CPU clock, -1 unread
+        cdef bint outer = self.timed and not self.own
+        cdef long long c0 = -1
         for r in reactions:
             k = <int> placed[r.index]
             if k == 0:
@@ -339,7 +349,12 @@ cdef class Crew:
             self._seq = seq = 1
         for k in range(1, n):
             if chunks[k]:
-                self._publish(0, k, GO, seq)
+                if outer and c0 < 0 and rb_load32(self._word(k, GO_WAITERS)) > 0:
+                    c0 = rb_thread_cpu_ns()
+                self._publish(0, k, GO, seq, not outer)
+        if c0 >= 0:
+            self._add_wait_cpu(0, rb_thread_cpu_ns() - c0)
+            c0 = -1
         execute = self._execute
         for r in mine:
             try:
@@ -353,14 +368,18 @@ cdef class Crew:
             chunk = <list> chunks[k]
             if chunk:
                 done = rb_load32(self._word(k, DONE))
+                if outer and c0 < 0 and done != seq:
+                    c0 = rb_thread_cpu_ns()
                 while done != seq:
-                    done = self._wait_change(0, k, DONE, done, True)
+                    done = self._wait_change(0, k, DONE, done, True, outer)
                 chunks[k] = []
                 err = self._errors[k]
                 if err is not None:
                     self._errors[k] = None
                     if first is None or <long> err[0] < first_at:
                         first, first_at = err[1], err[0]
+        if c0 >= 0:
+            self._add_wait_cpu(0, rb_thread_cpu_ns() - c0)
         if first is not None:
             raise first
 

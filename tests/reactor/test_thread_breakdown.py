@@ -34,11 +34,12 @@ class Member(Reactor):
 
 class Server(Reactor):
     go = Output()
-    res = Input(width=2)
+    res = Input(width="width")
     again = LogicalAction()
 
-    def __init__(self):
+    def __init__(self, width: int = 2):
         super().__init__()
+        self.width = width
         self.done = 0
 
     @reaction(startup, again, effects=[go])
@@ -53,25 +54,26 @@ class Server(Reactor):
 
 
 class Main(Reactor):
-    def __init__(self):
+    def __init__(self, width: int = 2):
         super().__init__()
-        self.srv = Server()
-        self.members = self.bank(Member, 2)  # member 0 on the calling thread (worker 0), member 1 on worker 1
+        self.srv = Server(width)
+        self.members = self.bank(Member, width)  # member i on worker i (member 0: the calling thread)
         self.connect(self.srv.go, self.members.inp, broadcast=True)
         self.connect(self.members.out, self.srv.res)
 
 
-def test_each_threads_cpu_and_waits_are_counted_on_that_thread():
+@pytest.mark.parametrize("workers", [2, 4])  # a thread per core here, and more threads than cores (2 vCPUs)
+def test_each_threads_cpu_and_waits_are_counted_on_that_thread(workers):
     """Member 1 burns 4 ms of CPU a round on thread 1 while thread 0 (the server and member 0) waits for it: thread
     1's CPU holds the burn, thread 0's does not (its waits, spun, yielded or slept, are not CPU here), and thread 0
     waited about as long as thread 1 burned."""
     bd = ThreadBreakdown()
     assert bd.counters() == []
-    main = Main()
-    run(main, executor="threads", workers=2, breakdown=bd)
+    main = Main(workers)
+    run(main, executor="threads", workers=workers, breakdown=bd)
     assert main.srv.done == ROUNDS
     parts = [bd.parts(c) for c in bd.counters()]
-    assert len(parts) == 2
+    assert len(parts) == workers
     burnt = ROUNDS * BURN_S * 1e9
     assert parts[1]["cpu"] >= 0.9 * burnt  # (its waits' CPU is partly estimated from their wall time)
     assert parts[0]["cpu"] < 0.5 * burnt, parts
