@@ -131,7 +131,8 @@ def _predict(args: argparse.Namespace) -> int:
         return 2
     table = predict_run([args.predict], args.machine)
     if table.empty:
-        print(f"harness.report: no reactor processes rows under {args.predict}", file=sys.stderr)
+        print(f"harness.report: no reactor rows to predict from under {args.predict} (the processes executor, or "
+              "the threads executor on a free-threaded interpreter)", file=sys.stderr)
         return 2
     print(format_lines(table))
     return 0

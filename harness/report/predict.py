@@ -53,6 +53,7 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 import pandas as pd
 
+from harness.labels import BackendLabel
 from harness.report.intervals import MedianInterval, median_interval
 from harness.report.load import load_results
 from harness.report.stats import serial_amdahl_bound
@@ -60,7 +61,8 @@ from harness.report.stats import serial_amdahl_bound
 #: the round's two hand-offs (scatter, results) when no job of the run measured them with a core per process:
 #: `backends.reactor.ReactorConfig.handoff_us`'s default (docs/processes.md, "Where a round's time goes")
 DEFAULT_HANDOFF_US = 10.0
-_RANK = re.compile(r"^bd_w(\d+)_work_us$")
+#: a process's (a thread's) CPU per round: the column every prediction reads (rows from before it are not used)
+_RANK = re.compile(r"^bd_w(\d+)_cpu_us$")
 
 
 @dataclass(frozen=True)
@@ -90,10 +92,8 @@ def round_costs(extra: dict[str, Any], cores: int | None) -> RoundCosts | None:
     """
     ranks = sorted(int(m.group(1)) for k in extra if (m := _RANK.match(k)))
     if not ranks or ranks != list(range(len(ranks))):
-        return None
+        return None  # (also a row from before the CPU column: the module docstring says why it is not used)
     n = len(ranks)
-    if not all(f"bd_w{r}_cpu_us" in extra for r in ranks):
-        return None  # a row from before the CPU column (the module docstring says why it is not used)
     costs = tuple(float(extra[f"bd_w{r}_cpu_us"]) for r in ranks)
     if not all(f"bd_w{r}_members" in extra for r in ranks):
         return None  # where the members ran is the backend's record (the report reads rows, not the runtime)
@@ -137,8 +137,63 @@ def critical_round(costs: Sequence[float], members: Sequence[int], handoff_us: f
     return max(c0, server + max(rest) + handoff_us)
 
 
-def _is_reactor_processes(rows: pd.DataFrame) -> pd.Series:
-    return (rows["backend"] == "reactor") & rows["variant"].astype(str).str.startswith("processes")
+@dataclass(frozen=True)
+class Subject:
+    """What a prediction is about: the reactor under one executor on one interpreter, read against serial and the
+    ceilings on that same interpreter (the free-threaded one's are other rows than the default one's).
+
+    Why both executors: the processes executor is the runtime's answer on stock CPython; the threads executor on
+    a free-threaded interpreter is the paper's own setup, and its thread 0 runs the server as process 0 does, so the
+    same critical path holds with threads for processes (`reactor_backend.executors.ThreadBreakdown` records the
+    same per-thread CPU). Threads under a GIL take turns whatever the cores, so they are never predicted.
+
+    Attributes:
+        executor: ``processes`` or ``threads``.
+        interpreter: ``""`` (the harness's) or ``ft`` (`harness.labels.BackendLabel.interpreter`).
+    """
+
+    executor: str = "processes"
+    interpreter: str = ""
+
+    @property
+    def name(self) -> str:
+        """``processes``, ``threads ft``: the reactor's variant as the rows write it (without a process cap)."""
+        return f"{self.executor} {self.interpreter}" if self.interpreter else self.executor
+
+    def _labels(self, rows: pd.DataFrame) -> list[BackendLabel]:
+        return [BackendLabel.from_row(b, v) for b, v in zip(rows["backend"], rows["variant"])]
+
+    def reactor(self, rows: pd.DataFrame) -> pd.Series:
+        """The reactor's rows under this executor and interpreter (``processes-max1024`` is the processes executor)."""
+        return pd.Series([x.name == "reactor" and x.variant.split("-")[0] == self.executor
+                          and x.interpreter == self.interpreter for x in self._labels(rows)], index=rows.index, dtype=bool)
+
+    def serial(self, rows: pd.DataFrame) -> pd.Series:
+        """Serial's rows on this interpreter."""
+        return pd.Series([x.name == "serial" and x.interpreter == self.interpreter for x in self._labels(rows)],
+                         index=rows.index, dtype=bool)
+
+    def ceiling(self, rows: pd.DataFrame, lockstep: bool = True) -> pd.Series:
+        """The synchronized ceiling's rows (``capacity:lockstep``) on this interpreter, or with ``lockstep=False`` the
+        never-meeting one's (``capacity:-``)."""
+        want = "lockstep" if lockstep else "-"
+        return pd.Series([x.name == "capacity" and x.variant == want and x.interpreter == self.interpreter
+                          for x in self._labels(rows)], index=rows.index, dtype=bool)
+
+
+#: the processes executor on the harness's interpreter: every many-core run's subject
+PROCESSES = Subject()
+
+
+def subjects(rows: pd.DataFrame) -> list[Subject]:
+    """The subjects the rows' reactor rows hold, the processes executor on the harness's interpreter first: the
+    processes executor on any interpreter, the threads executor on a free-threaded one (module docstring)."""
+    found = set()
+    for x in PROCESSES._labels(rows[rows["backend"] == "reactor"]):
+        executor = x.variant.split("-")[0]
+        if executor == "processes" or (executor == "threads" and x.interpreter == "ft"):
+            found.add(Subject(executor, x.interpreter))
+    return sorted(found, key=lambda s: (s != PROCESSES, s.executor, s.interpreter))
 
 
 def _paired_series(rows: pd.DataFrame, num: pd.Series, den: pd.Series) -> np.ndarray | None:
@@ -151,15 +206,6 @@ def _paired_series(rows: pd.DataFrame, num: pd.Series, den: pd.Series) -> np.nda
     if both.empty:
         return None
     return (both["a"] / both["b"]).to_numpy(dtype=float)
-
-
-def _capacity_mask(rows: pd.DataFrame, lockstep: bool = True) -> pd.Series:
-    """The synchronized ceiling's rows (``capacity:lockstep``), or with ``lockstep=False`` the never-meeting one's."""
-    return (rows["backend"] == "capacity") & (rows["variant"].astype(str) == ("lockstep" if lockstep else "-"))
-
-
-def _serial_mask(rows: pd.DataFrame) -> pd.Series:
-    return rows["backend"] == "serial"
 
 
 Mask = Callable[[pd.DataFrame], pd.Series]
@@ -182,21 +228,22 @@ def paired_ratios(rows: pd.DataFrame, num: Mask, den: Mask) -> dict[tuple[str, i
     return {k: float(np.median(v)) for k, v in paired_series(rows, num, den).items()}
 
 
-def reactor_speedups(rows: pd.DataFrame) -> dict[tuple[str, int, int], float]:
-    """The reactor (processes executor) over serial in paired jobs."""
-    return paired_ratios(rows, _is_reactor_processes, _serial_mask)
+def reactor_speedups(rows: pd.DataFrame, subject: Subject = PROCESSES) -> dict[tuple[str, int, int], float]:
+    """The reactor (``subject``'s executor) over serial (on its interpreter) in paired jobs."""
+    return paired_ratios(rows, subject.reactor, subject.serial)
 
 
-def ceiling_speedups(rows: pd.DataFrame) -> dict[tuple[str, int, int], float]:
-    """The synchronized ceiling over serial in paired jobs."""
-    return paired_ratios(rows, _capacity_mask, _serial_mask)
+def ceiling_speedups(rows: pd.DataFrame, subject: Subject = PROCESSES) -> dict[tuple[str, int, int], float]:
+    """The synchronized ceiling over serial in paired jobs (both on ``subject``'s interpreter)."""
+    return paired_ratios(rows, subject.ceiling, subject.serial)
 
 
-def measured_share_intervals(rows: pd.DataFrame) -> dict[tuple[str, int, int], MedianInterval]:
-    """The reactor (processes executor) over the synchronized ceiling in paired jobs: the median over cycles with the
+def measured_share_intervals(rows: pd.DataFrame, subject: Subject = PROCESSES
+                             ) -> dict[tuple[str, int, int], MedianInterval]:
+    """The reactor (``subject``) over the synchronized ceiling in paired jobs: the median over cycles with the
     report's interval (`median_interval`: NaN ends where the cycles are too few for one), so that a prediction is
     checked against what the measurement can tell."""
-    return {k: median_interval(v) for k, v in paired_series(rows, _is_reactor_processes, _capacity_mask).items()}
+    return {k: median_interval(v) for k, v in paired_series(rows, subject.reactor, subject.ceiling).items()}
 
 
 #: how far the synchronized ceiling may rise above ``workers`` copies before it is flagged (per-cycle noise)
@@ -247,7 +294,7 @@ def ceiling_excess(serial: pd.DataFrame, ceiling: pd.DataFrame, workers: int, sp
 OVER_CEILING_SLACK = 0.05
 
 
-def over_ceiling_cause(rows: pd.DataFrame, lockstep: bool) -> str:
+def over_ceiling_cause(rows: pd.DataFrame, lockstep: bool, subject: Subject = PROCESSES) -> str:
     """Why the reactor came out above a ceiling (a share over 100%), where the rows' CPU columns show it: the
     ceiling's copies spent more CPU per unit (``tree_cpu_ms_per_unit``) than the reactor's processes; "" where
     the rows do not show it (then the host's speed is the reading left).
@@ -260,9 +307,10 @@ def over_ceiling_cause(rows: pd.DataFrame, lockstep: bool) -> str:
     Args:
         rows: one configuration's ok rows (every backend).
         lockstep: the synchronized ceiling (``capacity:lockstep``), else the never-meeting one (``capacity:-``).
+        subject: the reactor's executor and interpreter (the ceiling's on that interpreter).
     """
-    ceiling = rows[_capacity_mask(rows, lockstep)]
-    reactor = rows[_is_reactor_processes(rows)]
+    ceiling = rows[subject.ceiling(rows, lockstep)]
+    reactor = rows[subject.reactor(rows)]
     c, r = _extra_median(ceiling, "tree_cpu_ms_per_unit"), _extra_median(reactor, "tree_cpu_ms_per_unit")
     if not (np.isfinite(c) and np.isfinite(r)) or c <= r * (1 + OVER_CEILING_SLACK):
         return ""
@@ -277,7 +325,8 @@ SERIAL_SLACK = 0.15
 SERIAL_JOBS_MIN = 3
 
 
-def serial_skews(rows: pd.DataFrame) -> dict[tuple[str, int, int], tuple[float, float, float, int]]:
+def serial_skews(rows: pd.DataFrame, subject: Subject = PROCESSES
+                 ) -> dict[tuple[str, int, int], tuple[float, float, float, int]]:
     """Per (workload, bank, workers) of the paired jobs: ``(skew, speed, typical, jobs)``, the job's serial throughput
     (``speed``, median over its cycles) over ``typical``, the median of those speeds over the source's paired jobs of
     that workload and bank (``jobs`` of them, at least `SERIAL_JOBS_MIN`).
@@ -287,7 +336,7 @@ def serial_skews(rows: pd.DataFrame) -> dict[tuple[str, int, int], tuple[float, 
     "dqn's 21x ceiling"), the core serial's process
     happens to run on in one job shifts every ratio over it in that job, the ceiling's speedup included, and with
     it a predicted share, while the measured share (the reactor over the ceiling) does not use serial."""
-    paired = rows[_serial_mask(rows)]
+    paired = rows[subject.serial(rows)]
     if "cycle" in paired:
         paired = paired[paired["cycle"].notna()]
     speeds: dict[tuple[str, int], dict[int, float]] = {}
@@ -323,7 +372,7 @@ def serial_check(skew: tuple[float, float, float, int] | None, source: str, pred
 AMDAHL_SLACK = 0.10
 
 
-def amdahl_shares(rows: pd.DataFrame) -> dict[tuple[str, int, int], float]:
+def amdahl_shares(rows: pd.DataFrame, subject: Subject = PROCESSES) -> dict[tuple[str, int, int], float]:
     """Per (workload, bank, workers): the highest share of the synchronized ceiling a synchronized orchestration
     can reach at the ceiling's per-core speed, serial's Amdahl bound at ``workers`` over ``workers`` (its rows'
     ``amdahl_bound``, median).
@@ -337,7 +386,7 @@ def amdahl_shares(rows: pd.DataFrame) -> dict[tuple[str, int, int], float]:
     or its cores ran faster than the copies' (fewer of them busy), which `amdahl_check` says.
     """
     out = {}
-    serial = rows[_serial_mask(rows)]
+    serial = rows[subject.serial(rows)]
     for (scenario, bank, workers), g in serial.groupby(["scenario", "num_envs", "workers"]):
         bound = serial_amdahl_bound(g)
         if np.isfinite(bound) and workers:
@@ -397,16 +446,23 @@ def _busy_host(row: pd.Series) -> bool:
 
 
 def predict_rows(rows: pd.DataFrame, machine: pd.DataFrame | None = None) -> pd.DataFrame:
-    """One line per workload (and bank) and worker count of the run's reactor processes rows: the measured and
-    predicted share of the synchronized ceiling and what the prediction used (NaN where no row has the CPU
-    column to predict from).
+    """One line per subject (`subjects`: the processes executor, the threads executor on a free-threaded interpreter),
+    workload (and bank) and worker count of the run's reactor rows: the measured and predicted share of the
+    synchronized ceiling and what the prediction used (NaN where no row has the CPU column to predict from).
 
     Args:
         rows: the run's ok rows (`harness.report.load.load_results`).
         machine: a reference run of the target machine (its paired ceilings and shares), or None.
     """
     rows = rows[rows["status"] == "ok"]
-    reactor = rows[_is_reactor_processes(rows)]
+    frames = [pd.DataFrame(_subject_lines(rows, machine, subject)) for subject in subjects(rows)]
+    frames = [f.sort_values(["workload", "bank", "workers"]) for f in frames if not f.empty]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def _subject_lines(rows: pd.DataFrame, machine: pd.DataFrame | None, subject: Subject) -> list[dict[str, Any]]:
+    """`predict_rows`' lines of one subject."""
+    reactor = rows[subject.reactor(rows)]
     # the run's hand-off with a core per process (the breakdown's own column), per workload
     costs_of, busy = {}, set()
     warm: dict[tuple[str, int], list[float]] = {}  # one member's step where each process had a core
@@ -426,16 +482,17 @@ def predict_rows(rows: pd.DataFrame, machine: pd.DataFrame | None = None) -> pd.
         # a hand-off measured while the host's other load took cores says nothing about a core each
         if not rc.oversubscribed and i not in busy and len(rc.costs) > 1:
             handoffs.setdefault(str(reactor.at[i, "scenario"]), []).append(rc.handoff_us)
-    run_ceiling, run_speedup = ceiling_speedups(rows), reactor_speedups(rows)
-    ref_ceiling = ceiling_speedups(machine) if machine is not None else {}
-    skews = {"run": serial_skews(rows), "machine": serial_skews(machine) if machine is not None else {}}
-    ref_share = measured_share_intervals(machine) if machine is not None else {}
-    run_interval = measured_share_intervals(rows)
-    run_amdahl, ref_amdahl = amdahl_shares(rows), amdahl_shares(machine) if machine is not None else {}
+    run_ceiling, run_speedup = ceiling_speedups(rows, subject), reactor_speedups(rows, subject)
+    ref_ceiling = ceiling_speedups(machine, subject) if machine is not None else {}
+    skews = {"run": serial_skews(rows, subject), "machine": serial_skews(machine, subject) if machine is not None else {}}
+    ref_share = measured_share_intervals(machine, subject) if machine is not None else {}
+    run_interval = measured_share_intervals(rows, subject)
+    run_amdahl = amdahl_shares(rows, subject)
+    ref_amdahl = amdahl_shares(machine, subject) if machine is not None else {}
     lines = []
     for (scenario, bank, workers), g in reactor.groupby(["scenario", "num_envs", "workers"]):
         key = (str(scenario), int(bank), int(workers))
-        serial = rows[(rows["backend"] == "serial") & (rows["scenario"] == scenario) & (rows["num_envs"] == bank)]
+        serial = rows[subject.serial(rows) & (rows["scenario"] == scenario) & (rows["num_envs"] == bank)]
         serial_round = serial_round_us(serial)
         rounds, sources, hand, inflations, inflated_from = [], set(), [], [], set()
         for i in g.index:
@@ -467,7 +524,7 @@ def predict_rows(rows: pd.DataFrame, machine: pd.DataFrame | None = None) -> pd.
         interval = ref_share.get(key) if machine is not None else run_interval.get(key)
         measured = interval.median if interval is not None else None
         at = (rows["scenario"] == scenario) & (rows["num_envs"] == bank) & (rows["workers"] == workers)
-        excess = ceiling_excess(serial[serial["workers"] == workers], rows[at & _capacity_mask(rows)], int(workers),
+        excess = ceiling_excess(serial[serial["workers"] == workers], rows[at & subject.ceiling(rows)], int(workers),
                                 run_ceiling[key]) if key in run_ceiling else ""
         predicted = speedup / ceiling if ceiling > 0 else np.nan
         # this code's own serial part (the run's serial rows) before the target machine's (other code, perhaps);
@@ -476,7 +533,7 @@ def predict_rows(rows: pd.DataFrame, machine: pd.DataFrame | None = None) -> pd.
                                (ref_amdahl[key], "machine") if key in ref_amdahl else (np.nan, "-"))
         measured_amdahl = (ref_amdahl if machine is not None else run_amdahl).get(key, np.nan)
         lines.append({
-            "workload": key[0], "bank": key[1], "workers": key[2],
+            "executor": subject.name, "workload": key[0], "bank": key[1], "workers": key[2],
             "measured_share": measured, "predicted_share": predicted,
             "error": (predicted - measured) / measured if measured and not np.isnan(predicted) else None,
             "measured_low": interval.low if interval is not None else np.nan,
@@ -495,10 +552,7 @@ def predict_rows(rows: pd.DataFrame, machine: pd.DataFrame | None = None) -> pd.
             "amdahl_share": amdahl, "amdahl_from": amdahl_from,
             "amdahl_check": amdahl_check([("measured", measured, measured_amdahl), ("predicted", predicted, amdahl)]),
         })
-    out = pd.DataFrame(lines)
-    if not out.empty:
-        out = out.sort_values(["workload", "bank", "workers"]).reset_index(drop=True)
-    return out
+    return lines
 
 
 def predict_run(paths: Iterable[Path | str], machine: Iterable[Path | str] | None = None) -> pd.DataFrame:
@@ -569,13 +623,21 @@ def format_lines(table: pd.DataFrame) -> str:
     """``workload workers measured_share predicted_share`` per line (measured ``-`` where there is no paired
     ceiling), then the error, the measured share's interval (and whether the prediction lies in it), what the
     prediction used and the Amdahl share; then `summary_line`, any ceiling, serial or Amdahl check, and whether the
-    target machine's rows are of other code than the run's (`predict_run`)."""
+    target machine's rows are of other code than the run's (`predict_run`). Where the table holds another subject
+    than the processes executor (`subjects`), each subject's lines follow a line naming it."""
     def num(x: Any, fmt: str) -> str:
         return "-" if x is None or (isinstance(x, float) and np.isnan(x)) else format(x, fmt)
 
     out = ["workload workers measured_share predicted_share  error measured_95%  predicted_round_us serial_round_us "
            "predicted_speedup ceiling_speedup(from) handoff_us(from) inflation(from) amdahl_share(from)"]
+    named = set(table.get("executor", pd.Series(dtype=str))) - {PROCESSES.name}
+    subject = None
     for r in table.to_dict("records"):
+        if named and r.get("executor") != subject:
+            subject = r.get("executor")
+            interp = subject.partition(" ")[2]
+            on = f" on {interp}" if interp else ""
+            out.append(f"# reactor:{subject} (against serial{on} and the synchronized ceiling{on})")
         out.append(f"{r['workload']} {r['workers']} {num(r['measured_share'], '.2f')} "
                    f"{num(r['predicted_share'], '.2f')}  {num(r['error'], '+.0%')} {_measured_interval(r)}  "
                    f"{num(r['predicted_round_us'], '.1f')} {num(r['serial_round_us'], '.1f')} "
@@ -583,8 +645,9 @@ def format_lines(table: pd.DataFrame) -> str:
                    f"{num(r['handoff_us'], '.1f')}({r['handoff_from']}) "
                    f"{num(r.get('inflation'), '.2f')}({r.get('inflation_from', '-')}) "
                    f"{num(r.get('amdahl_share'), '.2f')}({r.get('amdahl_from', '-')})")
-    checks = [f"{r['workload']} {r['workers']}: {r[check]}" for r in table.to_dict("records")
-              for check in ("ceiling_check", "serial_check", "amdahl_check") if r.get(check)]
+    checks = [f"{r['workload']} {r['workers']}{'' if not named else ' (' + str(r.get('executor')) + ')'}: {r[check]}"
+              for r in table.to_dict("records") for check in ("ceiling_check", "serial_check", "amdahl_check")
+              if r.get(check)]
     summary = summary_line(table)
     note = table.attrs.get("commit_note")
     return "\n".join(out + ([summary] if summary else []) + checks + ([note] if note else []))

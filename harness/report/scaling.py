@@ -11,19 +11,25 @@ import pandas as pd
 from harness.report.figures import Plot
 from harness.report.fmt import Table
 from harness.report.model import Report, Section
-from harness.report.predict import predict_rows
+from harness.report.predict import PROCESSES, predict_rows
 
 #: a run holds a scaling curve when its paired reactor rows span at least this many worker counts
 MIN_WORKER_COUNTS = 3
 
 
 def scaling_frame(rep: Report) -> pd.DataFrame:
-    """`predict_rows` of the report's paired rows, or an empty frame when they hold no scaling curve."""
+    """`predict_rows` of the report's paired rows, or an empty frame when they hold no scaling curve; a subject other
+    than the processes executor (the threads executor on a free-threaded interpreter) is a curve of its own, its
+    workload named with it (``gym (threads ft)``)."""
     rows = rep.paired_rows
     if rows is None or not len(rows):
         return pd.DataFrame()
     table = predict_rows(rows)
-    if table.empty or table.groupby("workload")["workers"].nunique().max() < MIN_WORKER_COUNTS:
+    if table.empty:
+        return pd.DataFrame()
+    other = table["executor"] != PROCESSES.name
+    table.loc[other, "workload"] = table.loc[other, "workload"] + " (" + table.loc[other, "executor"] + ")"
+    if table.groupby("workload")["workers"].nunique().max() < MIN_WORKER_COUNTS:
         return pd.DataFrame()
     return table
 
@@ -63,8 +69,9 @@ def scaling_plot(frame: pd.DataFrame) -> Plot:
                        label=f"{workload} predicted")
             speed.plot(g["workers"], g["predicted_speedup"], "s--", color=colour, alpha=0.7)
     share.axhline(1.0, color="grey", lw=0.8)
-    share.set(xlabel="workers (processes)", ylabel="reactor / synchronized ceiling", xscale="log", ylim=(0, None))
-    speed.set(xlabel="workers (processes)", ylabel="reactor / serial", xscale="log", ylim=(0, None))
+    share.set(xlabel="workers (processes or threads)", ylabel="reactor / synchronized ceiling", xscale="log",
+              ylim=(0, None))
+    speed.set(xlabel="workers (processes or threads)", ylabel="reactor / serial", xscale="log", ylim=(0, None))
     for ax in (share, speed):
         ax.set_xticks(sorted(frame["workers"].unique()))
         ax.get_xaxis().set_major_formatter(plt.matplotlib.ticker.ScalarFormatter())

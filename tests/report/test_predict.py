@@ -102,6 +102,57 @@ def test_costs_read_with_more_processes_than_cores_are_taken_back_to_a_core_each
     assert predict_rows(pd.DataFrame(cheap)).set_index("workers").loc[4, "inflation"] == 1.0
 
 
+def _thread_costs(costs, handoff):
+    """A threads executor row's breakdown: CPU, waiting and hand-offs per thread, no work or transport part."""
+    out = {}
+    for r, c in enumerate(costs):
+        out.update({f"bd_w{r}_cpu_us": c, f"bd_w{r}_wait_us": 50.0, f"bd_w{r}_handoff_us": handoff,
+                    f"bd_w{r}_members": 1})
+    return out
+
+
+def test_the_threads_executor_on_a_free_threaded_interpreter_is_read_against_serial_and_the_ceiling_there():
+    """One job holding both interpreters: the processes executor against serial and the ceiling on the harness's
+    interpreter, the threads executor on the free-threaded one against serial and the ceiling there (other speeds:
+    4,000 against 6,000 us a round). Threads under a GIL take turns whatever the cores: not predicted."""
+    from harness.report.predict import PROCESSES, Subject, format_lines, subjects
+
+    rows = []
+    for cycle in range(3):
+        rows.append(_row("serial", "-", 4, cycle, 1000.0, {"tree_cpu_ms_per_unit": 1.0}))
+        rows.append(_row("capacity", "lockstep", 4, cycle, 3200.0))
+        rows.append(_row("reactor", "processes-max1024", 4, cycle, 2000.0, _costs([1300, 1000, 1000, 1000], 6.0),
+                         cpu_count=4))
+        rows.append(_row("serial", "ft", 4, cycle, 700.0, {"tree_cpu_ms_per_unit": 1.5}))
+        rows.append(_row("capacity", "lockstep ft", 4, cycle, 2100.0))
+        rows.append(_row("reactor", "threads ft", 4, cycle, 1400.0, _thread_costs([2000, 1500, 1500, 1500], 4.0),
+                         cpu_count=4))
+        rows.append(_row("reactor", "threads", 4, cycle, 900.0, _thread_costs([900, 900, 900, 900], 4.0),
+                         cpu_count=4))
+    frame = pd.DataFrame(rows)
+    threads_ft = Subject("threads", "ft")
+    assert subjects(frame) == [PROCESSES, threads_ft]
+    assert list(frame[threads_ft.serial(frame)]["variant"].unique()) == ["ft"]
+    assert list(frame[PROCESSES.ceiling(frame)]["variant"].unique()) == ["lockstep"]
+    table = predict_rows(frame).set_index("executor")
+    proc, thr = table.loc["processes"], table.loc["threads ft"]
+    assert proc["predicted_round_us"] == pytest.approx(300 + 1000 + 6)
+    assert proc["predicted_speedup"] == pytest.approx(4000 / 1306) and proc["ceiling_speedup"] == pytest.approx(3.2)
+    assert proc["measured_share"] == pytest.approx(2000 / 3200)
+    # thread 0: 500 of server work beside its member's 1,500; serial on ft: 1.5 ms per env step, 6,000 us a round
+    assert thr["predicted_round_us"] == pytest.approx(500 + 1500 + 4)
+    assert thr["serial_round_us"] == pytest.approx(6000)
+    assert thr["predicted_speedup"] == pytest.approx(6000 / 2004) and thr["ceiling_speedup"] == pytest.approx(3.0)
+    assert thr["measured_share"] == pytest.approx(1400 / 2100) and thr["measured_speedup"] == pytest.approx(2.0)
+    text = format_lines(predict_rows(frame)).splitlines()
+    assert text[1] == "# reactor:processes (against serial and the synchronized ceiling)"
+    assert text[3] == "# reactor:threads ft (against serial on ft and the synchronized ceiling on ft)"
+    assert text[2].startswith("gym 4 0.62 ") and text[4].startswith("gym 4 0.67 ")
+    # a run of the processes executor alone prints no subject lines (the format the issue names)
+    alone = format_lines(predict_rows(frame[~threads_ft.reactor(frame)])).splitlines()
+    assert not any(line.startswith("#") for line in alone)
+
+
 def test_each_prediction_is_checked_against_the_measured_share_s_interval_and_the_run_summarised():
     from harness.report.predict import format_lines
 
@@ -150,7 +201,7 @@ def test_predict_reads_a_real_paired_job_and_prints_one_line_per_workload_and_wo
 def test_predict_says_so_when_a_run_has_nothing_to_predict_from(tmp_path):
     done = subprocess.run([sys.executable, "-m", "harness.report", "--predict", str(tmp_path)], cwd=REPO,
                           capture_output=True, text=True, timeout=120)
-    assert done.returncode == 2 and "no reactor processes rows" in done.stderr
+    assert done.returncode == 2 and "no reactor rows to predict from" in done.stderr
 
 
 def test_a_many_core_run_s_report_opens_with_its_scaling_curve_after_the_answer():
