@@ -144,17 +144,24 @@ PROXY_ARGS_gym := scenario.num_envs=16
 PROXY_ARGS_atari := scenario.num_envs=16
 PROXY_ARGS_marl := scenario.env=synthetic scenario.num_agents=16
 PROXY_ARGS_dqn := scenario.num_rollouts=16
-PROXY_JOB = $(PY) -m harness compare budget=local compare.max_seconds=$(PROXY_SECONDS) quiet=true
+# PROXY_FT=1: the jobs of PROXY_FT_WORKLOADS (those the free-threaded venv can run: gym; atari with ale-py there;
+# dqn and marl with torch there) also hold the threads executor on the free-threaded interpreter (.venv-ft: make
+# install-ft) beside serial there (and at workers=2 its ceiling), so --predict reads the paper's own setup too
+PROXY_FT ?= 0
+PROXY_FT_WORKLOADS ?= gym $(if $(FT_ALE_OK),atari) $(if $(FT_TORCH_OK),dqn marl)
+COMMA := ,
+proxy_ft = $(and $(filter 1,$(PROXY_FT)),$(filter $(1),$(PROXY_FT_WORKLOADS)))
+PROXY_JOB = $(if $(filter 1,$(PROXY_FT)),env REACTORBENCH_FT_PYTHON=$(CURDIR)/$(FT_PY) )$(PY) -m harness compare budget=local compare.max_seconds=$(PROXY_SECONDS) quiet=true
 define PROXY_W2
-$(TRY) $(PROXY_JOB) scenario=$(1) "backends=[serial,reactor,capacity_lockstep]" workers=2 $(PROXY_ARGS_$(1)) hydra.run.dir=$(PROXY_DIR)/$(1)-w2
+$(TRY) $(PROXY_JOB) scenario=$(1) "backends=[serial,reactor,capacity_lockstep$(if $(call proxy_ft,$(1)),$(COMMA)serial@ft$(COMMA)reactor_threads@ft$(COMMA)capacity_lockstep@ft)]" workers=2 $(PROXY_ARGS_$(1)) hydra.run.dir=$(PROXY_DIR)/$(1)-w2
 
 endef
 define PROXY_WK
-$(TRY) $(PROXY_JOB) scenario=$(1) "backends=[serial,reactor_per_worker]" workers=$(PROXY_WORKERS) $(PROXY_ARGS_$(1)) hydra.run.dir=$(PROXY_DIR)/$(1)-w$(PROXY_WORKERS)
+$(TRY) $(PROXY_JOB) scenario=$(1) "backends=[serial,reactor_per_worker$(if $(call proxy_ft,$(1)),$(COMMA)serial@ft$(COMMA)reactor_threads@ft)]" workers=$(PROXY_WORKERS) $(PROXY_ARGS_$(1)) hydra.run.dir=$(PROXY_DIR)/$(1)-w$(PROXY_WORKERS)
 
 endef
 # the jobs with a core per process first, while the host is quiet: their hand-offs are the run's (docs/report.md)
-proxy: install ## Many cores seen from here: paired jobs at workers=2 and PROXY_WORKERS (16) per workload, then the scaling prediction (--predict)
+proxy: install ## Many cores seen from here: paired jobs at workers=2 and PROXY_WORKERS (16) per workload, then the scaling prediction (--predict); PROXY_FT=1: threads on free-threaded Python too
 	$(START)
 	$(foreach s,$(PROXY_WORKLOADS),$(call PROXY_W2,$(s)))
 	$(foreach s,$(PROXY_WORKLOADS),$(call PROXY_WK,$(s)))

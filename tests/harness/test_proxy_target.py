@@ -41,3 +41,19 @@ def test_the_proxy_runs_each_workload_with_a_core_per_process_first_then_one_pro
     assert predict.endswith(f"-m harness.report --predict {out} --machine "
                             "results/reference/h200-16core-2026-12-04-device")
     assert _planned(tmp_path, f"PROXY_DIR={out}", "PROXY_WORKLOADS=atari")[-1].endswith(f"--predict {out}")
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs GNU make")
+def test_proxy_ft_adds_the_threads_executor_on_free_threaded_python_to_the_workloads_it_can_run(tmp_path):
+    """PROXY_FT=1: the jobs of PROXY_FT_WORKLOADS also hold serial and the threads executor on the free-threaded
+    interpreter (and at workers=2 its ceiling), which the job finds through REACTORBENCH_FT_PYTHON; the others are
+    unchanged (a workload .venv-ft cannot run, e.g. marl without torch there)."""
+    out = tmp_path / "px"
+    lines = _planned(tmp_path, f"PROXY_DIR={out}", "PROXY_WORKLOADS=gym marl", "PROXY_FT=1", "PROXY_FT_WORKLOADS=gym")
+    gym2, marl2, gym16, marl16 = lines[:4]
+    assert "backends=[serial,reactor,capacity_lockstep,serial@ft,reactor_threads@ft,capacity_lockstep@ft]" in gym2
+    assert "backends=[serial,reactor_per_worker,serial@ft,reactor_threads@ft]" in gym16
+    assert "backends=[serial,reactor,capacity_lockstep]" in marl2
+    assert "backends=[serial,reactor_per_worker]" in marl16
+    assert all(f"REACTORBENCH_FT_PYTHON={ROOT}/.venv-ft/bin/python" in job for job in lines[:4])
+    assert not any("@ft" in job for job in _planned(tmp_path, f"PROXY_DIR={out}", "PROXY_WORKLOADS=gym"))
