@@ -84,9 +84,9 @@ cdef class Crew:
     hand-off (from the moment the awaited thread published, by its clock, to the moment this one saw it), and
     the CPU they used (spinning and yielding: their wall time where every thread has a core, the CPU clock
     read around each wait where threads outnumber cores) with the futex wakes its publishes made (a hand-off's
-    cost: with a core per thread the waiters spin or yield and are rarely asleep), so that a thread's CPU clock less that CPU is what it
-    spent running reactions and the tag loop (`reactor_backend.executors.ThreadBreakdown`). Costs a clock
-    read per publish and two per wait that does not return at once.
+    cost: with a core per thread the waiters spin or yield and are rarely asleep), so that a thread's CPU clock
+    less that CPU is what it spent running reactions and the tag loop (`reactor_backend.executors.ThreadBreakdown`).
+    Costs a clock read per publish and two per wait that does not return at once.
     """
 
     cdef int32_t *_w

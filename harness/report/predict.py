@@ -166,7 +166,8 @@ class Subject:
     def reactor(self, rows: pd.DataFrame) -> pd.Series:
         """The reactor's rows under this executor and interpreter (``processes-max1024`` is the processes executor)."""
         return pd.Series([x.name == "reactor" and x.variant.split("-")[0] == self.executor
-                          and x.interpreter == self.interpreter for x in self._labels(rows)], index=rows.index, dtype=bool)
+                          and x.interpreter == self.interpreter for x in self._labels(rows)],
+                         index=rows.index, dtype=bool)
 
     def serial(self, rows: pd.DataFrame) -> pd.Series:
         """Serial's rows on this interpreter."""
@@ -484,7 +485,8 @@ def _subject_lines(rows: pd.DataFrame, machine: pd.DataFrame | None, subject: Su
             handoffs.setdefault(str(reactor.at[i, "scenario"]), []).append(rc.handoff_us)
     run_ceiling, run_speedup = ceiling_speedups(rows, subject), reactor_speedups(rows, subject)
     ref_ceiling = ceiling_speedups(machine, subject) if machine is not None else {}
-    skews = {"run": serial_skews(rows, subject), "machine": serial_skews(machine, subject) if machine is not None else {}}
+    skews = {"run": serial_skews(rows, subject),
+             "machine": serial_skews(machine, subject) if machine is not None else {}}
     ref_share = measured_share_intervals(machine, subject) if machine is not None else {}
     run_interval = measured_share_intervals(rows, subject)
     run_amdahl = amdahl_shares(rows, subject)

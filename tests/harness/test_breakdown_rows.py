@@ -1,4 +1,4 @@
-"""Reactor processes jobs record where each worker process's round time went, per repetition, and place
+"""Reactor jobs record where each worker process's (thread's) round time went, per repetition, and place
 fewer bank members on the server's process by measured cost; the checksum stays the serial one."""
 import json
 
@@ -156,3 +156,53 @@ def test_the_clocks_pauses_are_not_process_0s_work():
     assert m["bd_rounds"] == 40
     # 8 pauses of 20 ms over 40 rounds would be 4,000 us per round; a CartPole round's work is far below
     assert m["bd_w0_work_us"] < 1_000 and m["bd_w0_cpu_us"] < 1_000, m
+
+
+def _burn_cpu(seconds: float) -> None:
+    """Spin until this thread has used ``seconds`` of CPU."""
+    import time
+
+    end = time.thread_time() + seconds
+    while time.thread_time() < end:
+        pass
+
+
+class _BusyPausingClock:
+    """A harness clock that stops its timer every 5th round and burns 20 ms of CPU while it is stopped (a paired
+    job's clock between blocks, writing a report), inside the server's round-end reaction, on thread 0."""
+
+    def __init__(self, backend):
+        self.backend, self.done = backend, 0
+
+    def begin(self):
+        self.backend.timer(True)
+        self.backend.metrics()  # the rounds from here (as a harness's repetition: the roles' start-up left out)
+
+    def tick(self):
+        self.done += 1
+        if self.done % 5 == 0:
+            self.backend.timer(False)
+            _burn_cpu(0.02)
+            self.backend.timer(True)
+
+
+def test_threads_rows_carry_each_threads_cpu_waits_and_members_without_the_clocks_pauses():
+    from backends.reactor import Executor, ReactorBackend, ReactorConfig
+    from scenarios import make_scenario
+    from scenarios.configs import GymConfig
+
+    scenario = make_scenario(GymConfig(num_envs=3), 0)
+    backend = ReactorBackend(ReactorConfig(executor=Executor.threads), 2)
+    server = scenario.make_server()
+    backend.start(scenario, server)
+    backend.run(40, _BusyPausingClock(backend))
+    m = backend.metrics()
+    server.close()
+    assert m["bd_rounds"] == 40
+    assert [m["bd_w0_members"], m["bd_w1_members"]] == [2.0, 1.0]  # the even split: members 0 and 1 on thread 0
+    for rank in (0, 1):
+        assert m[f"bd_w{rank}_cpu_us"] > 0 and m[f"bd_w{rank}_wait_us"] >= 0 and m[f"bd_w{rank}_handoff_us"] >= 0
+    assert "bd_w0_work_us" not in m and "bd_w0_transport_us" not in m  # no such parts between threads
+    # 8 pauses of 20 ms of CPU over 40 rounds would be 4,000 us per round; a CartPole round is far below
+    assert m["bd_w0_cpu_us"] < 1_000, m
+    assert backend.metrics() == {}  # per round since the last call: none since

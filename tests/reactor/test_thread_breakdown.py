@@ -1,5 +1,6 @@
 """The threads executor's breakdown: each thread's CPU outside its waits, its waiting and its hand-offs, counted
-on the thread that spent them (``ThreadBreakdown``), and the reactor backend's rows that carry them."""
+on the thread that spent them (``ThreadBreakdown``; the reactor backend's rows that carry them:
+tests/harness/test_breakdown_rows.py)."""
 from __future__ import annotations
 
 import time
@@ -113,44 +114,3 @@ def test_counters_only_grow_while_the_run_is_in_progress():
 def test_a_breakdown_of_another_executor_is_refused():
     with pytest.raises(TypeError, match="ThreadBreakdown"):
         run(Main(), executor="threads", workers=2, breakdown=Breakdown())
-
-
-class _BusyPausingClock:
-    """A harness clock that stops its timer every 5th round and burns 20 ms of CPU while it is stopped (a paired
-    job's clock between blocks, writing a report), inside the server's round-end reaction, on thread 0."""
-
-    def __init__(self, backend):
-        self.backend, self.done = backend, 0
-
-    def begin(self):
-        self.backend.timer(True)
-        self.backend.metrics()  # the rounds from here (as a harness's repetition: the roles' start-up left out)
-
-    def tick(self):
-        self.done += 1
-        if self.done % 5 == 0:
-            self.backend.timer(False)
-            burn_cpu(0.02)
-            self.backend.timer(True)
-
-
-def test_threads_rows_carry_each_threads_cpu_waits_and_members_without_the_clocks_pauses():
-    from backends.reactor import Executor, ReactorBackend, ReactorConfig
-    from scenarios import make_scenario
-    from scenarios.configs import GymConfig
-
-    scenario = make_scenario(GymConfig(num_envs=3), 0)
-    backend = ReactorBackend(ReactorConfig(executor=Executor.threads), 2)
-    server = scenario.make_server()
-    backend.start(scenario, server)
-    backend.run(40, _BusyPausingClock(backend))
-    m = backend.metrics()
-    server.close()
-    assert m["bd_rounds"] == 40
-    assert [m["bd_w0_members"], m["bd_w1_members"]] == [2.0, 1.0]  # the even split: members 0 and 1 on thread 0
-    for rank in (0, 1):
-        assert m[f"bd_w{rank}_cpu_us"] > 0 and m[f"bd_w{rank}_wait_us"] >= 0 and m[f"bd_w{rank}_handoff_us"] >= 0
-    assert "bd_w0_work_us" not in m and "bd_w0_transport_us" not in m  # no such parts between threads
-    # 8 pauses of 20 ms of CPU over 40 rounds would be 4,000 us per round; a CartPole round is far below
-    assert m["bd_w0_cpu_us"] < 1_000, m
-    assert backend.metrics() == {}  # per round since the last call: none since
