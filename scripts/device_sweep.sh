@@ -69,8 +69,9 @@ WHEELS=${WHEELS:-.device/wheels}
 FT_KIT=${FT_KIT:-.device/ft}  # make device-kit-ft: python-ft.tar.xz and wheels/; its interpreter and venv go here too
 FT_PY=$FT_KIT/venv/bin/python
 # the free-threaded reading's residents: processes on the machine's Python first, threads on 3.13t second (the
-# job's main ratio: threads ft / processes), serial on both (what the interpreter itself costs) and the ceiling
-FT_BACKENDS=${FT_BACKENDS:-"reactor,reactor_threads@ft,serial,serial@ft,capacity_lockstep"}
+# job's main ratio: threads ft / processes), serial on both (what the interpreter itself costs) and the ceiling on
+# both (each executor's share of its own interpreter's ceiling: `harness.report --predict` reads both subjects)
+FT_BACKENDS=${FT_BACKENDS:-"reactor,reactor_threads@ft,serial,serial@ft,capacity_lockstep,capacity_lockstep@ft"}
 if [ "$FT" = 1 ]; then
   WORKERS=$FT_WORKERS
   OUT_DIR=${OUT_DIR%/*}/ft-${OUT_DIR##*/}

@@ -189,7 +189,8 @@ def test_device_sweep_ft_unpacks_the_kit_and_pairs_threads_on_3_13t_with_process
     assert [(re.search(r"scenario=(\w+)", s).group(1), int(re.search(r"workers=(\d+)", s).group(1))) for s in paired] \
         == [("gym", 16), ("atari", 16), ("gym", 8), ("atari", 8)]
     # processes first, threads on the free-threaded interpreter second: the job's main ratio is threads / processes
-    assert all("backends=[reactor,reactor_threads@ft,serial,serial@ft,capacity_lockstep]" in s for s in paired)
+    assert all("backends=[reactor,reactor_threads@ft,serial,serial@ft,capacity_lockstep,capacity_lockstep@ft]" in s
+               for s in paired)
     assert not [s for s in steps if " -m harness -m " in s]  # nothing else in this call
     for preset in ("reactor", "reactor_threads", "serial", "capacity_lockstep"):
         assert (REPO / "conf" / "backend" / f"{preset}.yaml").exists(), preset
