@@ -119,45 +119,6 @@ def test_even_placement_where_the_gather_is_not_split():
     assert backend.bank_split is None and "placement_members_w0" not in backend.startup_breakdown
 
 
-class _PausingClock:
-    """A harness clock that stops its timer for 20 ms every 5th round, as a paired job's clock does between
-    blocks (inside the server's round-end reaction, in process 0)."""
-
-    def __init__(self, backend):
-        self.backend, self.done = backend, 0
-
-    def begin(self):
-        self.backend.timer(True)
-
-    def tick(self):
-        import time
-
-        self.done += 1
-        if self.done % 5 == 0:
-            self.backend.timer(False)
-            time.sleep(0.02)
-            self.backend.timer(True)
-
-
-def test_the_clocks_pauses_are_not_process_0s_work():
-    """While the harness's clock has its timer stopped (a paired job between blocks) process 0 does none of the
-    program's work: the breakdown leaves it out (it made process 0 look busy the whole round on 16 cores)."""
-    from backends.reactor import ReactorBackend, ReactorConfig
-    from scenarios import make_scenario
-    from scenarios.configs import GymConfig
-
-    scenario = make_scenario(GymConfig(num_envs=2), 0)
-    backend = ReactorBackend(ReactorConfig(), 2)
-    server = scenario.make_server()
-    backend.start(scenario, server)
-    backend.run(40, _PausingClock(backend))
-    m = backend.metrics()
-    server.close()
-    assert m["bd_rounds"] == 40
-    # 8 pauses of 20 ms over 40 rounds would be 4,000 us per round; a CartPole round's work is far below
-    assert m["bd_w0_work_us"] < 1_000 and m["bd_w0_cpu_us"] < 1_000, m
-
-
 def _burn_cpu(seconds: float) -> None:
     """Spin until this thread has used ``seconds`` of CPU."""
     import time
@@ -167,9 +128,10 @@ def _burn_cpu(seconds: float) -> None:
         pass
 
 
-class _BusyPausingClock:
-    """A harness clock that stops its timer every 5th round and burns 20 ms of CPU while it is stopped (a paired
-    job's clock between blocks, writing a report), inside the server's round-end reaction, on thread 0."""
+class _PausingClock:
+    """A harness clock that stops its timer every 5th round and burns 20 ms of CPU while it is stopped, as a paired
+    job's clock does between blocks (writing a report), inside the server's round-end reaction, in process 0 (on
+    thread 0)."""
 
     def __init__(self, backend):
         self.backend, self.done = backend, 0
@@ -186,23 +148,40 @@ class _BusyPausingClock:
             self.backend.timer(True)
 
 
-def test_threads_rows_carry_each_threads_cpu_waits_and_members_without_the_clocks_pauses():
-    from backends.reactor import Executor, ReactorBackend, ReactorConfig
+def _paused_metrics(config, num_envs: int) -> dict:
+    """The breakdown of 40 gym rounds at 2 workers under `_PausingClock` (8 pauses)."""
+    from backends.reactor import ReactorBackend
     from scenarios import make_scenario
     from scenarios.configs import GymConfig
 
-    scenario = make_scenario(GymConfig(num_envs=3), 0)
-    backend = ReactorBackend(ReactorConfig(executor=Executor.threads), 2)
+    scenario = make_scenario(GymConfig(num_envs=num_envs), 0)
+    backend = ReactorBackend(config, 2)
     server = scenario.make_server()
     backend.start(scenario, server)
-    backend.run(40, _BusyPausingClock(backend))
+    backend.run(40, _PausingClock(backend))
     m = backend.metrics()
     server.close()
     assert m["bd_rounds"] == 40
+    assert backend.metrics() == {}  # per round since the last call: none since
+    return m
+
+
+def test_the_clocks_pauses_are_not_process_0s_work():
+    """While the harness's clock has its timer stopped (a paired job between blocks) process 0 does none of the
+    program's work: the breakdown leaves it out (it made process 0 look busy the whole round on 16 cores)."""
+    from backends.reactor import ReactorConfig
+
+    m = _paused_metrics(ReactorConfig(), 2)
+    # 8 pauses of 20 ms of CPU over 40 rounds would be 4,000 us per round; a CartPole round's work is far below
+    assert m["bd_w0_work_us"] < 1_000 and m["bd_w0_cpu_us"] < 1_000, m
+
+
+def test_threads_rows_carry_each_threads_cpu_waits_and_members_without_the_clocks_pauses():
+    from backends.reactor import Executor, ReactorConfig
+
+    m = _paused_metrics(ReactorConfig(executor=Executor.threads), 3)
     assert [m["bd_w0_members"], m["bd_w1_members"]] == [2.0, 1.0]  # the even split: members 0 and 1 on thread 0
     for rank in (0, 1):
         assert m[f"bd_w{rank}_cpu_us"] > 0 and m[f"bd_w{rank}_wait_us"] >= 0 and m[f"bd_w{rank}_handoff_us"] >= 0
     assert "bd_w0_work_us" not in m and "bd_w0_transport_us" not in m  # no such parts between threads
-    # 8 pauses of 20 ms of CPU over 40 rounds would be 4,000 us per round; a CartPole round is far below
-    assert m["bd_w0_cpu_us"] < 1_000, m
-    assert backend.metrics() == {}  # per round since the last call: none since
+    assert m["bd_w0_cpu_us"] < 1_000, m  # as for processes
