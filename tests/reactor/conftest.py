@@ -29,7 +29,8 @@ if os.environ.get("REACTOR_EXECUTORS"):
     EXECUTOR_PARAMS = [(n, int(w)) for n, w in (item.split(":") for item in
                                                 os.environ["REACTOR_EXECUTORS"].split(","))]
 
-# REACTOR_BREAKDOWN=1 runs the processes executor with its time breakdown on (its timed link and advance)
+# REACTOR_BREAKDOWN=1 runs the processes executor with its time breakdown on (its timed link and advance), and the
+# threads executor with its own (a timed crew)
 BREAKDOWN = os.environ.get("REACTOR_BREAKDOWN") == "1"
 
 
@@ -43,6 +44,10 @@ class ExecutorSpec:
     def run(self, main: Any, **kwargs: Any) -> Any:
         if self.name == "processes" and BREAKDOWN:
             kwargs.setdefault("breakdown", True)
+        elif self.name == "threads" and BREAKDOWN:
+            from reactor_backend.executors import ThreadBreakdown
+
+            kwargs.setdefault("breakdown", ThreadBreakdown())
         return run(main, executor=self.name, workers=self.workers, **kwargs)
 
 
