@@ -15,10 +15,12 @@ is written once): a fixed 128-byte header in a shared header table plus a data s
   tuples...) are copied straight into the segment after the pickle stream, not into it.
 * Flat records, a tuple or list of at most 16 fields that are numpy arrays, floats, ints, bools
   or None (an environment step's ``(obs, reward, done)``), are laid out once: a descriptor in the
-  segment, then 8 bytes per scalar, then each array, aligned. While the field types, dtypes and
-  shapes stay the same, a write stores the scalars and copies the arrays into place and a read
-  builds the record from the bytes (arrays as views or copies, as for a bare array), both in the
-  compiled ``_codec.RecordCodec``: no pickling per value. An int beyond 64 bits pickles the value.
+  segment, then 8 bytes per scalar, then each array (one under 64 bytes packed at 16 bytes after the
+  last field, so that a small record fills one cache line; a larger one on a line of its own). While
+  the field types, dtypes and shapes stay the same, a write stores the scalars and copies the arrays
+  into place and a read builds the record from the bytes (arrays as views or copies, as for a bare
+  array), both in the compiled ``_codec.RecordCodec``: no pickling per value. An int beyond 64 bits
+  pickles the value.
 * A bare float, int or bool (exactly those types: an agent's action) is a record of one field
   that is the value itself: 8 bytes, no pickle (pickling and unpickling a number costs far more
   than copying its 8 bytes, per value, and marl rounds send one per agent).
@@ -71,6 +73,10 @@ _NONE_KEY = ("n",)
 _RECORD_KEY = ("r",)  # the header describes the layout of the writer's current codec
 _INITIAL_CAPACITY = 4096
 _ALIGN = 64
+#: a record's scalars and its arrays smaller than a cache line are packed at this alignment (numpy's largest dtype
+#: alignment), so that an environment step's record (reward, done, a small observation, its checksum encoding) fills
+#: one cache line, not one per field: a reader on another core then fetches one line per record
+_PACK = 16
 
 # round, layout, gen, capacity, kind, ndim, nbytes, dtype, shape[8]
 _HDR = struct.Struct("<qqqqiiq16s8q")
@@ -122,8 +128,8 @@ def unlink_prefix(prefix: str) -> list[str]:
     return removed
 
 
-def _aligned(n: int) -> int:
-    return (n + _ALIGN - 1) // _ALIGN * _ALIGN
+def _aligned(n: int, align: int = _ALIGN) -> int:
+    return (n + align - 1) // align * align
 
 
 def _plain_dtype(dtype: np.dtype) -> bool:
@@ -273,17 +279,20 @@ class SlotWriter:
 
     def _record_layout(self, container: int, fields: list[tuple], round_: int) -> None:
         """Lay out a flat record (see ``_record_fields``; ``container``: ``LIST``, ``TUPLE`` or
-        ``BARE``, one scalar that is the value itself) in the segment: a pickled descriptor, then
-        8 bytes per scalar, then each array, aligned. The header's layout counter changes, so readers
+        ``BARE``, one scalar that is the value itself) in the segment: a pickled descriptor, then, from a
+        cache line, 8 bytes per scalar, then each array: one smaller than a cache line packed after the last
+        field (`_PACK`), a larger one on a cache line of its own. The header's layout counter changes, so readers
         decode the descriptor once, then read the data directly."""
-        # scalars first (8 bytes each, None takes none), then each array, aligned
+        # scalars first (8 bytes each, None takes none), then each array
         scalar_pos = 0
-        pos = _aligned(SCALAR_BYTES * sum(f[0] in ("f", "i", "b") for f in fields))
+        pos = _aligned(SCALAR_BYTES * sum(f[0] in ("f", "i", "b") for f in fields), _PACK)
         offsets = []
         for f in fields:
             if f[0] == "a":
+                if f[3] >= _ALIGN:
+                    pos = _aligned(pos)
                 offsets.append(pos)
-                pos = _aligned(pos + f[3])
+                pos = _aligned(pos + f[3], _PACK)
             else:
                 offsets.append(scalar_pos)
                 scalar_pos += SCALAR_BYTES if f[0] != "n" else 0

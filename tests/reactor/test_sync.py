@@ -539,6 +539,36 @@ def test_records_keep_types_values_and_follow_layout_changes(table):
     assert v[0][0] == 10
 
 
+def test_a_small_records_fields_share_one_cache_line_and_a_large_array_starts_its_own(table):
+    """An env step's record (reward, done, a 4-float observation, a 21-byte checksum encoding) lies in one 64-byte
+    line of the segment, every array at a 16-byte boundary (numpy's largest alignment): a reader on another core
+    fetches one line per record, not one per field. An array of a cache line or more starts on a line of its own.
+    Values cross unchanged, the arrays aligned."""
+    import pickle
+
+    w, r = table.writer(3), table.reader(3)
+
+    def data_offsets(value):
+        w.write(value, 1)
+        n = int.from_bytes(bytes(w.buf[:8]), "little")
+        container, fields, offsets = pickle.loads(bytes(w.buf[8:8 + n]))
+        base = T._aligned(8 + n)
+        ends = [off + (f[3] if f[0] == "a" else T.SCALAR_BYTES) for f, off in zip(fields, offsets)]
+        return base, fields, offsets, ends
+
+    step = (np.arange(4, dtype=np.float32), 1.0, False, np.arange(21, dtype=np.uint8))
+    base, fields, offsets, ends = data_offsets(step)
+    assert base % 64 == 0 and max(ends) <= 64
+    assert all(off % 16 == 0 for f, off in zip(fields, offsets) if f[0] == "a")
+    got = r.read()
+    assert all(np.array_equal(a, b) for a, b in zip(got, step)) and all(a.flags.aligned for a in got[::3])
+    big = (np.arange(3, dtype=np.float64), 2.0, np.arange(100, dtype=np.float64))
+    base, fields, offsets, ends = data_offsets(big)
+    assert offsets[0] == 16 and offsets[2] % 64 == 0 and offsets[2] >= ends[0]
+    got = r.read()
+    assert np.array_equal(got[2], big[2]) and got[1] == 2.0 and got[2].flags.aligned
+
+
 def test_bare_scalars_cross_as_eight_byte_records_not_pickles(table):
     """A bare int, float or bool (an agent's action) is laid out once as a one-field record and then
     written in place: equal value and exact type at the reader, the slot's kind a record (not a
