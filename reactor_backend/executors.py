@@ -140,11 +140,11 @@ class ThreadBreakdown:
     Per thread (worker 0: the calling thread, which runs the tag loop, every level of one reaction and its own
     share of the others): ``cpu``, the CPU its clock (``pthread_getcpuclockid``, read from any thread) counted
     since the crew started, less the CPU its waits used (`_crew.Crew`'s timed counters) and less what `exclude`
-    took out; ``wait``, the
-    wall time it waited for another thread (a level handed to it, or the others' chunks), hand-offs included;
-    ``handoff``, the part of those waits from the moment the awaited thread published, by its clock, to the
-    moment this one saw it (a spin, a yield or a futex wake-up). All ns since the crew started. Under a GIL the
-    threads also wait for the GIL, which none of these counts.
+    took out; ``wait``, the wall time it waited for another thread (a level handed to it, or the others'
+    chunks), hand-offs included; ``handoff``, the part of those waits from the moment the awaited thread
+    published, by its clock, to the moment this one saw it (a spin, a yield or a futex wake-up). All ns since the
+    crew started. Under a GIL the threads also wait for the GIL, which none of these counts. After the run,
+    ``stats.breakdown`` holds the last reading's parts (as the processes executor's does).
     """
 
     #: the counters of each thread; ``wait`` there includes ``handoff``
@@ -192,6 +192,10 @@ class ThreadBreakdown:
         vals["wait"] -= vals["handoff"]
         return vals
 
+    def snapshot(self) -> list[dict[str, int]]:
+        """Per thread: cumulative ``cpu`` and the disjoint ``PARTS`` (ns). Empty before the run starts."""
+        return [self.parts(c) for c in self.counters()]
+
     def _start(self, crew: Crew, clocks: list[int]) -> None:
         self._crew, self._clocks, self._excluded_cpu, self._final = crew, list(clocks), 0, None
         self._cpu0 = [time.clock_gettime_ns(c) for c in clocks]
@@ -222,20 +226,25 @@ class ThreadExecutor(Executor):
     inline_singletons = True
 
     def __init__(self, workers: int = 2, *, lock: bool | None = None, waiting: Any = None,
-                 initializer: Callable[[], Any] | None = None, breakdown: ThreadBreakdown | None = None,
+                 initializer: Callable[[], Any] | None = None, breakdown: ThreadBreakdown | bool | None = None,
                  **options: Any) -> None:
         """``lock``: lock the core's queues (default: only when the interpreter has no GIL); ``waiting``: how
         a thread waits for another (`reactor_backend.waiting.Waiting`, the processes executor's options,
         read the same way; None: its defaults); ``initializer``: called once in each of the executor's
         threads (not the calling thread) as it starts, before any reaction runs anywhere (``attach`` waits
         for all of them and raises the first failure), e.g. per-thread library settings; ``breakdown``: a
-        `ThreadBreakdown` to fill while the run is in progress (its crew then times its waits)."""
+        `ThreadBreakdown` to fill while the run is in progress (its crew then times its waits), or True for a new
+        one (in ``stats.breakdown`` after the run, as its parts)."""
         super().__init__(workers, **options)
+        if breakdown is True:
+            breakdown = ThreadBreakdown()
+        elif breakdown is False:
+            breakdown = None
         if breakdown is not None and not isinstance(breakdown, ThreadBreakdown):
             raise TypeError(f"breakdown must be a ThreadBreakdown, not {type(breakdown).__name__}")
         self.waiting = waiting
         self.initializer = initializer
-        self.breakdown = breakdown
+        self.breakdown: ThreadBreakdown | None = breakdown
         if self.workers < 1:
             raise ValueError("workers must be >= 1")
         gil = getattr(sys, "_is_gil_enabled", lambda: True)()
@@ -294,3 +303,8 @@ class ThreadExecutor(Executor):
         self._threads = []
         self._crew = None
         self.__dict__.pop("run_level", None)
+
+    def collect(self, stats: Any) -> Any:
+        if self.breakdown is not None:
+            stats.breakdown = self.breakdown.snapshot()
+        return stats

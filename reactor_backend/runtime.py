@@ -52,7 +52,8 @@ class RunStats:
     elapsed: int              # final_tag.time - start_time (logical ns)
     executor: str
     workers: int
-    #: processes executor with ``breakdown=``: per process, where the time went (see processes.Breakdown)
+    #: processes or threads executor with ``breakdown=``: per process (thread), where the time went
+    #: (`processes.Breakdown`, `executors.ThreadBreakdown`)
     breakdown: list | None = None
 
     def __getitem__(self, key: str) -> Any:

@@ -111,6 +111,13 @@ def test_counters_only_grow_while_the_run_is_in_progress():
     assert seen[-1][1]["cpu"] > seen[0][1]["cpu"]
 
 
+def test_breakdown_true_makes_one_and_the_run_s_stats_hold_its_last_reading():
+    stats = run(Main(), executor="threads", workers=2, breakdown=True)
+    assert [sorted(p) for p in stats.breakdown] == [["cpu", "handoff", "wait"]] * 2
+    assert stats.breakdown[1]["cpu"] >= 0.9 * ROUNDS * BURN_S * 1e9
+    assert run(Main(), executor="threads", workers=2).breakdown is None
+
+
 def test_a_breakdown_of_another_executor_is_refused():
     with pytest.raises(TypeError, match="ThreadBreakdown"):
         run(Main(), executor="threads", workers=2, breakdown=Breakdown())
