@@ -153,6 +153,29 @@ def test_the_threads_executor_on_a_free_threaded_interpreter_is_read_against_ser
     assert not any(line.startswith("#") for line in alone)
 
 
+def test_a_scaling_curve_per_subject_the_threads_executor_s_named_with_its_interpreter():
+    from types import SimpleNamespace
+
+    from harness.report.scaling import scaling_frame
+
+    rows = []
+    for workers in (2, 4, 8):
+        for cycle in range(3):
+            rows.append(_row("serial", "-", workers, cycle, 1000.0, {"tree_cpu_ms_per_unit": 1.0}))
+            rows.append(_row("capacity", "lockstep", workers, cycle, 900.0 * workers))
+            rows.append(_row("reactor", "processes", workers, cycle, 700.0 * workers,
+                             _costs([1300] + [1000] * (workers - 1), 6.0), cpu_count=8))
+            rows.append(_row("serial", "ft", workers, cycle, 700.0, {"tree_cpu_ms_per_unit": 1.5}))
+            rows.append(_row("capacity", "lockstep ft", workers, cycle, 650.0 * workers))
+            rows.append(_row("reactor", "threads ft", workers, cycle, 500.0 * workers,
+                             _thread_costs([2000] + [1500] * (workers - 1), 4.0), cpu_count=8))
+    frame = scaling_frame(SimpleNamespace(paired_rows=pd.DataFrame(rows)))
+    assert sorted(set(frame["workload"])) == ["gym", "gym (threads ft)"]
+    threads = frame[frame["workload"] == "gym (threads ft)"].set_index("workers")
+    assert list(threads.index) == [2, 4, 8] and threads.loc[8, "measured_share"] == pytest.approx(500 / 650)
+    assert threads.loc[8, "predicted_round_us"] == pytest.approx(500 + 1500 + 4)
+
+
 def test_each_prediction_is_checked_against_the_measured_share_s_interval_and_the_run_summarised():
     from harness.report.predict import format_lines
 
