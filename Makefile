@@ -381,8 +381,8 @@ device-kit: install ## The offline kit for a lent many-core machine: .device/whe
 # the free-threaded part (issue 46: threads on 3.13t against processes at 16 and 8 workers): .python-ft packed to run
 # wherever it is unpacked, and the cp313t wheels its measuring children import (ale-py and PyYAML built here from
 # their sdists, once), in .device/ft; there `bash scripts/device_sweep.sh --ft` unpacks, installs and measures
-device-kit-ft: install python-ft ## The free-threaded kit for the lent machine: a relocatable 3.13t and its cp313t wheels in .device/ft
-	$(PY) scripts/device_kit_ft.py --dest .device --python $(CURDIR)/.python-ft/bin/python3
+device-kit-ft: install python-ft ## The free-threaded kit for the lent machine: a relocatable 3.13t and its cp313t wheels in .device/ft (FT_OPTIMIZE=1: the PGO+LTO build)
+	$(PY) scripts/device_kit_ft.py --dest .device --python $(CURDIR)/$(FT_PREFIX)/bin/python3
 
 # EnvPool (backend=envpool, atari): 1.2.5 is its last release with a Python 3.11 wheel; it brings its asset packages
 # (about 600 MB) and changes nothing already installed
