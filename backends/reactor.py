@@ -222,21 +222,19 @@ class ReactorBackend(Backend):
             options["waiting"] = waiting(self.config)
         top = self._top = self.program(rounds, clock)
         program = assemble(top)
+        if self.executor != "inline":  # the placement the executor will use: a process (thread) per bank member
+            where = assign_workers(program, self.processes)
+            self._placed = [where[w] for w in top.workers]
+        if self.breakdown is not None:
+            options["breakdown"] = self.breakdown
         if self.executor == "processes":  # zero-copy views where no role keeps received arrays
             options["copy_arrays"] = bool(self.scenario.facts.inputs_retained)
-            if self.breakdown is not None:
-                options["breakdown"] = self.breakdown
-            where = assign_workers(program, self.processes)  # the placement the executor will use
-            self.process_of_worker = self._placed = [where[w] for w in top.workers]
+            self.process_of_worker = self._placed
         else:  # inline and threads: every role in this process, threads set once before any reaction runs
             self.process_of_worker = self._lanes_of_workers(program, top)
             apply_threads(self.threads_per_worker)
             if self.executor == "threads":  # torch's count is per thread: each of its threads sets its own
                 options["initializer"] = apply_threads_here
-                if self.breakdown is not None:
-                    options["breakdown"] = self.breakdown
-                    where = assign_workers(program, self.processes)  # the threads' placement, GIL or not
-                    self._placed = [where[w] for w in top.workers]
         try:
             self.stats = run(program, executor=self.executor, workers=self.processes, **options)
         finally:

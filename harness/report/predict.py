@@ -160,38 +160,45 @@ class Subject:
         """``processes``, ``threads ft``: the reactor's variant as the rows write it (without a process cap)."""
         return f"{self.executor} {self.interpreter}" if self.interpreter else self.executor
 
-    def _labels(self, rows: pd.DataFrame) -> list[BackendLabel]:
-        return [BackendLabel.from_row(b, v) for b, v in zip(rows["backend"], rows["variant"])]
-
     def reactor(self, rows: pd.DataFrame) -> pd.Series:
         """The reactor's rows under this executor and interpreter (``processes-max1024`` is the processes executor)."""
-        return pd.Series([x.name == "reactor" and x.variant.split("-")[0] == self.executor
-                          and x.interpreter == self.interpreter for x in self._labels(rows)],
-                         index=rows.index, dtype=bool)
+        return self._rows(rows, "reactor", lambda variant: _executor(variant) == self.executor)
 
     def serial(self, rows: pd.DataFrame) -> pd.Series:
         """Serial's rows on this interpreter."""
-        return pd.Series([x.name == "serial" and x.interpreter == self.interpreter for x in self._labels(rows)],
-                         index=rows.index, dtype=bool)
+        return self._rows(rows, "serial", lambda variant: True)
 
     def ceiling(self, rows: pd.DataFrame, lockstep: bool = True) -> pd.Series:
         """The synchronized ceiling's rows (``capacity:lockstep``) on this interpreter, or with ``lockstep=False`` the
         never-meeting one's (``capacity:-``)."""
         want = "lockstep" if lockstep else "-"
-        return pd.Series([x.name == "capacity" and x.variant == want and x.interpreter == self.interpreter
-                          for x in self._labels(rows)], index=rows.index, dtype=bool)
+        return self._rows(rows, "capacity", lambda variant: variant == want)
+
+    def _rows(self, rows: pd.DataFrame, backend: str, variant: Callable[[str], bool]) -> pd.Series:
+        """The rows of ``backend`` on this interpreter whose variant (without the interpreter tag) ``variant`` takes."""
+        return pd.Series([x.name == backend and x.interpreter == self.interpreter and variant(x.variant)
+                          for x in _labels(rows)], index=rows.index, dtype=bool)
 
 
 #: the processes executor on the harness's interpreter: every many-core run's subject
 PROCESSES = Subject()
 
 
+def _labels(rows: pd.DataFrame) -> list[BackendLabel]:
+    return [BackendLabel.from_row(b, v) for b, v in zip(rows["backend"], rows["variant"])]
+
+
+def _executor(variant: str) -> str:
+    """The reactor's executor from its variant: ``processes-max1024`` -> ``processes``."""
+    return variant.split("-")[0]
+
+
 def subjects(rows: pd.DataFrame) -> list[Subject]:
     """The subjects the rows' reactor rows hold, the processes executor on the harness's interpreter first: the
     processes executor on any interpreter, the threads executor on a free-threaded one (module docstring)."""
     found = set()
-    for x in PROCESSES._labels(rows[rows["backend"] == "reactor"]):
-        executor = x.variant.split("-")[0]
+    for x in _labels(rows[rows["backend"] == "reactor"]):
+        executor = _executor(x.variant)
         if executor == "processes" or (executor == "threads" and x.interpreter == "ft"):
             found.add(Subject(executor, x.interpreter))
     return sorted(found, key=lambda s: (s != PROCESSES, s.executor, s.interpreter))

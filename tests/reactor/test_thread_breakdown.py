@@ -55,9 +55,9 @@ class Server(Reactor):
 
 
 class Main(Reactor):
-    def __init__(self, width: int = 2):
+    def __init__(self, width: int = 2, server: type = Server):
         super().__init__()
-        self.srv = Server(width)
+        self.srv = server(width)
         self.members = self.bank(Member, width)  # member i on worker i (member 0: the calling thread)
         self.connect(self.srv.go, self.members.inp, broadcast=True)
         self.connect(self.members.out, self.srv.res)
@@ -95,15 +95,7 @@ def test_counters_only_grow_while_the_run_is_in_progress():
             if self.done < ROUNDS:
                 self.again.schedule(0)
 
-    class WatchedMain(Main):
-        def __init__(self):
-            Reactor.__init__(self)
-            self.srv = Watching()
-            self.members = self.bank(Member, 2)
-            self.connect(self.srv.go, self.members.inp, broadcast=True)
-            self.connect(self.members.out, self.srv.res)
-
-    run(WatchedMain(), executor="threads", workers=2, breakdown=bd)
+    run(Main(server=Watching), executor="threads", workers=2, breakdown=bd)
     assert len(seen) == ROUNDS
     for before, after in zip(seen, seen[1:] + [bd.counters()]):
         for b, a in zip(before, after):
