@@ -43,19 +43,21 @@ class Job:
 
 def tree_cpu_seconds() -> float:
     """CPU seconds (user + system) of this process, the children it reaped, and its live descendants: what the
-    backend's processes spent (a Ray actor is not a descendant and is not counted; Ray rows say so)."""
+    backend's processes spent (a Ray actor is not a descendant and is not counted; Ray rows say so). This process
+    and its live descendants are read on their CPU clocks (`harness.hostwatch.cpu_ns`: nanoseconds), so a row of one
+    150-ms round is not rounded to the kernel's 10 ms ticks; reaped children only exist as ticks."""
     import psutil
+
+    from harness.hostwatch import cpu_ns
 
     me = psutil.Process()
     t = me.cpu_times()
-    total = t.user + t.system + t.children_user + t.children_system
-    for child in me.children(recursive=True):
-        try:
-            c = child.cpu_times()
-            total += c.user + c.system
-        except psutil.Error:
-            pass
-    return total
+    pids = [me.pid]
+    try:
+        pids += [child.pid for child in me.children(recursive=True)]
+    except psutil.Error:
+        pass
+    return t.children_user + t.children_system + cpu_ns(pids) / 1e9
 
 
 def cpu_fields(job: "Job", units: float) -> dict[str, float]:

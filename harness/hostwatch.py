@@ -6,19 +6,20 @@ paired blocks cancel a change only when it spans a whole cycle. `CoreProbe` keep
 per usable core (pinned to it) that times a fixed pure-Python loop when asked, all cores at once: the series of
 those times shows the host's per-core speed, and their spread whether the cores really ran in parallel.
 `steal_seconds` reads the hypervisor's steal time (``/proc/stat``). `cpu_ns` reads what a set of processes ran
-(``/proc/<pid>/task/*/schedstat``, nanoseconds; `psutil` cpu_times' 10 ms ticks as a fallback): the harness
+(each process's CPU clock, nanoseconds; `psutil` cpu_times' 10 ms ticks as a fallback): the harness
 uses it to see that backends waiting between their blocks take no core.
 
 ``python -m harness.hostwatch CORE`` is the probe process itself (pinned to CORE, one loop per stdin line).
 """
 from __future__ import annotations
 
+import ctypes
 import os
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable
 
 import psutil
 
@@ -100,27 +101,48 @@ def steal_seconds() -> float:
     return float(getattr(psutil.cpu_times(), "steal", 0.0) or 0.0)
 
 
-def _schedstat_ns(pid: int) -> int | None:
-    total, found = 0, False
+def _load_cpu_clock_id() -> Callable[[int], int | None] | None:
+    """``clock_getcpuclockid`` from the C library (POSIX; absent on macOS), wrapped: the id of process ``pid``'s CPU
+    clock, or None where the process is gone or the call is refused."""
     try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
+        libc = ctypes.CDLL(None, use_errno=True)
+        call = libc.clock_getcpuclockid
+    except (OSError, AttributeError):
         return None
-    for tid in tasks:
-        try:
-            with open(f"/proc/{pid}/task/{tid}/schedstat") as fh:
-                total += int(fh.read().split()[0])
-                found = True
-        except (OSError, ValueError, IndexError):
-            continue
-    return total if found else None
+    call.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_int)]
+    call.restype = ctypes.c_int
+
+    def clock_id(pid: int) -> int | None:
+        out = ctypes.c_int()
+        return out.value if call(pid, ctypes.byref(out)) == 0 else None
+
+    return clock_id
+
+
+_cpu_clock_id = _load_cpu_clock_id()
+
+
+def process_cpu_ns(pid: int) -> int | None:
+    """Nanoseconds of CPU process ``pid`` has run so far, all its threads, those that ended included: the kernel's
+    per-process CPU clock (``clock_getcpuclockid``), exact where `psutil`'s cpu_times count 10 ms ticks; None where
+    the process is gone (a zombie still reads its total) or the platform has no such clock."""
+    if pid == os.getpid():
+        return time.process_time_ns()
+    clock = _cpu_clock_id(pid) if _cpu_clock_id is not None else None
+    if clock is None:
+        return None
+    try:
+        return time.clock_gettime_ns(clock)
+    except OSError:  # it ended between the two calls
+        return None
 
 
 def cpu_ns(pids: Iterable[int]) -> int:
-    """Nanoseconds of CPU the processes ``pids`` (all their threads) have run so far; gone ones count 0."""
+    """Nanoseconds of CPU the processes ``pids`` (all their threads) have run so far (`process_cpu_ns`; `psutil`'s
+    10 ms ticks where that clock cannot be read); gone ones count 0."""
     total = 0
     for pid in pids:
-        ns = _schedstat_ns(pid)
+        ns = process_cpu_ns(pid)
         if ns is None:
             try:
                 t = psutil.Process(pid).cpu_times()
