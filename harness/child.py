@@ -14,8 +14,10 @@ import os
 import sys
 import time
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
+
+from harness.results import TIMED_CPU_WINDOW
 
 
 def pin_threads(threads: int) -> None:
@@ -24,6 +26,57 @@ def pin_threads(threads: int) -> None:
         os.environ[var] = str(threads)
     if "torch" in sys.modules:
         sys.modules["torch"].set_num_threads(threads)
+
+
+class TreeCpu:
+    """CPU seconds the job's process tree ran during the clock's timed stretches (`start` when its timer runs,
+    `stop` when it stops), and their wall time: this process, its live descendants and the children it reaped.
+
+    Why only the timed stretches: a row's CPU per unit is its rounds' cost, compared across backends and divided
+    into by the scaling prediction; the harness's own work between blocks (the row, the messages) and a resident
+    backend's waiting while others run their blocks are no part of it. The live processes are read on their CPU
+    clocks (`harness.hostwatch.cpu_ns`: nanoseconds, ended threads included), so a row of one 150-ms round is exact;
+    children reaped meanwhile count in the kernel's 10 ms ticks. The descendants are listed at `start` (psutil
+    scans every process: about a millisecond, before the stretch) and read again at `stop` without a scan. A Ray
+    actor is not a descendant and is not counted; Ray rows say so."""
+
+    def __init__(self) -> None:
+        self._pids: list[int] = []
+        self._at: tuple[float, float] | None = None  # tree CPU and wall clock where the running stretch began
+        self.cpu = self.wall = 0.0
+
+    def _read(self) -> float:
+        import psutil
+
+        from harness.hostwatch import cpu_ns
+
+        t = psutil.Process().cpu_times()
+        return t.children_user + t.children_system + cpu_ns(self._pids) / 1e9
+
+    def start(self) -> None:
+        import psutil
+
+        me = psutil.Process()
+        try:
+            children = [c.pid for c in me.children(recursive=True)]
+        except psutil.Error:
+            children = []
+        self._pids = [me.pid] + children
+        self._at = (self._read(), time.perf_counter())
+
+    def stop(self) -> None:
+        if self._at is None:
+            return
+        cpu0, wall0 = self._at
+        self._at = None
+        self.cpu += self._read() - cpu0
+        self.wall += time.perf_counter() - wall0
+
+    def take(self) -> tuple[float, float]:
+        """The CPU and wall seconds counted since the previous call, and start again from zero."""
+        out = (self.cpu, self.wall)
+        self.cpu = self.wall = 0.0
+        return out
 
 
 @dataclass
@@ -37,40 +90,34 @@ class Job:
     #: the ``hello`` message: the row fields known before start-up
     hello: dict[str, Any]
     created_at: float
-    #: the job tree's CPU seconds and the wall clock when the current timed stretch began (`cpu_fields`)
-    cpu_mark: tuple[float, float] = (0.0, 0.0)
+    #: the CPU its process tree ran while the clock's timer ran (`counting_timer`, `cpu_fields`)
+    cpu: TreeCpu = field(default_factory=TreeCpu)
 
 
-def tree_cpu_seconds() -> float:
-    """CPU seconds (user + system) of this process, the children it reaped, and its live descendants: what the
-    backend's processes spent (a Ray actor is not a descendant and is not counted; Ray rows say so). This process
-    and its live descendants are read on their CPU clocks (`harness.hostwatch.cpu_ns`: nanoseconds), so a row of one
-    150-ms round is not rounded to the kernel's 10 ms ticks; reaped children only exist as ticks."""
-    import psutil
+def counting_timer(job: Job) -> Callable[[bool], None]:
+    """The clock's timer listener for ``job``: its `TreeCpu` counts while the timer runs, and the backend's own
+    ``timer`` hears every change (told after the count starts and before it stops)."""
+    def on_timer(running: bool) -> None:
+        if running:
+            job.cpu.start()
+            job.backend.timer(True)
+        else:
+            job.backend.timer(False)
+            job.cpu.stop()
 
-    from harness.hostwatch import cpu_ns
-
-    me = psutil.Process()
-    t = me.cpu_times()
-    pids = [me.pid]
-    try:
-        pids += [child.pid for child in me.children(recursive=True)]
-    except psutil.Error:
-        pass
-    return t.children_user + t.children_system + cpu_ns(pids) / 1e9
+    return on_timer
 
 
-def cpu_fields(job: "Job", units: float) -> dict[str, float]:
-    """The CPU the job's process tree used per unit of work (and how many cores it kept busy) since the last
-    call or `reset_metrics`: the cost of waiting that a throughput hides (a busy-waiting vectorizer burns cores
-    to go fast; a sleeping one does not), for every backend alike."""
-    now_cpu, now_wall = tree_cpu_seconds(), time.perf_counter()
-    cpu0, wall0 = job.cpu_mark
-    job.cpu_mark = (now_cpu, now_wall)
-    cpu, wall = now_cpu - cpu0, now_wall - wall0
-    if wall0 == 0.0 or units <= 0 or wall <= 0:
+def cpu_fields(job: Job, units: float) -> dict[str, float]:
+    """The CPU the job's process tree used per unit of work during the timed stretches since the last call or
+    `reset_metrics` (and how many cores it kept busy meanwhile): the cost of waiting that a throughput hides (a
+    busy-waiting vectorizer burns cores to go fast; a sleeping one does not), for every backend alike."""
+    cpu, wall = job.cpu.take()
+    if units <= 0 or wall <= 0:
         return {}
-    return {"tree_cpu_ms_per_unit": 1e3 * cpu / units, "tree_cpu_cores_busy": cpu / wall}
+    return {"tree_cpu_ms_per_unit": 1e3 * cpu / units, "tree_cpu_cores_busy": cpu / wall,
+            # what the two count over (earlier versions: from row to row, which a paired job's waits diluted)
+            "tree_cpu_window": TIMED_CPU_WINDOW}
 
 
 def build(spec: dict[str, Any]) -> Job:
@@ -115,7 +162,7 @@ def reset_metrics(job: Job) -> None:
 
     server_metrics(job.server, job.backend)
     job.backend.metrics()
-    job.cpu_mark = (tree_cpu_seconds(), time.perf_counter())
+    job.cpu.take()
 
 
 # ---------------------------------------------------------------- injected extra work (a known effect)

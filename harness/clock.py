@@ -73,12 +73,12 @@ class RoundClock:
             self.begun_at = time.perf_counter()
             if self._on_begin is not None:
                 self._on_begin(self.begun_at)
+            self._on_timer(True)  # before the clock starts: a listener's own work is in no round
             now = time.perf_counter()
             self._last = self._rep_start = now
             # no reporter: no tick is ever due to report (the short path checks the time only)
             self._next_progress = now + self._progress_every if self._on_progress is not None else math.inf
             self._arm()
-            self._on_timer(True)
 
     def tick(self) -> None:
         """One round is complete."""
@@ -109,22 +109,21 @@ class RoundClock:
             if timed + 1 == 0:  # end of warm-up: the first repetition starts now
                 if self._on_warmup_end is not None:
                     self._on_warmup_end()
-                self._last = self._rep_start = time.perf_counter()
             else:
                 latencies = np.array(self._lat, dtype=np.float64)
                 rep = Repetition(timed // self.rounds, now - self._rep_start, latencies)
                 self._on_repetition(rep)
-                self._last = self._rep_start = time.perf_counter()
             self._on_timer(True)
+            self._last = self._rep_start = time.perf_counter()
         if self._on_progress is not None and now >= self._next_progress:
-            self._on_timer(False)
             t0 = time.perf_counter()
+            self._on_timer(False)
             self._on_progress(self.done, self.total_rounds)
+            self._on_timer(True)
             after = time.perf_counter()
-            self._rep_start += after - t0  # the report is not part of any round
+            self._rep_start += after - t0  # the report (and the listener's work) is not part of any round
             self._last += after - t0
             self._next_progress = after + self._progress_every
-            self._on_timer(True)
         self._arm()
 
     def _arm(self) -> None:

@@ -35,7 +35,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from harness.child import ExtraWork, build, child_main, cpu_fields, reset_metrics, row_extra, with_extra_work
+from harness.child import (ExtraWork, build, child_main, counting_timer, cpu_fields, reset_metrics, row_extra,
+                           with_extra_work)
 from harness.interpreter import running as running_interpreter
 
 #: the round count given to ``backend.run``: never reached, the parent ends the rounds with ``stop``
@@ -173,7 +174,7 @@ def measure_blocks(spec: dict[str, Any], send: Callable[[dict[str, Any]], None],
     clock = BlockClock(int(spec["budget"]["warmup_rounds"]), wait_command, on_warm, on_block,
                        on_begin=lambda at: send({"type": "started", "startup_seconds": at - job.created_at}),
                        pause=backend.pause, resume=backend.resume,
-                       timer=backend.timer)
+                       timer=counting_timer(job))
     timed, extra_work = with_extra_work(clock, spec)
     if backend.parkable:  # the parent will stop its processes between blocks (`harness.resident.Resident.park`)
         backend.prepare_to_park()

@@ -20,8 +20,8 @@ from __future__ import annotations
 import sys
 from typing import Any, Callable
 
-from harness.child import (ExtraWork, build, child_main, cpu_fields, pin_threads, reset_metrics, row_extra,
-                           with_extra_work)
+from harness.child import (ExtraWork, build, child_main, counting_timer, cpu_fields, pin_threads, reset_metrics,
+                           row_extra, with_extra_work)
 from harness.interpreter import running as running_interpreter
 
 
@@ -69,7 +69,7 @@ def measure(spec: dict[str, Any], send: Callable[[dict[str, Any]], None]) -> Non
     clock = RoundClock(int(budget["rounds"]), int(budget["warmup_rounds"]), int(budget["repetitions"]),
                        on_repetition, on_progress, on_begin=on_begin,
                        on_warmup_end=lambda: reset_metrics(job),  # timed rounds only
-                       on_timer=backend.timer)
+                       on_timer=counting_timer(job))
     timed, extra_work = with_extra_work(clock, spec)
     try:
         backend.start(job.scenario, server)

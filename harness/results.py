@@ -60,6 +60,9 @@ COLUMNS: tuple[str, ...] = (
 
 #: ``skipped``: the job was not run, for the reason in ``error`` (a package its interpreter lacks)
 STATUSES = ("ok", "error", "timeout", "skipped")
+#: ``extra.tree_cpu_window`` of a row whose CPU columns (``tree_cpu_ms_per_unit``, ``tree_cpu_cores_busy``) count the
+#: clock's timed stretches only (`harness.child.TreeCpu`); rows without it counted from row to row
+TIMED_CPU_WINDOW = "timed"
 RESULTS_FILE = "results.csv"
 LATENCIES_FILE = "latencies.csv"
 

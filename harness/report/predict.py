@@ -57,6 +57,7 @@ from harness.labels import BackendLabel
 from harness.report.intervals import MedianInterval, median_interval
 from harness.report.load import load_results
 from harness.report.stats import serial_amdahl_bound
+from harness.results import TIMED_CPU_WINDOW
 
 #: the round's two hand-offs (scatter, results) when no job of the run measured them with a core per process:
 #: `backends.reactor.ReactorConfig.handoff_us`'s default (docs/processes.md, "Where a round's time goes")
@@ -263,6 +264,11 @@ def _extra_median(rows: pd.DataFrame, key: str) -> float:
     return float(np.median(values)) if values else np.nan
 
 
+def _timed_window(rows: pd.DataFrame) -> pd.DataFrame:
+    """The rows whose CPU columns count the clock's timed stretches only (`harness.child.TreeCpu`)."""
+    return rows[[isinstance(e, dict) and e.get("tree_cpu_window") == TIMED_CPU_WINDOW for e in rows["extra_dict"]]]
+
+
 def ceiling_excess(serial: pd.DataFrame, ceiling: pd.DataFrame, workers: int, speedup: float) -> str:
     """Why a synchronized ceiling above ``workers`` copies (more than k serial copies can give) came out so, read
     from the rows' own CPU columns; "" for a ceiling within ``workers * (1 + CEILING_SLACK)``.
@@ -282,8 +288,10 @@ def ceiling_excess(serial: pd.DataFrame, ceiling: pd.DataFrame, workers: int, sp
         return ""
     head = f"ceiling {speedup:.1f}x above {workers} copies"
     s_cpu, c_cpu = _extra_median(serial, "tree_cpu_ms_per_unit"), _extra_median(ceiling, "tree_cpu_ms_per_unit")
-    s_busy = _extra_median(serial, "tree_cpu_cores_busy")
-    c_busy = _extra_median(ceiling, "tree_cpu_cores_busy") / workers
+    # busy only where it counts the timed stretches: counted from row to row (earlier rows), a paired job's waits
+    # while the other backends ran diluted it
+    s_busy = _extra_median(_timed_window(serial), "tree_cpu_cores_busy")
+    c_busy = _extra_median(_timed_window(ceiling), "tree_cpu_cores_busy") / workers
     if np.isnan(s_cpu) or np.isnan(c_cpu):
         return f"{head}; the rows have no CPU columns to say why (rerun with this code)"
     parts = [f"CPU per unit serial {s_cpu:.3g} ms, a copy {c_cpu:.3g} ms"]

@@ -1,5 +1,5 @@
 """CPU time of other processes, read exactly: `harness.hostwatch.process_cpu_ns` / `cpu_ns` and the rows'
-`tree_cpu_seconds`. A row of one 150-ms dqn round used to be rounded to the kernel's 10 ms ticks (psutil), and the
+`harness.child.TreeCpu`. A row of one 150-ms dqn round used to be rounded to the kernel's 10 ms ticks (psutil), and the
 scaling prediction divides by serial's CPU per round: these tests fail on a tick-based reading."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from harness.child import tree_cpu_seconds
+from harness.child import TreeCpu
 from harness.hostwatch import cpu_ns, process_cpu_ns
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the per-process CPU clock: Linux")
@@ -71,13 +71,19 @@ def test_this_process_reads_its_own_process_clock():
     assert before is not None and 0 < before <= process_cpu_ns(os.getpid())
 
 
-def test_the_rows_tree_cpu_counts_a_live_child_exactly(burner):
+def test_a_rows_tree_cpu_counts_a_live_child_exactly(burner):
     start = _ask(burner, 0.0)  # the child's own clock; it waits on stdin from here on, but for the burn asked below
-    before = tree_cpu_seconds() - time.process_time()
+    tree = TreeCpu()
+    tree.start()
+    own0 = time.process_time()
     end = _ask(burner, 0.0061)
-    descendants = tree_cpu_seconds() - time.process_time() - before  # the tree less this process (read last)
+    own1 = time.process_time()
+    tree.stop()
+    cpu, wall = tree.take()
+    descendants = cpu - (own1 - own0)  # the tree less this process
     child = (end - start) / 1e9
     # the child's 6.1 ms burn (by its own clock), to well under a millisecond; a tick-based reading moves by 0, 10
     # or 20 ms
     assert child >= 0.0061
     assert abs(descendants - child) < 0.0015, (descendants, child)
+    assert wall > 0 and tree.take() == (0.0, 0.0)
