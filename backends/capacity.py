@@ -15,8 +15,13 @@ every copy completed while copy 0's timer ran (``copy_units`` in the row's ``ext
 whose vCPUs run at different speeds the copies complete different amounts of work, and the ceiling is what
 they did, not k x copy 0's.
 
-``lockstep=true`` (preset ``capacity_lockstep``, variant ``lockstep``): the copies also meet once per round at
-the reactor runtime's shared-memory barrier, so every round lasts as long as the slowest copy's. That is the
+``lockstep=true`` (preset ``capacity_lockstep``, variant ``lockstep``): the copies also meet once per round on
+the reactor runtime's shared-memory barrier (its progress words, `reactor_backend._sync.Barrier.sync`): each copy
+announces the round it finished and waits until copy 0 releases the next, which copy 0 does once every copy has
+finished and its round clock has ticked, so every round lasts as long as the slowest copy's and no copy starts a
+round before copy 0's timer runs for it (a round between two blocks of a paired job would otherwise run outside
+every window, and copy 0's first round of the next block alone: with one round per block, dqn's, the ceiling
+measured one copy running alone, k times). That is the
 ceiling of any orchestration whose rounds are synchronized (the reactor, Ray's gather, vector envs): on a VM
 whose vCPUs run at different and changing speeds (the host's other tenants), k synchronized processes get k x
 the slowest vCPU, not the sum, and no runtime can do better with a static split of the work
@@ -76,6 +81,7 @@ class _LoadClock:
         self.counts = counts
         self.rank = rank
         self.flag, self.hold, self.parked = pausing
+        self.rounds = 0
 
     def begin(self) -> None:
         pass
@@ -86,8 +92,9 @@ class _LoadClock:
         if self.barrier is not None:
             from reactor_backend._sync import Aborted
 
-            try:
-                self.barrier.arrive()
+            self.rounds += 1
+            try:  # this round finished; the next once copy 0 releases it (`_LockstepClock`)
+                self.barrier.sync(self.rounds, True, _LEADER)
             except Aborted:
                 raise _Stopped from None
         if self.flag is not None and self.flag[0]:
@@ -112,19 +119,29 @@ class _CountingClock:
         self.clock.tick()
 
 
-class _LockstepClock:
-    """Copy 0's clock in lockstep: a round ends when every copy has finished it."""
+#: the rank whose progress word releases each round in lockstep: copy 0's
+_LEADER = (0,)
 
-    def __init__(self, clock: Clock, barrier: Any):
+
+class _LockstepClock:
+    """Copy 0's clock in lockstep: a round ends when every copy has finished it; the next begins for the other
+    copies when copy 0's clock has ticked (its timer may stop there, between two blocks of a paired job, and no
+    copy may run a round meanwhile)."""
+
+    def __init__(self, clock: Clock, barrier: Any, copies: int):
         self.clock = clock
         self.barrier = barrier
+        self.others = tuple(range(1, copies))
+        self.rounds = 0
 
     def begin(self) -> None:
         self.clock.begin()
 
     def tick(self) -> None:
-        self.barrier.arrive()
+        self.rounds += 1
+        self.barrier.sync(self.rounds, False, self.others)  # every copy finished this round
         self.clock.tick()
+        self.barrier.publish(self.rounds)  # the next round may begin
 
 
 def _barrier(buf: Optional[mmap.mmap], copies: int, rank: int, check: Any = None) -> Any:
@@ -221,7 +238,7 @@ class CapacityBackend(SerialBackend):
         counting = _CountingClock(clock, self.counts)
         self.go.set()
         try:
-            super().run(rounds, _LockstepClock(counting, barrier) if barrier is not None else counting)
+            super().run(rounds, _LockstepClock(counting, barrier, self.workers) if barrier is not None else counting)
         finally:
             self.halt.set()
             if barrier is not None:
@@ -246,16 +263,9 @@ class CapacityBackend(SerialBackend):
     def pause(self) -> None:
         """Park the uncoordinated copies after their current round and wait until all are parked (a paired
         job, `harness.compare_child`, calls this after copy 0's block, so that no copy runs during another
-        backend's block). The synchronized copies were released by copy 0's last round into one more round
-        of their own: wait until each has finished it (its count one ahead of copy 0's) and waits at the
-        barrier for copy 0, where it sleeps."""
+        backend's block). The synchronized copies need nothing: each has finished copy 0's last round and waits
+        for copy 0 to release the next (`_LockstepClock`), where it sleeps."""
         if self.buf is not None:
-            import time
-
-            ahead = self.counts[0] + 1
-            while any(self.counts[r] < ahead for r in range(1, self.workers)):
-                self._check_copies()
-                time.sleep(0.0005)
             return
         if self.flag is None:
             return

@@ -135,6 +135,41 @@ def test_lockstep_capacity_meets_every_round_and_is_the_synchronized_ceiling(cei
     assert "synchronized rounds can reach" in head.verdict and abs(head.sync_capacity - k) < 1e-9
 
 
+def test_lockstep_copies_never_run_a_round_while_copy_0_is_between_blocks():
+    """A paired job holds copy 0 in its clock's tick between two blocks (its timer stopped, other backends running):
+    no other copy may start the next round meanwhile. One that did would run it outside every timed window, and
+    copy 0 would run that round alone in the next block: with one round per block (dqn) the ceiling measured one
+    copy alone, k times over."""
+    import time
+
+    from backends.capacity import CapacityBackend, CapacityConfig
+    from scenarios import make_scenario
+    from scenarios.configs import GymConfig
+
+    scenario = make_scenario(GymConfig(num_envs=2), 0)
+    backend = CapacityBackend(CapacityConfig(lockstep=True), 3)
+    backend.start(scenario, scenario.make_server())
+
+    class BlockEndingClock:
+        ticks = 0
+        ahead: list[list[int]] = []
+
+        def begin(self): pass
+
+        def tick(self):
+            self.ticks += 1
+            if self.ticks % 5 == 0:  # a block ends here: copy 0 waits, as for the other backends' blocks
+                time.sleep(0.05)  # hundreds of gym rounds' time
+                self.ahead.append([int(backend.counts[r] - backend.counts[0]) for r in (1, 2)])
+
+    clock = BlockEndingClock()
+    try:
+        backend.run(30, clock)
+    finally:
+        backend.stop()
+    assert clock.ahead == [[0, 0]] * 6  # each copy finished copy 0's round and started no other
+
+
 def test_lockstep_copies_wait_for_each_other_and_a_dead_copy_fails_the_run():
     import signal
 
