@@ -22,14 +22,18 @@ Where the job's processes outnumbered the cores (16 processes on 2), each took t
 left it cold caches: CPU per round is not inflated by the waiting, but it is by the cold start after it, which
 short Python steps (CartPole's) pay far more than long ones (an Atari frame). So such a row's costs are first divided by its **cache inflation**: one member's
 step in that row (the median over the other processes of c_p / m_p) over one member's step in the same run's
-jobs whose processes each had a core (same workload and bank), at least 1. The server's part is divided by the
+jobs whose processes each had a core (same workload and bank), at least 1; both steps taken as fractions of serial's
+CPU per round in their own cycles where the rows have it, so that a job run while the host was slower (a VM's
+vCPUs move by 2x between jobs) is not read as cache inflation. The server's part is divided by the
 same factor: it runs the same kind of short Python between the same turns. A run with no such job is not
 corrected, and the output says so (``inflation_from``: ``run``, ``own`` for a row with a core per process,
 ``none``).
 
-Nothing is fitted to the shares it predicts. The predicted speedup over serial is serial's round (the same
-run's serial rows, same scenario and bank, in CPU time: their process tree's ``tree_cpu_ms_per_unit``) over that
-round; the predicted share of the ceiling is the speedup
+Nothing is fitted to the shares it predicts. The predicted speedup over serial is serial's round over that
+round, paired as the measured ratios are: each reactor row (one block) against serial's CPU per round in the same
+cycle of the same job (its process tree's ``tree_cpu_ms_per_unit``: CPU time, like the reactor's costs), the
+median over the rows of that ratio (a row whose cycle has no such serial row: against serial's median in its job,
+else in the run); the predicted share of the ceiling is the speedup
 over the ceiling's own speedup: the synchronized ceiling measured in the same paired job where there is one,
 else the target machine's (``--machine``: a reference run of that machine, its paired ceiling at the same
 workload and worker count), else ``workers`` (an ideal machine: said in the output).
@@ -427,6 +431,13 @@ def amdahl_check(shares: Iterable[tuple[str, float | None, float]]) -> str:
             "serial's, or its cores ran faster than the ceiling's copies")
 
 
+def _cpu_round_us(extra: Any, units: Any, rounds: Any) -> float:
+    """A row's CPU time per round in microseconds (``tree_cpu_ms_per_unit``), NaN where it has none."""
+    if not isinstance(extra, dict) or not extra.get("tree_cpu_ms_per_unit") or not rounds:
+        return np.nan
+    return float(extra["tree_cpu_ms_per_unit"]) * 1e3 * float(units) / float(rounds)
+
+
 def serial_round_us(serial: pd.DataFrame) -> float:
     """Serial's round in microseconds of CPU time (its rows' ``tree_cpu_ms_per_unit``: like the reactor's costs,
     not inflated by other load on the host), median over its rows; wall time where no row has the CPU time.
@@ -436,12 +447,28 @@ def serial_round_us(serial: pd.DataFrame) -> float:
     """
     if serial.empty:
         return np.nan
-    cpu = [float(e["tree_cpu_ms_per_unit"]) * 1e3 * float(u) / float(r)
-           for e, u, r in zip(serial["extra_dict"], serial["units"], serial["rounds"])
-           if isinstance(e, dict) and e.get("tree_cpu_ms_per_unit") and r]
+    cpu = [c for c in map(_cpu_round_us, serial["extra_dict"], serial["units"], serial["rounds"]) if np.isfinite(c)]
     if cpu:
         return float(np.median(cpu))
     return float((serial["seconds"] / serial["rounds"]).median() * 1e6)
+
+
+def serial_by_cycle(rows: pd.DataFrame, subject: Subject = PROCESSES) -> dict[tuple[str, int, int, Any], float]:
+    """Serial's CPU per round (us) in each cycle of each paired job: ``(workload, bank, workers, cycle)`` -> its
+    row's (the median where a cycle holds several), for the rows with the CPU column.
+
+    Args:
+        rows: ok rows of one run.
+        subject: whose serial (the interpreter's).
+    """
+    serial = rows[subject.serial(rows)]
+    if serial.empty or "cycle" not in serial:
+        return {}
+    cpu = pd.Series(list(map(_cpu_round_us, serial["extra_dict"], serial["units"], serial["rounds"])),
+                    index=serial.index)
+    frame = serial.assign(_cpu=cpu).dropna(subset=["_cpu", "cycle"])
+    return {(str(sc), int(b), int(w), c): float(v)
+            for (sc, b, w, c), v in frame.groupby(["scenario", "num_envs", "workers", "cycle"])["_cpu"].median().items()}
 
 
 def _cores(row: pd.Series) -> int | None:
@@ -482,17 +509,29 @@ def _subject_lines(rows: pd.DataFrame, machine: pd.DataFrame | None, subject: Su
     # the run's hand-off with a core per process (the breakdown's own column), per workload
     costs_of, busy = {}, set()
     warm: dict[tuple[str, int], list[float]] = {}  # one member's step where each process had a core
+    # serial's CPU per round in the same cycle of the same job: each row's costs are read against it (a paired
+    # reading: the host's speed moves between cycles and jobs, and moves both alike), and a member's warm step is
+    # kept as a fraction of it, so that a job run while the host was slower is not read as cache inflation
+    cycle_serial = serial_by_cycle(rows, subject)
+    paired: dict[Any, float] = {}
+    warm_part: dict[tuple[str, int], list[float]] = {}  # the warm step over serial's round of its cycle
     for i, row in reactor.iterrows():
         rc = round_costs(row["extra_dict"], _cores(row))
         if rc is not None:
             costs_of[i] = rc
+            at = (str(row["scenario"]), int(row["num_envs"]), int(row["workers"]), row.get("cycle"))
+            if np.isfinite(cycle_serial.get(at, np.nan)):
+                paired[i] = cycle_serial[at]
             if _busy_host(row):
                 busy.add(i)
             if not rc.oversubscribed and len(rc.costs) > 1:
                 step = member_step(rc.costs, rc.members)
                 if np.isfinite(step):
-                    warm.setdefault((str(row["scenario"]), int(row["num_envs"])), []).append(step)
+                    warm.setdefault(at[:2], []).append(step)
+                    if i in paired:
+                        warm_part.setdefault(at[:2], []).append(step / paired[i])
     warm_step = {k: float(np.median(v)) for k, v in warm.items()}
+    warm_fraction = {k: float(np.median(v)) for k, v in warm_part.items()}
     handoffs: dict[str, list[float]] = {}
     for i, rc in costs_of.items():
         # a hand-off measured while the host's other load took cores says nothing about a core each
@@ -510,8 +549,10 @@ def _subject_lines(rows: pd.DataFrame, machine: pd.DataFrame | None, subject: Su
     for (scenario, bank, workers), g in reactor.groupby(["scenario", "num_envs", "workers"]):
         key = (str(scenario), int(bank), int(workers))
         serial = rows[subject.serial(rows) & (rows["scenario"] == scenario) & (rows["num_envs"] == bank)]
-        serial_round = serial_round_us(serial)
-        rounds, sources, hand, inflations, inflated_from = [], set(), [], [], set()
+        # where a row's cycle has no serial row with the CPU column: serial's median in its job, else in the run
+        in_job = serial_round_us(serial[serial["workers"] == workers])
+        fallback = in_job if np.isfinite(in_job) else serial_round_us(serial)
+        rounds, serial_rounds, speedups, sources, hand, inflations, inflated_from = [], [], [], set(), [], [], set()
         for i in g.index:
             rc = costs_of.get(i)
             if rc is None:
@@ -522,16 +563,23 @@ def _subject_lines(rows: pd.DataFrame, machine: pd.DataFrame | None, subject: Su
                 h, source = float(np.median(handoffs[key[0]])), "run"
             else:
                 h, source = DEFAULT_HANDOFF_US, "default"
-            warm_ref = warm_step.get((key[0], key[1]))
+            s_round = paired.get(i, fallback)
+            # the warm step at this cycle's speed (its serial round) where both sides are paired, else as measured
+            warm_ref = (warm_fraction[key[:2]] * paired[i] if i in paired and key[:2] in warm_fraction
+                        else warm_step.get(key[:2]))
             inflation = cache_inflation(rc, warm_ref)
             inflated_from.add("own" if not rc.oversubscribed else "run" if warm_ref else "none")
-            rounds.append(critical_round([c / inflation for c in rc.costs], rc.members, h))
+            round_us = critical_round([c / inflation for c in rc.costs], rc.members, h)
+            rounds.append(round_us)
+            serial_rounds.append(s_round)
+            speedups.append(s_round / round_us if round_us > 0 else np.nan)
             sources.add(source)
             hand.append(h)
             inflations.append(inflation)
         # no row with the CPU column: the measured side alone (the prediction '-')
         predicted_round = float(np.median(rounds)) if rounds else np.nan
-        speedup = serial_round / predicted_round if predicted_round > 0 else np.nan
+        serial_round = float(np.median(serial_rounds)) if serial_rounds else serial_round_us(serial)
+        speedup = float(np.nanmedian(speedups)) if speedups and np.isfinite(speedups).any() else np.nan
         if key in run_ceiling:
             ceiling, ceiling_from = run_ceiling[key], "run"
         elif key in ref_ceiling:

@@ -102,6 +102,32 @@ def test_costs_read_with_more_processes_than_cores_are_taken_back_to_a_core_each
     assert predict_rows(pd.DataFrame(cheap)).set_index("workers").loc[4, "inflation"] == 1.0
 
 
+def test_each_row_is_read_against_serial_in_its_own_cycle_so_a_slower_host_is_not_cache_inflation():
+    """The host ran the job at 4 workers at half the speed of the job at 2 (a VM's vCPUs move by 2x): serial's CPU
+    per round there is 800 us, not 400, and every cost doubled with it. The cache inflation compares member steps as
+    fractions of serial's round in the same cycle, so it is 2.5 (the turns on the cores), not 5 (turns and the
+    slower host), and the predicted speedup is serial's round over the round of the same cycles."""
+    rows = []
+    for cycle in range(3):
+        rows.append(_row("serial", "-", 2, cycle, 1000.0, {"tree_cpu_ms_per_unit": 0.1}))  # 400 us per round
+        rows.append(_row("reactor", "processes-max1024", 2, cycle, 1800.0, _costs([150, 100], handoff=6.0)))
+        rows.append(_row("serial", "-", 4, cycle, 500.0, {"tree_cpu_ms_per_unit": 0.2}))  # 800 us: half speed
+        rows.append(_row("capacity", "lockstep", 4, cycle, 1800.0))
+        # at a core per process and the first job's speed: process 0 160 (server 60, its member 100), others 100;
+        # here 2 (host) x 2.5 (cold caches) times that
+        rows.append(_row("reactor", "processes-max1024", 4, cycle, 1000.0, _costs([800, 500, 500, 500], 9.0)))
+    four = predict_rows(pd.DataFrame(rows)).set_index("workers").loc[4]
+    assert four["inflation"] == pytest.approx(2.5)
+    assert four["predicted_round_us"] == pytest.approx(2 * (60 + 100) + 6)  # at the job's own (half) speed
+    assert four["serial_round_us"] == pytest.approx(800)
+    assert four["predicted_speedup"] == pytest.approx(800 / 326)
+    assert four["predicted_share"] == pytest.approx(800 / 326 / 3.6)
+    # a cycle without serial's CPU column is read against serial's median in its job
+    rows[2] = _row("serial", "-", 4, 0, 500.0, {})
+    assert predict_rows(pd.DataFrame(rows)).set_index("workers").loc[4, "predicted_speedup"] == \
+        pytest.approx(800 / 326)
+
+
 def _thread_costs(costs, handoff):
     """A threads executor row's breakdown: CPU, waiting and hand-offs per thread, no work or transport part."""
     out = {}
