@@ -37,7 +37,13 @@ class BackendConfig:
 
 
 class Clock(Protocol):
-    """What a backend calls once per completed round (implemented by the harness's round clock)."""
+    """What a backend calls once per completed round (implemented by the harness's round clock).
+
+    The harness's clocks also answer ``timer_stops_at_next_tick() -> bool`` (optional: use ``getattr``): whether
+    the coming tick may stop the timer (a block's or a repetition's last round, a progress report), which a
+    backend whose processes run rounds on their own reads to hold them there (`backends.capacity`). A False
+    answer is a promise: that tick does not stop the timer.
+    """
 
     def begin(self) -> None:
         """The roles exist and the first round starts now (ends the start-up interval)."""

@@ -15,13 +15,13 @@ every copy completed while copy 0's timer ran (``copy_units`` in the row's ``ext
 whose vCPUs run at different speeds the copies complete different amounts of work, and the ceiling is what
 they did, not k x copy 0's.
 
-``lockstep=true`` (preset ``capacity_lockstep``, variant ``lockstep``): the copies also meet once per round on
-the reactor runtime's shared-memory barrier (its progress words, `reactor_backend._sync.Barrier.sync`): each copy
-announces the round it finished and waits until copy 0 releases the next, which copy 0 does once every copy has
-finished and its round clock has ticked, so every round lasts as long as the slowest copy's and no copy starts a
-round before copy 0's timer runs for it (a round between two blocks of a paired job would otherwise run outside
-every window, and copy 0's first round of the next block alone: with one round per block, dqn's, the ceiling
-measured one copy running alone, k times). That is the
+``lockstep=true`` (preset ``capacity_lockstep``, variant ``lockstep``): the copies also meet once per round at
+the reactor runtime's shared-memory barrier, so every round lasts as long as the slowest copy's, and then go on
+only as far as copy 0 has released them (its progress word on the same barrier): copy 0 releases a round before
+it meets the others where its clock's coming tick cannot stop the timer (`Clock.timer_stops_at_next_tick`), and
+only after that tick where it may, so that no copy starts a round before copy 0's timer runs for it. (A round run
+between two blocks of a paired job would run outside every window, and copy 0's first round of the next block
+alone: with one round per block, dqn's, the ceiling measured one copy running alone, k times.) That is the
 ceiling of any orchestration whose rounds are synchronized (the reactor, Ray's gather, vector envs): on a VM
 whose vCPUs run at different and changing speeds (the host's other tenants), k synchronized processes get k x
 the slowest vCPU, not the sum, and no runtime can do better with a static split of the work
@@ -93,8 +93,9 @@ class _LoadClock:
             from reactor_backend._sync import Aborted
 
             self.rounds += 1
-            try:  # this round finished; the next once copy 0 releases it (`_LockstepClock`)
-                self.barrier.sync(self.rounds, True, _LEADER)
+            try:  # every copy finished this round; the next once copy 0 has released it (`_LockstepClock`)
+                self.barrier.arrive()
+                self.barrier.wait_for(0, self.rounds)
             except Aborted:
                 raise _Stopped from None
         if self.flag is not None and self.flag[0]:
@@ -114,24 +115,24 @@ class _CountingClock:
     def begin(self) -> None:
         self.clock.begin()
 
+    def timer_stops_at_next_tick(self) -> bool:
+        stops = getattr(self.clock, "timer_stops_at_next_tick", None)
+        return True if stops is None else bool(stops())
+
     def tick(self) -> None:
         self.counts[0] += 1  # before the tick: a repetition's last round is counted when its timer stops
         self.clock.tick()
 
 
-#: the rank whose progress word releases each round in lockstep: copy 0's
-_LEADER = (0,)
-
-
 class _LockstepClock:
-    """Copy 0's clock in lockstep: a round ends when every copy has finished it; the next begins for the other
-    copies when copy 0's clock has ticked (its timer may stop there, between two blocks of a paired job, and no
-    copy may run a round meanwhile)."""
+    """Copy 0's clock in lockstep: a round ends when every copy has finished it (the barrier); the other copies go
+    on past it once copy 0 has released it (its progress word): before the meeting where the coming tick cannot
+    stop the timer (no hop added to the round), after the tick where it may (between two blocks of a paired job no
+    copy may run a round)."""
 
-    def __init__(self, clock: Clock, barrier: Any, copies: int):
+    def __init__(self, clock: _CountingClock, barrier: Any):
         self.clock = clock
         self.barrier = barrier
-        self.others = tuple(range(1, copies))
         self.rounds = 0
 
     def begin(self) -> None:
@@ -139,9 +140,14 @@ class _LockstepClock:
 
     def tick(self) -> None:
         self.rounds += 1
-        self.barrier.sync(self.rounds, False, self.others)  # every copy finished this round
-        self.clock.tick()
-        self.barrier.publish(self.rounds)  # the next round may begin
+        if self.clock.timer_stops_at_next_tick():
+            self.barrier.arrive()
+            self.clock.tick()
+            self.barrier.publish(self.rounds)
+        else:
+            self.barrier.publish(self.rounds)
+            self.barrier.arrive()
+            self.clock.tick()
 
 
 def _barrier(buf: Optional[mmap.mmap], copies: int, rank: int, check: Any = None) -> Any:
@@ -238,7 +244,7 @@ class CapacityBackend(SerialBackend):
         counting = _CountingClock(clock, self.counts)
         self.go.set()
         try:
-            super().run(rounds, _LockstepClock(counting, barrier, self.workers) if barrier is not None else counting)
+            super().run(rounds, _LockstepClock(counting, barrier) if barrier is not None else counting)
         finally:
             self.halt.set()
             if barrier is not None:

@@ -66,6 +66,21 @@ class RoundClock:
         # ticks with ``_plain_from <= done < _plain_to`` are timed rounds that end no repetition: tick()
         # only stores their latency (the clock's cost is in every round of every backend: keep it small)
         self._plain_from = self._plain_to = 0
+        #: the tick (counted from 1) promised not to stop the timer (`timer_stops_at_next_tick`): no report there
+        self._no_stop_at = 0
+
+    def timer_stops_at_next_tick(self) -> bool:
+        """Whether the coming tick may stop the timer (`backends.base.Clock`): it ends the warm-up or a repetition,
+        or a progress report is due. False is a promise: a report that falls due meanwhile waits one more tick."""
+        if self.begun_at is None:
+            return True
+        timed = self.done + 1 - self.warmup
+        if timed >= 0 and timed % self.rounds == 0:
+            return True
+        if self._on_progress is not None and time.perf_counter() >= self._next_progress:
+            return True
+        self._no_stop_at = self.done + 1
+        return False
 
     def begin(self) -> None:
         """The roles exist and the first round is about to start (ends the start-up interval)."""
@@ -115,7 +130,7 @@ class RoundClock:
                 self._on_repetition(rep)
             self._on_timer(True)
             self._last = self._rep_start = time.perf_counter()
-        if self._on_progress is not None and now >= self._next_progress:
+        if self._on_progress is not None and now >= self._next_progress and self._no_stop_at != self.done:
             t0 = time.perf_counter()
             self._on_timer(False)
             self._on_progress(self.done, self.total_rounds)

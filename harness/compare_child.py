@@ -84,6 +84,14 @@ class BlockClock:
             if self.warmup == 0:
                 self._end_warmup(0.0)
 
+    def timer_stops_at_next_tick(self) -> bool:
+        """Whether the coming tick stops the timer (`backends.base.Clock`): a block's last round or the warm-up's."""
+        if self.begun_at is None:
+            return True
+        if self._left > 0:
+            return self._left == 1
+        return self.done + 1 >= self.warmup
+
     def tick(self) -> None:
         now = time.perf_counter()
         if self.begun_at is None:

@@ -135,11 +135,13 @@ def test_lockstep_capacity_meets_every_round_and_is_the_synchronized_ceiling(cei
     assert "synchronized rounds can reach" in head.verdict and abs(head.sync_capacity - k) < 1e-9
 
 
-def test_lockstep_copies_never_run_a_round_while_copy_0_is_between_blocks():
+@pytest.mark.parametrize("says_when", [True, False], ids=["clock says when its timer stops", "clock does not say"])
+def test_lockstep_copies_never_run_a_round_while_copy_0_is_between_blocks(says_when):
     """A paired job holds copy 0 in its clock's tick between two blocks (its timer stopped, other backends running):
     no other copy may start the next round meanwhile. One that did would run it outside every timed window, and
     copy 0 would run that round alone in the next block: with one round per block (dqn) the ceiling measured one
-    copy alone, k times over."""
+    copy alone, k times over. Where the clock promises that a tick does not stop its timer, the copies go on at
+    once (no hand-off added to the round); a clock that says nothing holds them at every tick."""
     import time
 
     from backends.capacity import CapacityBackend, CapacityConfig
@@ -158,16 +160,19 @@ def test_lockstep_copies_never_run_a_round_while_copy_0_is_between_blocks():
 
         def tick(self):
             self.ticks += 1
-            if self.ticks % 5 == 0:  # a block ends here: copy 0 waits, as for the other backends' blocks
+            if self.ticks % 5 in (0, 2):  # 0: a block ends here (copy 0 waits for the other backends); 2: it does not
                 time.sleep(0.05)  # hundreds of gym rounds' time
                 self.ahead.append([int(backend.counts[r] - backend.counts[0]) for r in (1, 2)])
 
     clock = BlockEndingClock()
+    if says_when:
+        clock.timer_stops_at_next_tick = lambda: (clock.ticks + 1) % 5 == 0
     try:
         backend.run(30, clock)
     finally:
         backend.stop()
-    assert clock.ahead == [[0, 0]] * 6  # each copy finished copy 0's round and started no other
+    going_on = [1, 1] if says_when else [0, 0]
+    assert clock.ahead == [going_on, [0, 0]] * 6  # at a block's end each copy finished copy 0's round, no other
 
 
 def test_lockstep_copies_wait_for_each_other_and_a_dead_copy_fails_the_run():

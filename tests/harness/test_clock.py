@@ -125,3 +125,42 @@ def test_progress_reports_mid_repetition_are_not_counted(time):
         assert rep.seconds == pytest.approx(6.0)
     with pytest.raises(RuntimeError):
         clock.tick()  # past the end, also after the short path ran
+
+
+def test_the_clock_says_before_each_tick_whether_its_timer_may_stop_there_and_keeps_a_no(time):
+    """`timer_stops_at_next_tick` (read by the synchronized ceiling to hold its copies only where needed): True before
+    every tick that stops the timer (the warm-up's end, a repetition's end, a progress report), and False a promise:
+    a report that falls due after the answer waits one more tick."""
+    stops = []
+    clock = RoundClock(rounds=3, warmup=2, repetitions=3, on_repetition=lambda rep: None,
+                       on_progress=lambda done, total: None, progress_every_s=1.0,
+                       on_timer=lambda running: stops.append(clock.done) if not running else None)
+    assert clock.timer_stops_at_next_tick()  # before begin(): the first tick begins the clock
+    clock.begin()
+    said = {}
+    for _ in range(clock.total_rounds):
+        said[clock.done + 1] = clock.timer_stops_at_next_tick()
+        time.sleep(0.4)  # a report falls due every third round or so, sometimes after the answer
+        clock.tick()
+    assert stops and all(said[t] for t in stops)  # every stop was announced
+    assert {2, 5, 8, 11} <= set(stops)  # the warm-up's end and each repetition's
+    reports = [t for t in stops if t not in (2, 5, 8, 11)]
+    assert reports and all(said[t] for t in reports)  # a report only where announced: a promise kept
+    assert any(not said[t] and t + 1 in reports for t in said)  # (and one that came due after a no, a tick later)
+
+
+def test_a_paired_jobs_block_clock_says_which_tick_ends_the_warm_up_or_a_block():
+    from harness.compare_child import BlockClock, StopRounds
+
+    blocks = iter([3, 2, None])
+    stops, said = [], {}
+    clock = BlockClock(2, lambda: next(blocks), on_warm=lambda s, r: None, on_block=lambda s, lat: None,
+                       timer=lambda running: stops.append(clock.done) if not running else None)
+    assert clock.timer_stops_at_next_tick()
+    clock.begin()
+    with pytest.raises(StopRounds):
+        while True:
+            said[clock.done + 1] = clock.timer_stops_at_next_tick()
+            clock.tick()
+    assert stops == [2, 5, 7]  # the warm-up's end, then each block's
+    assert [t for t, yes in said.items() if yes] == stops
