@@ -40,6 +40,8 @@ from backends.base import BackendConfig, Clock, shared_slots
 from scenarios.base import Scenario, Server
 
 NAME = "capacity"
+#: ``extra`` key of a synchronized ceiling's rows whose copies were held to copy 0's timed windows
+HELD = "copies_held"
 
 
 @dataclass
@@ -192,6 +194,8 @@ class CapacityBackend(SerialBackend):
         self.row_extra["copies"] = self.workers
         self.lockstep = bool(config.lockstep)
         self.variant = variant({"lockstep": self.lockstep})
+        if self.lockstep:  # no copy runs a round outside copy 0's timed window (`_LockstepClock`); rows of earlier
+            self.row_extra[HELD] = True  # versions lack it (`harness.report.predict.unheld_ceiling`)
         #: the barrier's control block (lockstep with more than one copy): anonymous shared memory, inherited
         #: by the forked copies, gone with the processes (nothing in /dev/shm to clean up)
         self.buf: Optional[mmap.mmap] = None

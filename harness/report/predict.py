@@ -259,6 +259,37 @@ def measured_share_intervals(rows: pd.DataFrame, subject: Subject = PROCESSES
     return {k: median_interval(v) for k, v in paired_series(rows, subject.reactor, subject.ceiling).items()}
 
 
+#: rounds per block (or repetition) up to which a synchronized ceiling whose copies were not held is flagged: one
+#: round in that many of copy 0's ran alone (`unheld_ceiling`)
+UNHELD_ROUNDS = 20
+#: the ``extra`` key of a ceiling's rows whose copies were held (`backends.capacity.HELD`: the report reads rows,
+#: never a backend)
+HELD_KEY = "copies_held"
+
+
+def unheld_ceiling(ceiling: pd.DataFrame, where: str) -> str:
+    """What a synchronized ceiling measured by an earlier version says, where its blocks were short: "" for rows
+    whose copies were held to copy 0's timed windows (``extra.copies_held``, `backends.capacity`) or of more than
+    `UNHELD_ROUNDS` rounds a block. Before, the copies ran the round after each block outside every window and
+    copy 0 ran the first round of the next block alone: one round in R was one copy's, and at one round a block
+    (dqn) every timed round was, so the ceiling read k x one copy alone.
+
+    Args:
+        ceiling: the synchronized ceiling's ok rows at one workload, bank and worker count.
+        where: whose rows, for the text ("the run's", "the machine's").
+    """
+    if ceiling.empty or all(isinstance(e, dict) and e.get(HELD_KEY) for e in ceiling["extra_dict"]):
+        return ""
+    rounds = float(ceiling["rounds"].median())
+    if not np.isfinite(rounds) or rounds > UNHELD_ROUNDS:
+        return ""
+    if rounds <= 1:
+        return (f"{where} synchronized ceiling ran one round a block with copies not held to its blocks (an earlier "
+                "version): every timed round was copy 0's alone, so it is k x one copy, not a bound")
+    return (f"{where} synchronized ceiling ran {rounds:.0f} rounds a block with copies not held to its blocks (an "
+            f"earlier version): one round in {rounds:.0f} was copy 0's alone, so it may read too high")
+
+
 #: how far the synchronized ceiling may rise above ``workers`` copies before it is flagged (per-cycle noise)
 CEILING_SLACK = 0.10
 
@@ -591,6 +622,11 @@ def _subject_lines(rows: pd.DataFrame, machine: pd.DataFrame | None, subject: Su
         at = (rows["scenario"] == scenario) & (rows["num_envs"] == bank) & (rows["workers"] == workers)
         excess = ceiling_excess(serial[serial["workers"] == workers], rows[at & subject.ceiling(rows)], int(workers),
                                 run_ceiling[key]) if key in run_ceiling else ""
+        if ceiling_from in ("run", "machine"):
+            source = rows if ceiling_from == "run" else machine
+            held = source[(source["scenario"] == scenario) & (source["num_envs"] == bank)
+                          & (source["workers"] == workers) & subject.ceiling(source)]
+            excess = "; ".join(t for t in (excess, unheld_ceiling(held, f"the {ceiling_from}'s")) if t)
         predicted = speedup / ceiling if ceiling > 0 else np.nan
         # this code's own serial part (the run's serial rows) before the target machine's (other code, perhaps);
         # the measured share is checked against its own source's

@@ -400,3 +400,30 @@ def test_each_share_is_read_against_the_amdahl_share_serial_s_server_part_allows
     bare = rows(np.nan, 0.9)
     line = predict_rows(bare).iloc[0]
     assert np.isnan(line["amdahl_share"]) and line["amdahl_from"] == "-" and line["amdahl_check"] == ""
+
+
+def test_a_synchronized_ceiling_whose_copies_were_not_held_to_its_short_blocks_is_flagged():
+    """Earlier versions let the ceiling's copies run the round after each block outside every window, and copy 0 ran
+    the first round of the next block alone: with one round a block (dqn) the ceiling was k x one copy alone. Rows of
+    such a ceiling (no ``copies_held``) with short blocks are flagged; held copies, or long blocks, are not."""
+    from harness.report.predict import format_lines, unheld_ceiling
+
+    def ceiling_rows(rounds, extra):
+        return pd.DataFrame([_row("capacity", "lockstep", 4, c, 3200.0, dict(extra), rounds=rounds) for c in range(3)])
+
+    assert "every timed round was copy 0's alone" in unheld_ceiling(ceiling_rows(1, {}), "the run's")
+    assert "one round in 5" in unheld_ceiling(ceiling_rows(5, {}), "the run's")
+    assert unheld_ceiling(ceiling_rows(1, {"copies_held": True}), "the run's") == ""
+    assert unheld_ceiling(ceiling_rows(500, {}), "the run's") == ""
+    rows = pd.DataFrame([dict(r, rounds=1) if r["backend"] == "capacity" else r
+                         for r in _ceiling_rows({"tree_cpu_ms_per_unit": 1.0}, {}, 3200.0).to_dict("records")])
+    assert "gym 4: the run's synchronized ceiling ran one round a block" in format_lines(predict_rows(rows))
+
+
+def test_the_synchronized_ceiling_marks_its_rows_as_holding_its_copies():
+    from backends.capacity import HELD, CapacityBackend, CapacityConfig
+    from harness.report.predict import HELD_KEY
+
+    assert HELD == HELD_KEY
+    assert CapacityBackend(CapacityConfig(lockstep=True), 2).row_extra[HELD] is True
+    assert HELD not in CapacityBackend(CapacityConfig(lockstep=False), 2).row_extra
