@@ -25,7 +25,7 @@ from harness.report.model import (Report, backend_name, is_rl, name_of, natural_
                                   short_machine)
 from harness.report.paired import PairedJob, leader_and_runner_up, ratio_frame
 from harness.report.intervals import FASTER, UNCLEAR, no_winner_phrase, verdict
-from harness.report.stats import CEILING, CEILINGS, SERIAL, SYNC_CEILING
+from harness.report.stats import CEILING, CEILINGS, SERIAL, SYNC_CEILING, unheld_rounds
 from harness.report.verdict import REACTOR, REFERENCE_BACKENDS, Headline, is_alternative, standalone_word  # noqa: F401
 
 @dataclass
@@ -298,7 +298,26 @@ def paired_answer(rep: Report, job: PairedJob, twins: int = 1) -> Optional[Answe
     answer = Answer(config=job.config, scenario=job.scenario, workload=name, source="paired", parts=parts,
                     machine=short_machine(_job_meta(rep, job)), how=f"paired, {job.cycles} cycles{shift}",
                     names=rep.presets)
+    unheld = _unheld_sync_ceiling(rep, job)
+    if unheld is not None:
+        answer.extra.append(UNHELD_ONE if unheld <= 1 else UNHELD_SOME.format(rounds=unheld))
     return answer
+
+
+#: said beside a paired job's shares where its synchronized ceiling's copies were not held to its one-round blocks
+UNHELD_ONE = "synchronized ceiling of an earlier version: one copy alone each block, not a bound"
+#: ... to its short blocks
+UNHELD_SOME = "synchronized ceiling of an earlier version: one round in {rounds:.0f} one copy alone"
+
+
+def _unheld_sync_ceiling(rep: Report, job: PairedJob) -> Optional[float]:
+    """The job's rounds per block where its synchronized ceiling's copies were not held to them and they were
+    short (`harness.report.stats.unheld_rounds`), else None."""
+    rows = rep.paired_rows
+    if rows is None or not len(rows) or "job" not in rows or "label" not in rows:
+        return None
+    return unheld_rounds(rows[(rows["job"] == job.job) & (rows["label"] == SYNC_CEILING)
+                              & (rows["status"] == "ok")])
 
 
 # ------------------------------------------------------------------------------------------ standalone jobs

@@ -60,7 +60,7 @@ import pandas as pd
 from harness.labels import BackendLabel
 from harness.report.intervals import MedianInterval, median_interval
 from harness.report.load import load_results
-from harness.report.stats import serial_amdahl_bound
+from harness.report.stats import serial_amdahl_bound, unheld_rounds
 from harness.results import TIMED_CPU_WINDOW
 
 #: the round's two hand-offs (scatter, results) when no job of the run measured them with a core per process:
@@ -259,29 +259,16 @@ def measured_share_intervals(rows: pd.DataFrame, subject: Subject = PROCESSES
     return {k: median_interval(v) for k, v in paired_series(rows, subject.reactor, subject.ceiling).items()}
 
 
-#: rounds per block (or repetition) up to which a synchronized ceiling whose copies were not held is flagged: one
-#: round in that many of copy 0's ran alone (`unheld_ceiling`)
-UNHELD_ROUNDS = 20
-#: the ``extra`` key of a ceiling's rows whose copies were held (`backends.capacity.HELD`: the report reads rows,
-#: never a backend)
-HELD_KEY = "copies_held"
-
-
 def unheld_ceiling(ceiling: pd.DataFrame, where: str) -> str:
-    """What a synchronized ceiling measured by an earlier version says, where its blocks were short: "" for rows
-    whose copies were held to copy 0's timed windows (``extra.copies_held``, `backends.capacity`) or of more than
-    `UNHELD_ROUNDS` rounds a block. Before, the copies ran the round after each block outside every window and
-    copy 0 ran the first round of the next block alone: one round in R was one copy's, and at one round a block
-    (dqn) every timed round was, so the ceiling read k x one copy alone.
+    """What a synchronized ceiling measured by an earlier version says, where its blocks were short
+    (`harness.report.stats.unheld_rounds`); "" where that does not apply.
 
     Args:
         ceiling: the synchronized ceiling's ok rows at one workload, bank and worker count.
         where: whose rows, for the text ("the run's", "the machine's").
     """
-    if ceiling.empty or all(isinstance(e, dict) and e.get(HELD_KEY) for e in ceiling["extra_dict"]):
-        return ""
-    rounds = float(ceiling["rounds"].median())
-    if not np.isfinite(rounds) or rounds > UNHELD_ROUNDS:
+    rounds = unheld_rounds(ceiling)
+    if rounds is None:
         return ""
     if rounds <= 1:
         return (f"{where} synchronized ceiling ran one round a block with copies not held to its blocks (an earlier "

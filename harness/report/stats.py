@@ -35,6 +35,12 @@ CEILING = "capacity:-"
 SYNC_CEILING = "capacity:lockstep"
 #: the labels that bound the others rather than compete with them
 CEILINGS = (CEILING, SYNC_CEILING)
+#: rounds per block (or repetition) up to which a synchronized ceiling whose copies were not held is flagged: one
+#: round in that many of copy 0's ran alone (`unheld_rounds`)
+UNHELD_ROUNDS = 20
+#: the ``extra`` key of a synchronized ceiling's rows whose copies were held to copy 0's timed windows
+#: (`backends.capacity.HELD`: the report reads rows, never a backend)
+HELD_KEY = "copies_held"
 
 
 def _clean(x: Iterable[float]) -> np.ndarray:
@@ -451,3 +457,23 @@ def paired_trial_speedup(rows: pd.DataFrame, a: str, b: str, confidence: float =
     p = 1.0 if not np.any(logs) else float(_st.wilcoxon(logs, alternative="two-sided").pvalue)
     p = 1.0 if not np.isfinite(p) else p
     return Speedup(med, lo, hi, p, bool(p < alpha), int(ratios.size), int(ratios.size))
+
+
+def unheld_rounds(ceiling: pd.DataFrame) -> float | None:
+    """Rounds per block of a synchronized ceiling measured by an earlier version whose copies were not held to copy
+    0's timed windows (rows without ``extra.copies_held``), where at most `UNHELD_ROUNDS`; else None. Those copies
+    ran the round after each block outside every window, and copy 0 ran the first round of the next block alone:
+    one round in R was one copy's, and at one round a block (dqn) every timed round was, so that ceiling read k x
+    one copy alone.
+
+    Args:
+        ceiling: the synchronized ceiling's ok rows of one configuration (their ``extra_dict`` and ``rounds``).
+    """
+    if ceiling.empty or "rounds" not in ceiling:
+        return None
+    if "workers" in ceiling and (pd.to_numeric(ceiling["workers"], errors="coerce") <= 1).all():
+        return None  # one copy: none to run ahead
+    if all(isinstance(e, dict) and e.get(HELD_KEY) for e in ceiling.get("extra_dict", pd.Series(dtype=object))):
+        return None
+    rounds = float(pd.to_numeric(ceiling["rounds"], errors="coerce").median())
+    return rounds if np.isfinite(rounds) and rounds <= UNHELD_ROUNDS else None

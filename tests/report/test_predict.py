@@ -415,6 +415,7 @@ def test_a_synchronized_ceiling_whose_copies_were_not_held_to_its_short_blocks_i
     assert "one round in 5" in unheld_ceiling(ceiling_rows(5, {}), "the run's")
     assert unheld_ceiling(ceiling_rows(1, {"copies_held": True}), "the run's") == ""
     assert unheld_ceiling(ceiling_rows(500, {}), "the run's") == ""
+    assert unheld_ceiling(ceiling_rows(1, {}).assign(workers=1), "the run's") == ""  # one copy: none ran ahead
     rows = pd.DataFrame([dict(r, rounds=1) if r["backend"] == "capacity" else r
                          for r in _ceiling_rows({"tree_cpu_ms_per_unit": 1.0}, {}, 3200.0).to_dict("records")])
     assert "gym 4: the run's synchronized ceiling ran one round a block" in format_lines(predict_rows(rows))
@@ -422,8 +423,22 @@ def test_a_synchronized_ceiling_whose_copies_were_not_held_to_its_short_blocks_i
 
 def test_the_synchronized_ceiling_marks_its_rows_as_holding_its_copies():
     from backends.capacity import HELD, CapacityBackend, CapacityConfig
-    from harness.report.predict import HELD_KEY
+    from harness.report.stats import HELD_KEY
 
     assert HELD == HELD_KEY
     assert CapacityBackend(CapacityConfig(lockstep=True), 2).row_extra[HELD] is True
     assert HELD not in CapacityBackend(CapacityConfig(lockstep=False), 2).row_extra
+
+
+def test_a_paired_answer_says_when_its_synchronized_ceiling_is_an_earlier_versions_one_copy_alone():
+    """The 16-core reference's dqn jobs (one round a block, copies not held): each answer line says that its
+    synchronized ceiling is one copy alone, not a bound; at one worker (no other copy) and for atari (100 rounds a
+    block) nothing is said."""
+    from harness.report.answer import UNHELD_ONE, answers
+    from harness.report.build import make_report
+
+    rep = make_report([REPO / "results/reference/h200-16core-2026-12-04-device"], figures=False)
+    lines = {a.workload: a for a in answers(rep) if a.source == "paired"}
+    dqn = {w: a for w, a in lines.items() if w.startswith("dqn")}
+    assert dqn and all((UNHELD_ONE in a.extra) == (" w=1 " not in w) for w, a in dqn.items())
+    assert not any(UNHELD_ONE in a.extra for w, a in lines.items() if w.startswith("atari"))
