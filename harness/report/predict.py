@@ -14,8 +14,9 @@ per round with a core of its own. From those costs the round's critical path at 
 
     with c_p the CPU per round of process p, m_0 the members process 0 steps, s one member's step (the median
     over the other processes of c_p / m_p) and h the round's two hand-offs on the critical path, read from the
-    breakdown's own hand-off column (``bd_w<i>_handoff_us``, each process's hand-offs per round, median over
-    the processes) of a job whose processes each had a core (no more processes than cores, on a host whose load
+    breakdown's own hand-off column (``bd_w<i>_handoff_us``, each process's hand-offs per round): process 0's
+    (the results reaching it) plus the median of the others' (the scatter reaching them), from a job whose
+    processes each had a core (no more processes than cores, on a host whose load
     average was below its cores when the job started: in the same run; else `DEFAULT_HANDOFF_US`).
 
 Where the job's processes outnumbered the cores (16 processes on 2), each took turns on a core, and every turn
@@ -77,7 +78,9 @@ class RoundCosts:
     Attributes:
         costs: the CPU time per round of each process outside its waits, by rank.
         members: bank members each process steps, by rank (the row's ``bd_w<i>_members``).
-        handoff_us: the median over the processes of their hand-offs per round (wall time).
+        handoff_us: the round's two hand-offs on the critical path (wall time): process 0's hand-offs per round
+            (the others' results reaching it) plus the median of the other processes' (the scatter reaching them);
+            process 0's alone in a row of one process.
         oversubscribed: more processes than the job's host had cores, or a host busy with other load (its
             hand-offs waited for cores).
     """
@@ -103,7 +106,8 @@ def round_costs(extra: dict[str, Any], cores: int | None) -> RoundCosts | None:
     if not all(f"bd_w{r}_members" in extra for r in ranks):
         return None  # where the members ran is the backend's record (the report reads rows, not the runtime)
     members = tuple(int(extra[f"bd_w{r}_members"]) for r in ranks)
-    handoff = float(np.median([float(extra.get(f"bd_w{r}_handoff_us", 0.0)) for r in ranks]))
+    hands = [float(extra.get(f"bd_w{r}_handoff_us", 0.0)) for r in ranks]
+    handoff = hands[0] + (float(np.median(hands[1:])) if n > 1 else 0.0)
     return RoundCosts(costs, members, handoff, cores is not None and n > cores)
 
 

@@ -32,7 +32,7 @@ def test_a_row_without_the_cpu_column_or_the_members_is_not_used():
     assert round_costs(new, cores=1) is None
     rc = round_costs(dict(new, bd_w0_members=1, bd_w1_members=4), cores=1)
     assert rc.costs == (30.0, 20.0) and rc.members == (1, 4)
-    assert rc.handoff_us == 3.0 and rc.oversubscribed
+    assert rc.handoff_us == 6.0 and rc.oversubscribed  # process 0's (the results) and then the other's (the scatter)
     assert not round_costs(dict(new, bd_w0_members=1, bd_w1_members=4), cores=8).oversubscribed
 
 
@@ -43,9 +43,11 @@ def _row(backend, variant, workers, cycle, throughput, extra=None, cpu_count=2, 
 
 
 def _costs(costs, handoff):
+    """A processes executor row's breakdown whose round holds ``handoff`` of hand-offs: half in process 0's (the
+    results reaching it), half in each other process's (the scatter reaching it)."""
     out = {}
     for r, c in enumerate(costs):
-        out.update({f"bd_w{r}_work_us": c, f"bd_w{r}_cpu_us": c, f"bd_w{r}_handoff_us": handoff,
+        out.update({f"bd_w{r}_work_us": c, f"bd_w{r}_cpu_us": c, f"bd_w{r}_handoff_us": handoff / 2,
                     f"bd_w{r}_members": 1})
     return out
 
@@ -129,10 +131,11 @@ def test_each_row_is_read_against_serial_in_its_own_cycle_so_a_slower_host_is_no
 
 
 def _thread_costs(costs, handoff):
-    """A threads executor row's breakdown: CPU, waiting and hand-offs per thread, no work or transport part."""
+    """A threads executor row's breakdown: CPU, waiting and hand-offs per thread (``handoff`` a round: half in
+    thread 0's, half in each other's), no work or transport part."""
     out = {}
     for r, c in enumerate(costs):
-        out.update({f"bd_w{r}_cpu_us": c, f"bd_w{r}_wait_us": 50.0, f"bd_w{r}_handoff_us": handoff,
+        out.update({f"bd_w{r}_cpu_us": c, f"bd_w{r}_wait_us": 50.0, f"bd_w{r}_handoff_us": handoff / 2,
                     f"bd_w{r}_members": 1})
     return out
 
