@@ -195,7 +195,7 @@ class CapacityBackend(SerialBackend):
         self.lockstep = bool(config.lockstep)
         self.variant = variant({"lockstep": self.lockstep})
         if self.lockstep:  # no copy runs a round outside copy 0's timed window (`_LockstepClock`); rows of earlier
-            self.row_extra[HELD] = True  # versions lack it (`harness.report.predict.unheld_ceiling`)
+            self.row_extra[HELD] = True  # versions lack it (`harness.report.stats.unheld_rounds`)
         #: the barrier's control block (lockstep with more than one copy): anonymous shared memory, inherited
         #: by the forked copies, gone with the processes (nothing in /dev/shm to clean up)
         self.buf: Optional[mmap.mmap] = None
