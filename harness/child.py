@@ -36,41 +36,47 @@ class TreeCpu:
     into by the scaling prediction; the harness's own work between blocks (the row, the messages) and a resident
     backend's waiting while others run their blocks are no part of it. The live processes are read on their CPU
     clocks (`harness.hostwatch.cpu_ns`: nanoseconds, ended threads included), so a row of one 150-ms round is exact;
-    children reaped meanwhile count in the kernel's 10 ms ticks. The descendants are listed at `start` (psutil
-    scans every process: about a millisecond, before the stretch) and read again at `stop` without a scan. A Ray
-    actor is not a descendant and is not counted; Ray rows say so."""
+    children reaped meanwhile count in the kernel's 10 ms ticks. The descendants are listed (psutil scans every
+    process: about a millisecond and a half) after each stretch, for the next one, and at the first `start`: never
+    right before a block, where it would leave the block's first rounds its cold caches. A Ray actor is not a
+    descendant and is not counted; Ray rows say so."""
 
     def __init__(self) -> None:
-        self._pids: list[int] = []
+        self._pids: list[int] | None = None  # the tree's processes, listed after the last stretch
         self._at: tuple[float, float] | None = None  # tree CPU and wall clock where the running stretch began
         self.cpu = self.wall = 0.0
 
-    def _read(self) -> float:
+    @staticmethod
+    def _scan() -> list[int]:
+        import psutil
+
+        me = psutil.Process()
+        try:
+            return [me.pid] + [c.pid for c in me.children(recursive=True)]
+        except psutil.Error:
+            return [me.pid]
+
+    def _read(self, pids: list[int]) -> float:
         import psutil
 
         from harness.hostwatch import cpu_ns
 
         t = psutil.Process().cpu_times()
-        return t.children_user + t.children_system + cpu_ns(self._pids) / 1e9
+        return t.children_user + t.children_system + cpu_ns(pids) / 1e9
 
     def start(self) -> None:
-        import psutil
-
-        me = psutil.Process()
-        try:
-            children = [c.pid for c in me.children(recursive=True)]
-        except psutil.Error:
-            children = []
-        self._pids = [me.pid] + children
-        self._at = (self._read(), time.perf_counter())
+        if self._pids is None:
+            self._pids = self._scan()
+        self._at = (self._read(self._pids), time.perf_counter())
 
     def stop(self) -> None:
         if self._at is None:
             return
         cpu0, wall0 = self._at
         self._at = None
-        self.cpu += self._read() - cpu0
+        self.cpu += self._read(self._pids or []) - cpu0
         self.wall += time.perf_counter() - wall0
+        self._pids = self._scan()  # for the next stretch, now that this one has ended
 
     def take(self) -> tuple[float, float]:
         """The CPU and wall seconds counted since the previous call, and start again from zero."""
