@@ -132,18 +132,28 @@ bench: install ## The local sweep of every scenario, the paired jobs (bench-pair
 
 # issue 46's everyday proxy for many cores (docs/report.md, "The scaling prediction"): per workload (16 envs, agents or
 # rollouts) a paired job at workers=2 (the reactor with a core per process beside serial and the synchronized ceiling:
-# the run's cache baseline) and one at PROXY_WORKERS with a process per worker (each process's CPU per round), each
-# PROXY_SECONDS of cycles; then `--predict` on the run: the share of the ceiling a core per process would give, against
+# the run's cache baseline), one at workers=2 on the bank that gives each process as many members as at PROXY_WORKERS
+# (the like-for-like warm reference), and one at PROXY_WORKERS with a process per worker (each process's CPU per
+# round), each PROXY_SECONDS of cycles; PROXY_BANK sets the bank (16; 64: four per process at 16); then `--predict` on the run: the share of the ceiling a core per process would give, against
 # PROXY_MACHINE's ceiling where it names a reference run of the target machine (else the ideal: PROXY_WORKERS copies)
 PROXY_WORKLOADS ?= gym atari dqn marl
 PROXY_WORKERS ?= 16
 PROXY_SECONDS ?= 20
 PROXY_DIR ?= $(BENCH_DIR)/proxy
 PROXY_MACHINE ?=
-PROXY_ARGS_gym := scenario.num_envs=16
-PROXY_ARGS_atari := scenario.num_envs=16
-PROXY_ARGS_marl := scenario.env=synthetic scenario.num_agents=16
-PROXY_ARGS_dqn := scenario.num_rollouts=16
+# the bank: envs (gym, atari), agents (marl, synthetic) or rollouts (dqn); proxy_bank_<workload> sets a width $(1)
+PROXY_BANK ?= 16
+proxy_bank_gym = scenario.num_envs=$(1)
+proxy_bank_atari = scenario.num_envs=$(1)
+proxy_bank_marl = scenario.env=synthetic scenario.num_agents=$(1)
+proxy_bank_dqn = scenario.num_rollouts=$(1)
+PROXY_ARGS_gym = $(call proxy_bank_gym,$(PROXY_BANK))
+PROXY_ARGS_atari = $(call proxy_bank_atari,$(PROXY_BANK))
+PROXY_ARGS_marl = $(call proxy_bank_marl,$(PROXY_BANK))
+PROXY_ARGS_dqn = $(call proxy_bank_dqn,$(PROXY_BANK))
+# the like-for-like warm reference (docs/report.md): serial and the reactor at workers=2 on the bank that gives each of
+# the two processes as many members as one process steps at PROXY_WORKERS (16 on 16: a bank of 2, one member each)
+PROXY_LIKE_BANK = $(shell m=$$(( $(PROXY_BANK) / $(PROXY_WORKERS) )); echo $$(( 2 * (m > 0 ? m : 1) )))
 # PROXY_FT=1: the jobs of PROXY_FT_WORKLOADS (those the free-threaded venv can run: gym; atari with ale-py there;
 # dqn and marl with torch there) also hold the threads executor on the free-threaded interpreter (.venv-ft: make
 # install-ft) beside serial there (and at workers=2 its ceiling), so --predict reads the paper's own setup too
@@ -156,6 +166,10 @@ define PROXY_W2
 $(TRY) $(PROXY_JOB) scenario=$(1) "backends=[serial,reactor,capacity_lockstep$(if $(call proxy_ft,$(1)),$(COMMA)serial@ft$(COMMA)reactor_threads@ft$(COMMA)capacity_lockstep@ft)]" workers=2 $(PROXY_ARGS_$(1)) hydra.run.dir=$(PROXY_DIR)/$(1)-w2
 
 endef
+define PROXY_LIKE
+$(TRY) $(PROXY_JOB) scenario=$(1) "backends=[serial,reactor$(if $(call proxy_ft,$(1)),$(COMMA)serial@ft$(COMMA)reactor_threads@ft)]" workers=2 $(call proxy_bank_$(1),$(PROXY_LIKE_BANK)) hydra.run.dir=$(PROXY_DIR)/$(1)-w2-bank$(PROXY_LIKE_BANK)
+
+endef
 define PROXY_WK
 $(TRY) $(PROXY_JOB) scenario=$(1) "backends=[serial,reactor_per_worker$(if $(call proxy_ft,$(1)),$(COMMA)serial@ft$(COMMA)reactor_threads@ft)]" workers=$(PROXY_WORKERS) $(PROXY_ARGS_$(1)) hydra.run.dir=$(PROXY_DIR)/$(1)-w$(PROXY_WORKERS)
 
@@ -164,6 +178,7 @@ endef
 proxy: install ## Many cores seen from here: paired jobs at workers=2 and PROXY_WORKERS (16) per workload, then the scaling prediction (--predict); PROXY_FT=1: threads on free-threaded Python too
 	$(START)
 	$(foreach s,$(PROXY_WORKLOADS),$(call PROXY_W2,$(s)))
+	$(foreach s,$(PROXY_WORKLOADS),$(call PROXY_LIKE,$(s)))
 	$(foreach s,$(PROXY_WORKLOADS),$(call PROXY_WK,$(s)))
 	$(TRY) $(PY) -m harness.report --predict $(PROXY_DIR)$(if $(PROXY_MACHINE), --machine $(PROXY_MACHINE))
 	$(FINISH)

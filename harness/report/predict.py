@@ -26,9 +26,15 @@ step in that row (the median over the other processes of c_p / m_p) over one mem
 jobs whose processes each had a core (same workload and bank), at least 1; both steps taken as fractions of serial's
 CPU per round in their own cycles where the rows have it, so that a job run while the host was slower (a VM's
 vCPUs move by 2x between jobs) is not read as cache inflation. The server's part is divided by the
-same factor: it runs the same kind of short Python between the same turns. A run with no such job is not
-corrected, and the output says so (``inflation_from``: ``run``, ``own`` for a row with a core per process,
-``none``).
+same factor: it runs the same kind of short Python between the same turns. The warm step is like for like only
+where its processes stepped as many members as the row's: a process stepping one member carries its per-round costs
+(tag advance, meetings) in that step and runs it right after a wait, one stepping 8 spreads them and runs 7 warm. So
+a job whose other processes each had a core and stepped as many members as the row's comes first (any bank: `make
+proxy` runs one at ``workers=2`` with a bank of 2 for 16 on 16), read against serial's step per member in its cycle
+(``serial_steps_us`` over the bank, which does not depend on the bank as serial's round does), and the row's
+hand-off is taken from the same jobs, whose waits are as short as the row's would be (``like``). A run with no
+such job is not corrected, and the output says so (``inflation_from``: ``like``, ``run``, ``own`` for a row with a
+core per process, ``none``).
 
 Nothing is fitted to the shares it predicts. The predicted speedup over serial is serial's round over that
 round, paired as the measured ratios are: each reactor row (one block) against serial's CPU per round in the same
@@ -116,6 +122,13 @@ def member_step(costs: Sequence[float], members: Sequence[int]) -> float:
     steps a member)."""
     steps = [float(c) / m for c, m in zip(costs[1:], members[1:]) if m > 0]
     return float(np.median(steps)) if steps else np.nan
+
+
+def others_members(members: Sequence[int]) -> int | None:
+    """The members each process but process 0 steps where they all step the same number (at least one), else None:
+    what a warm reference must match to be like for like (`cache_inflation`)."""
+    rest = set(members[1:])
+    return rest.pop() if len(rest) == 1 and min(members[1:]) > 0 else None
 
 
 def cache_inflation(costs: RoundCosts, warm_step: float | None) -> float:
@@ -493,6 +506,26 @@ def serial_by_cycle(rows: pd.DataFrame, subject: Subject = PROCESSES) -> dict[tu
             for (sc, b, w, c), v in frame.groupby(["scenario", "num_envs", "workers", "cycle"])["_cpu"].median().items()}
 
 
+def serial_step_by_cycle(rows: pd.DataFrame, subject: Subject = PROCESSES) -> dict[tuple[str, int, int, Any], float]:
+    """Serial's step per bank member in each cycle of each paired job (its rows' ``serial_steps_us`` over the bank,
+    us): the host's speed in that cycle by a measure that does not depend on the bank, unlike serial's round, whose
+    per-round server part is a larger share of a smaller bank's round. ``(workload, bank, workers, cycle)`` -> its
+    row's (the median where a cycle holds several).
+
+    Args:
+        rows: ok rows of one run.
+        subject: whose serial (the interpreter's).
+    """
+    serial = rows[subject.serial(rows)]
+    if serial.empty or "cycle" not in serial:
+        return {}
+    steps = pd.Series([float(e["serial_steps_us"]) / float(b) if isinstance(e, dict) and e.get("serial_steps_us")
+                       and b else np.nan for e, b in zip(serial["extra_dict"], serial["num_envs"])], index=serial.index)
+    frame = serial.assign(_step=steps).dropna(subset=["_step", "cycle"])
+    return {(str(sc), int(b), int(w), c): float(v)
+            for (sc, b, w, c), v in frame.groupby(["scenario", "num_envs", "workers", "cycle"])["_step"].median().items()}
+
+
 def _cores(row: pd.Series) -> int | None:
     value = row.get("cpu_count")
     try:
@@ -537,6 +570,10 @@ def _subject_lines(rows: pd.DataFrame, machine: pd.DataFrame | None, subject: Su
     cycle_serial = serial_by_cycle(rows, subject)
     paired: dict[Any, float] = {}
     warm_part: dict[tuple[str, int], list[float]] = {}  # the warm step over serial's round of its cycle
+    # like for like: the warm step of a process stepping as many members as the oversubscribed row's processes do,
+    # any bank, over serial's member step in its cycle (a bank-free measure of the host's speed)
+    cycle_step = serial_step_by_cycle(rows, subject)
+    like_part: dict[tuple[str, int], list[float]] = {}
     for i, row in reactor.iterrows():
         rc = round_costs(row["extra_dict"], _cores(row))
         if rc is not None:
@@ -552,13 +589,21 @@ def _subject_lines(rows: pd.DataFrame, machine: pd.DataFrame | None, subject: Su
                     warm.setdefault(at[:2], []).append(step)
                     if i in paired:
                         warm_part.setdefault(at[:2], []).append(step / paired[i])
+                    m = others_members(rc.members)
+                    if m is not None and np.isfinite(cycle_step.get(at, np.nan)):
+                        like_part.setdefault((at[0], m), []).append(step / cycle_step[at])
     warm_step = {k: float(np.median(v)) for k, v in warm.items()}
     warm_fraction = {k: float(np.median(v)) for k, v in warm_part.items()}
+    like_fraction = {k: float(np.median(v)) for k, v in like_part.items()}
     handoffs: dict[str, list[float]] = {}
+    like_handoffs: dict[tuple[str, int], list[float]] = {}  # by the members each other process steps, as above
     for i, rc in costs_of.items():
         # a hand-off measured while the host's other load took cores says nothing about a core each
         if not rc.oversubscribed and i not in busy and len(rc.costs) > 1:
             handoffs.setdefault(str(reactor.at[i, "scenario"]), []).append(rc.handoff_us)
+            m = others_members(rc.members)
+            if m is not None:
+                like_handoffs.setdefault((str(reactor.at[i, "scenario"]), m), []).append(rc.handoff_us)
     run_ceiling, run_speedup = ceiling_speedups(rows, subject), reactor_speedups(rows, subject)
     ref_ceiling = ceiling_speedups(machine, subject) if machine is not None else {}
     skews = {"run": serial_skews(rows, subject),
@@ -579,18 +624,29 @@ def _subject_lines(rows: pd.DataFrame, machine: pd.DataFrame | None, subject: Su
             rc = costs_of.get(i)
             if rc is None:
                 continue
+            like_key = (key[0], others_members(rc.members) or 0)
             if not rc.oversubscribed and i not in busy:
                 h, source = rc.handoff_us, "own"
+            elif rc.oversubscribed and like_handoffs.get(like_key):  # waits as long as this row's would be
+                h, source = float(np.median(like_handoffs[like_key])), "like"
             elif handoffs.get(key[0]):  # a hand-off that waited for a core says nothing about a core each
                 h, source = float(np.median(handoffs[key[0]])), "run"
             else:
                 h, source = DEFAULT_HANDOFF_US, "default"
             s_round = paired.get(i, fallback)
-            # the warm step at this cycle's speed (its serial round) where both sides are paired, else as measured
-            warm_ref = (warm_fraction[key[:2]] * paired[i] if i in paired and key[:2] in warm_fraction
-                        else warm_step.get(key[:2]))
+            at = key + (reactor.at[i, "cycle"],)
+            like = like_fraction.get(like_key)
+            if rc.oversubscribed and like is not None and np.isfinite(cycle_step.get(at, np.nan)):
+                # a warm process stepping as many members, at this cycle's speed (serial's member step)
+                warm_ref, warm_from = like * cycle_step[at], "like"
+            else:
+                # the same bank's warm step at this cycle's speed (its serial round) where both sides are paired,
+                # else as measured
+                warm_ref = (warm_fraction[key[:2]] * paired[i] if i in paired and key[:2] in warm_fraction
+                            else warm_step.get(key[:2]))
+                warm_from = "run" if warm_ref else "none"
             inflation = cache_inflation(rc, warm_ref)
-            inflated_from.add("own" if not rc.oversubscribed else "run" if warm_ref else "none")
+            inflated_from.add("own" if not rc.oversubscribed else warm_from)
             round_us = critical_round([c / inflation for c in rc.costs], rc.members, h)
             rounds.append(round_us)
             serial_rounds.append(s_round)
@@ -711,18 +767,28 @@ def summary_line(table: pd.DataFrame) -> str:
             + (" (the others' cycles hold no interval)" if len(drawn) < len(t) else ""))
 
 
+def bank_labels(table: pd.DataFrame) -> pd.Series:
+    """Each line's workload, with its bank where the table holds that workload at several (``gym/2`` beside
+    ``gym/16``: `make proxy`'s like-for-like warm reference runs a second bank)."""
+    several = {w for w, n in table.groupby("workload")["bank"].nunique().items() if n > 1}
+    return pd.Series([f"{w}/{b}" if w in several else str(w) for w, b in zip(table["workload"], table["bank"])],
+                     index=table.index)
+
+
 def format_lines(table: pd.DataFrame) -> str:
     """``workload workers measured_share predicted_share`` per line (measured ``-`` where there is no paired
     ceiling), then the error, the measured share's interval (and whether the prediction lies in it), what the
     prediction used and the Amdahl share; then `summary_line`, any ceiling, serial or Amdahl check, and whether the
     target machine's rows are of other code than the run's (`predict_run`). Where the table holds another subject
-    than the processes executor (`subjects`), each subject's lines follow a line naming it."""
+    than the processes executor (`subjects`), each subject's lines follow a line naming it; a workload at several
+    banks is named with each line's (`bank_labels`)."""
     def num(x: Any, fmt: str) -> str:
         return "-" if x is None or (isinstance(x, float) and np.isnan(x)) else format(x, fmt)
 
     out = ["workload workers measured_share predicted_share  error measured_95%  predicted_round_us serial_round_us "
            "predicted_speedup ceiling_speedup(from) handoff_us(from) inflation(from) amdahl_share(from)"]
     named = set(table.get("executor", pd.Series(dtype=str))) - {PROCESSES.name}
+    table = table.assign(workload=bank_labels(table)) if not table.empty else table
     subject = None
     for r in table.to_dict("records"):
         if named and r.get("executor") != subject:

@@ -11,7 +11,7 @@ import pandas as pd
 from harness.report.figures import Plot
 from harness.report.fmt import Table
 from harness.report.model import Report, Section
-from harness.report.predict import PROCESSES, predict_rows
+from harness.report.predict import PROCESSES, bank_labels, predict_rows
 
 #: a run holds a scaling curve when its paired reactor rows span at least this many worker counts
 MIN_WORKER_COUNTS = 3
@@ -20,13 +20,14 @@ MIN_WORKER_COUNTS = 3
 def scaling_frame(rep: Report) -> pd.DataFrame:
     """`predict_rows` of the report's paired rows, or an empty frame when they hold no scaling curve; a subject other
     than the processes executor (the threads executor on a free-threaded interpreter) is a curve of its own, its
-    workload named with it (``gym (threads ft)``)."""
+    workload named with it (``gym (threads ft)``), and so is each bank of a workload run at several (``gym/2``)."""
     rows = rep.paired_rows
     if rows is None or not len(rows):
         return pd.DataFrame()
     table = predict_rows(rows)
     if table.empty:
         return pd.DataFrame()
+    table["workload"] = bank_labels(table)
     other = table["executor"] != PROCESSES.name
     table.loc[other, "workload"] = table.loc[other, "workload"] + " (" + table.loc[other, "executor"] + ")"
     if table.groupby("workload")["workers"].nunique().max() < MIN_WORKER_COUNTS:

@@ -61,9 +61,10 @@ def test_the_prediction_uses_the_hand_off_of_a_job_with_a_core_per_process_and_t
         rows.append(_row("capacity", "lockstep", 4, cycle, 3200.0))
         rows.append(_row("reactor", "processes-max1024", 4, cycle, 2000.0,
                          _costs([1300, 1000, 1000, 1000], handoff=900.0)))
-        # 2 processes on 2 cores: the hand-off (6 us) the oversubscribed job borrows
+        # 2 processes on 2 cores, 2 members each: the hand-off (6 us) the oversubscribed job borrows
         rows.append(_row("serial", "-", 2, cycle, 1000.0, {"tree_cpu_ms_per_unit": 1.0}, seconds=1.0, rounds=100))
-        rows.append(_row("reactor", "processes-max1024", 2, cycle, 1800.0, _costs([2300, 2000], handoff=6.0)))
+        rows.append(_row("reactor", "processes-max1024", 2, cycle, 1800.0,
+                         dict(_costs([2300, 2000], handoff=6.0), bd_w0_members=2, bd_w1_members=2)))
     table = predict_rows(pd.DataFrame(rows)).set_index("workers")
     four = table.loc[4]
     assert four["handoff_us"] == 6.0 and four["handoff_from"] == "run"
@@ -128,6 +129,54 @@ def test_each_row_is_read_against_serial_in_its_own_cycle_so_a_slower_host_is_no
     rows[2] = _row("serial", "-", 4, 0, 500.0, {})
     assert predict_rows(pd.DataFrame(rows)).set_index("workers").loc[4, "predicted_speedup"] == \
         pytest.approx(800 / 326)
+
+
+def _like_rows(with_like: bool, like_speed: float = 1.0):
+    """Serial's step per member 100 us everywhere (``serial_steps_us``); at workers=2 on a bank of 4, 2 members per
+    process, the warm step 110 us a member (its per-round costs spread over 2) and a 6 us hand-off; at workers=4 on
+    the same bank, 4 processes on 2 cores, one member each at 300 us; with ``with_like`` a job at workers=2 on a bank
+    of 2 (one member a process, as at 4) whose warm step is 150 us and hand-off 2 us, run at ``like_speed`` times
+    the others' host speed (serial's step and the reactor's costs both scale with it)."""
+    rows = []
+    for cycle in range(3):
+        for workers, bank, costs, hand, speed in [(2, 4, [260, 220], 6.0, 1.0), (4, 4, [500, 300, 300, 300], 9.0, 1.0)] + \
+                ([(2, 2, [170, 150], 2.0, like_speed)] if with_like else []):
+            members = bank // workers
+            extra = {"tree_cpu_ms_per_unit": 0.1 * speed, "serial_steps_us": 100.0 * bank * speed}
+            rows.append(dict(_row("serial", "-", workers, cycle, 1000.0, extra, rounds=100), num_envs=bank,
+                             units=bank * 100, job=f"j{workers}-{bank}"))
+            breakdown = _costs([c * speed for c in costs], hand)
+            breakdown.update({f"bd_w{r}_members": members for r in range(workers)})
+            rows.append(dict(_row("reactor", "processes-max1024" if workers > 2 else "processes", workers, cycle,
+                                  1000.0, breakdown), num_envs=bank, units=bank * 100, job=f"j{workers}-{bank}"))
+    return rows
+
+
+def test_the_warm_reference_is_a_job_whose_processes_step_as_many_members_as_the_row_s():
+    """A process stepping one member carries its per-round costs in that step and runs it right after a wait; one
+    stepping two spreads them. So an oversubscribed row of one member per process is read against a warm job of one
+    member per process where the run has one (any bank; serial's step per member gives the host's speed in each),
+    its hand-off from that job too; else against the same bank's job, as before."""
+    from harness.report.predict import format_lines
+
+    like = predict_rows(pd.DataFrame(_like_rows(True)))
+    four = like[(like["workers"] == 4)].iloc[0]
+    assert four["inflation_from"] == "like" and four["inflation"] == pytest.approx(300 / 150)
+    assert four["handoff_from"] == "like" and four["handoff_us"] == pytest.approx(2.0)
+    # costs / 2: process 0 250 (server 100, its member 150), the others 150; the like job's 2 us hand-off
+    assert four["predicted_round_us"] == pytest.approx(100 + 150 + 2)
+    # the like job ran while the host was twice as slow: its step per member of serial's is the same fraction
+    slow = predict_rows(pd.DataFrame(_like_rows(True, like_speed=2.0)))
+    assert slow[slow["workers"] == 4].iloc[0]["inflation"] == pytest.approx(2.0)
+    # no such job: the same bank's warm step (110 us a member), and its hand-off
+    one_bank = predict_rows(pd.DataFrame(_like_rows(False)))
+    unlike = one_bank.set_index("workers").loc[4]
+    assert unlike["inflation_from"] == "run" and unlike["inflation"] == pytest.approx(300 / 110)
+    assert unlike["handoff_from"] == "run" and unlike["handoff_us"] == pytest.approx(6.0)
+    # the workload ran at two banks: each line names its bank
+    lines = format_lines(like).splitlines()[1:4]
+    assert sorted(line.split()[0] + " " + line.split()[1] for line in lines) == ["gym/2 2", "gym/4 2", "gym/4 4"]
+    assert [line.split()[0] for line in format_lines(one_bank).splitlines()[1:3]] == ["gym", "gym"]
 
 
 def _thread_costs(costs, handoff):
