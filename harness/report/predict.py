@@ -488,6 +488,19 @@ def serial_round_us(serial: pd.DataFrame) -> float:
     return float((serial["seconds"] / serial["rounds"]).median() * 1e6)
 
 
+def _per_cycle(rows: pd.DataFrame, subject: Subject,
+               values: Callable[[pd.DataFrame], Iterable[float]]) -> dict[tuple[str, int, int, Any], float]:
+    """``values`` of serial's rows (one per row, NaN where a row has none) in each cycle of each paired job:
+    ``(workload, bank, workers, cycle)`` -> its row's (the median where a cycle holds several)."""
+    serial = rows[subject.serial(rows)]
+    if serial.empty or "cycle" not in serial:
+        return {}
+    value = pd.Series(list(values(serial)), index=serial.index, dtype=float)
+    frame = serial.assign(_value=value).dropna(subset=["_value", "cycle"])
+    return {(str(sc), int(b), int(w), c): float(v) for (sc, b, w, c), v
+            in frame.groupby(["scenario", "num_envs", "workers", "cycle"])["_value"].median().items()}
+
+
 def serial_by_cycle(rows: pd.DataFrame, subject: Subject = PROCESSES) -> dict[tuple[str, int, int, Any], float]:
     """Serial's CPU per round (us) in each cycle of each paired job: ``(workload, bank, workers, cycle)`` -> its
     row's (the median where a cycle holds several), for the rows with the CPU column.
@@ -496,14 +509,14 @@ def serial_by_cycle(rows: pd.DataFrame, subject: Subject = PROCESSES) -> dict[tu
         rows: ok rows of one run.
         subject: whose serial (the interpreter's).
     """
-    serial = rows[subject.serial(rows)]
-    if serial.empty or "cycle" not in serial:
-        return {}
-    cpu = pd.Series(list(map(_cpu_round_us, serial["extra_dict"], serial["units"], serial["rounds"])),
-                    index=serial.index)
-    frame = serial.assign(_cpu=cpu).dropna(subset=["_cpu", "cycle"])
-    return {(str(sc), int(b), int(w), c): float(v)
-            for (sc, b, w, c), v in frame.groupby(["scenario", "num_envs", "workers", "cycle"])["_cpu"].median().items()}
+    return _per_cycle(rows, subject, lambda s: map(_cpu_round_us, s["extra_dict"], s["units"], s["rounds"]))
+
+
+def _step_per_member_us(extra: Any, bank: Any) -> float:
+    """A serial row's step per bank member in microseconds (``serial_steps_us`` over the bank), NaN where it has none."""
+    if not isinstance(extra, dict) or not extra.get("serial_steps_us") or not bank:
+        return np.nan
+    return float(extra["serial_steps_us"]) / float(bank)
 
 
 def serial_step_by_cycle(rows: pd.DataFrame, subject: Subject = PROCESSES) -> dict[tuple[str, int, int, Any], float]:
@@ -516,14 +529,7 @@ def serial_step_by_cycle(rows: pd.DataFrame, subject: Subject = PROCESSES) -> di
         rows: ok rows of one run.
         subject: whose serial (the interpreter's).
     """
-    serial = rows[subject.serial(rows)]
-    if serial.empty or "cycle" not in serial:
-        return {}
-    steps = pd.Series([float(e["serial_steps_us"]) / float(b) if isinstance(e, dict) and e.get("serial_steps_us")
-                       and b else np.nan for e, b in zip(serial["extra_dict"], serial["num_envs"])], index=serial.index)
-    frame = serial.assign(_step=steps).dropna(subset=["_step", "cycle"])
-    return {(str(sc), int(b), int(w), c): float(v)
-            for (sc, b, w, c), v in frame.groupby(["scenario", "num_envs", "workers", "cycle"])["_step"].median().items()}
+    return _per_cycle(rows, subject, lambda s: map(_step_per_member_us, s["extra_dict"], s["num_envs"]))
 
 
 def _cores(row: pd.Series) -> int | None:
