@@ -36,6 +36,11 @@ hand-off is taken from the same jobs, whose waits are as short as the row's woul
 such job is not corrected, and the output says so (``inflation_from``: ``like``, ``run``, ``own`` for a row with a
 core per process, ``none``).
 
+On a many-core machine processes that step the same members do not run at one speed (its cores differ, and each
+round's luck), and a round waits for the slowest; on 2 shared cores their differences are their turns'. So with a
+target machine (``--machine``) an oversubscribed row's ``max_{p>0} c_p`` is its median other process times that
+machine's measured spread (`process_spreads`), else the row's own (``spread_from``).
+
 Nothing is fitted to the shares it predicts. The predicted speedup over serial is serial's round over that
 round, paired as the measured ratios are: each reactor row (one block) against serial's CPU per round in the same
 cycle of the same job (its process tree's ``tree_cpu_ms_per_unit``: CPU time, like the reactor's costs), the
@@ -142,13 +147,18 @@ def cache_inflation(costs: RoundCosts, warm_step: float | None) -> float:
     return max(1.0, step / warm_step) if np.isfinite(step) else 1.0
 
 
-def critical_round(costs: Sequence[float], members: Sequence[int], handoff_us: float) -> float:
+def critical_round(costs: Sequence[float], members: Sequence[int], handoff_us: float,
+                   spread: float | None = None) -> float:
     """The round at one core per process (the module docstring's formula), in the costs' unit.
 
     Args:
         costs: per process, by rank (process 0 runs the server).
         members: bank members per process, by rank.
         handoff_us: the round's two hand-offs on the critical path together.
+        spread: where the costs' own differences are not the target machine's (processes that took turns on
+            fewer cores differ by their turns), how much slower than the median other process that machine runs
+            the slowest (`process_spreads`): the slowest other is then the median step times its members times
+            ``spread``; None: the slowest other process's own cost.
     """
     c0, rest = float(costs[0]), [float(c) for c in costs[1:]]
     if not rest:
@@ -156,7 +166,14 @@ def critical_round(costs: Sequence[float], members: Sequence[int], handoff_us: f
     step = member_step(costs, members)
     step = 0.0 if np.isnan(step) else step
     server = max(0.0, c0 - members[0] * step)
-    return max(c0, server + max(rest) + handoff_us)
+    slowest = max(rest) if spread is None or not step else step * max(members[1:]) * spread
+    return max(c0, server + slowest + handoff_us)
+
+
+def own_spread(costs: Sequence[float], members: Sequence[int]) -> float:
+    """The slowest other process over the median other, per member (NaN with fewer than two others that step)."""
+    per = [float(c) / m for c, m in zip(costs[1:], members[1:]) if m > 0]
+    return max(per) / float(np.median(per)) if len(per) > 1 and np.median(per) > 0 else np.nan
 
 
 @dataclass(frozen=True)
@@ -532,6 +549,37 @@ def serial_step_by_cycle(rows: pd.DataFrame, subject: Subject = PROCESSES) -> di
     return _per_cycle(rows, subject, lambda s: map(_step_per_member_us, s["extra_dict"], s["num_envs"]))
 
 
+def process_spreads(rows: pd.DataFrame, subject: Subject = PROCESSES) -> dict[tuple[str, int, int], float]:
+    """How unevenly a machine runs equal work at once: per ``(workload, bank, workers)``, the median over its
+    reactor rows whose processes each had a core (at least 3 besides process 0) of the slowest other process over
+    the median other, per member (`own_spread`; CPU per round, else work + transport per round, for rows from
+    before the CPU column; one member each where the rows do not say). Processes that step the same members differ
+    on such a machine by their cores (SMT siblings, clocks) and by each round's own chance, and a round waits for
+    the slowest; 2 shared cores cannot show it.
+
+    Args:
+        rows: ok rows of the machine's run.
+        subject: whose reactor rows.
+    """
+    out: dict[tuple[str, int, int], list[float]] = {}
+    reactor = rows[subject.reactor(rows)]
+    for row in reactor.itertuples():
+        extra, cores = row.extra_dict, _cores(pd.Series(row._asdict()))
+        n = int(row.workers)
+        if not isinstance(extra, dict) or n < 4 or (cores is not None and n > cores):
+            continue
+        try:
+            costs = [float(extra[f"bd_w{r}_cpu_us"]) if f"bd_w{r}_cpu_us" in extra else
+                     float(extra[f"bd_w{r}_work_us"]) + float(extra[f"bd_w{r}_transport_us"]) for r in range(n)]
+        except KeyError:
+            continue
+        members = [int(extra.get(f"bd_w{r}_members", 1)) for r in range(n)]
+        spread = own_spread(costs, members)
+        if np.isfinite(spread):
+            out.setdefault((str(row.scenario), int(row.num_envs), n), []).append(spread)
+    return {k: float(np.median(v)) for k, v in out.items()}
+
+
 def _cores(row: pd.Series) -> int | None:
     value = row.get("cpu_count")
     try:
@@ -618,6 +666,8 @@ def _subject_lines(rows: pd.DataFrame, machine: pd.DataFrame | None, subject: Su
     run_interval = measured_share_intervals(rows, subject)
     run_amdahl = amdahl_shares(rows, subject)
     ref_amdahl = amdahl_shares(machine, subject) if machine is not None else {}
+    ref_spread = process_spreads(machine, subject) if machine is not None else {}
+    run_spread = process_spreads(rows, subject)  # for the lines of rows without the CPU column, said beside them
     lines = []
     for (scenario, bank, workers), g in reactor.groupby(["scenario", "num_envs", "workers"]):
         key = (str(scenario), int(bank), int(workers))
@@ -626,6 +676,7 @@ def _subject_lines(rows: pd.DataFrame, machine: pd.DataFrame | None, subject: Su
         in_job = serial_round_us(serial[serial["workers"] == workers])
         fallback = in_job if np.isfinite(in_job) else serial_round_us(serial)
         rounds, serial_rounds, speedups, sources, hand, inflations, inflated_from = [], [], [], set(), [], [], set()
+        spreads, spread_from = [], set()
         for i in g.index:
             rc = costs_of.get(i)
             if rc is None:
@@ -653,7 +704,11 @@ def _subject_lines(rows: pd.DataFrame, machine: pd.DataFrame | None, subject: Su
                 warm_from = "run" if warm_ref else "none"
             inflation = cache_inflation(rc, warm_ref)
             inflated_from.add("own" if not rc.oversubscribed else warm_from)
-            round_us = critical_round([c / inflation for c in rc.costs], rc.members, h)
+            # processes that took turns differ by their turns: the target machine's spread where it measured one
+            spread = ref_spread.get(key) if rc.oversubscribed else None
+            spreads.append(spread if spread is not None else own_spread(rc.costs, rc.members))
+            spread_from.add("machine" if spread is not None else "own")
+            round_us = critical_round([c / inflation for c in rc.costs], rc.members, h, spread)
             rounds.append(round_us)
             serial_rounds.append(s_round)
             speedups.append(s_round / round_us if round_us > 0 else np.nan)
@@ -700,6 +755,8 @@ def _subject_lines(rows: pd.DataFrame, machine: pd.DataFrame | None, subject: Su
             "handoff_us": float(np.median(hand)) if hand else np.nan, "handoff_from": "+".join(sorted(sources)) or "-",
             "inflation": float(np.median(inflations)) if inflations else np.nan,
             "inflation_from": "+".join(sorted(inflated_from)) or "-",
+            "spread": (float(np.nanmedian(spreads)) if np.isfinite(spreads).any() else run_spread.get(key, np.nan)),
+            "spread_from": "+".join(sorted(spread_from)) or ("own" if key in run_spread else "-"),
             "ceiling_check": excess,
             "serial_skew": skews.get(ceiling_from, {}).get(key, (np.nan,))[0],
             "serial_check": serial_check(skews.get(ceiling_from, {}).get(key), ceiling_from, predicted),
@@ -792,7 +849,7 @@ def format_lines(table: pd.DataFrame) -> str:
         return "-" if x is None or (isinstance(x, float) and np.isnan(x)) else format(x, fmt)
 
     out = ["workload workers measured_share predicted_share  error measured_95%  predicted_round_us serial_round_us "
-           "predicted_speedup ceiling_speedup(from) handoff_us(from) inflation(from) amdahl_share(from)"]
+           "predicted_speedup ceiling_speedup(from) handoff_us(from) inflation(from) amdahl_share(from) spread(from)"]
     named = set(table.get("executor", pd.Series(dtype=str))) - {PROCESSES.name}
     table = table.assign(workload=bank_labels(table)) if not table.empty else table
     subject = None
@@ -808,7 +865,8 @@ def format_lines(table: pd.DataFrame) -> str:
                    f"{num(r['predicted_speedup'], '.2f')} {r['ceiling_speedup']:.2f}({r['ceiling_from']}) "
                    f"{num(r['handoff_us'], '.1f')}({r['handoff_from']}) "
                    f"{num(r.get('inflation'), '.2f')}({r.get('inflation_from', '-')}) "
-                   f"{num(r.get('amdahl_share'), '.2f')}({r.get('amdahl_from', '-')})")
+                   f"{num(r.get('amdahl_share'), '.2f')}({r.get('amdahl_from', '-')}) "
+                   f"{num(r.get('spread'), '.2f')}({r.get('spread_from', '-')})")
     checks = [f"{r['workload']} {r['workers']}{'' if not named else ' (' + str(r.get('executor')) + ')'}: {r[check]}"
               for r in table.to_dict("records") for check in ("ceiling_check", "serial_check", "amdahl_check")
               if r.get(check)]

@@ -23,6 +23,41 @@ def test_process_0s_server_work_is_serial_with_the_other_processes_and_its_membe
     assert critical_round([500, 50, 50], [8, 1, 1], 5) == pytest.approx(500)
     # one process: its cost is the round, no hand-off
     assert critical_round([123], [16], 5) == 123
+    # the target machine runs its slowest other process 1.2x its median one (`spread`): the others' own
+    # differences (here 70 against 50: turns on 2 cores) give way to the median step times that
+    assert critical_round([80, 50, 70, 50], [1, 1, 1, 1], 5, spread=1.2) == pytest.approx(30 + 60 + 5)
+    assert critical_round([80, 100, 140, 100], [1, 2, 2, 2], 5, spread=1.5) == pytest.approx(30 + 2 * 50 * 1.5 + 5)
+
+
+def test_the_target_machine_s_spread_between_its_processes_replaces_the_turns_differences():
+    """On a many-core machine processes that step the same members differ by their cores and each round's chance,
+    and a round waits for the slowest; on 2 shared cores the differences are the turns'. With ``--machine`` an
+    oversubscribed row's slowest other process is its median one times the machine's spread at that workload and
+    worker count (its reactor rows' slowest over median other process, CPU else work + transport per round), and
+    the output says where each line's spread came from."""
+    from harness.report.predict import process_spreads
+
+    def machine_row(cycle, others):
+        extra = {"bd_w0_work_us": 300.0, "bd_w0_transport_us": 5.0}
+        for r, w in enumerate(others, start=1):  # before the CPU column: work + transport
+            extra.update({f"bd_w{r}_work_us": w - 2.0, f"bd_w{r}_transport_us": 2.0})
+        return _row("reactor", "processes", 4, cycle, 1000.0, extra, cpu_count=16)
+
+    machine = pd.DataFrame([machine_row(0, [100, 150, 100]), machine_row(1, [100, 130, 100]),
+                            machine_row(2, [100, 100, 170]), _row("serial", "-", 4, 0, 500.0)])
+    assert process_spreads(machine) == {("gym", 4, 4): pytest.approx(1.5)}
+    rows = []
+    for cycle in range(3):
+        rows.append(_row("serial", "-", 4, cycle, 1000.0, {"tree_cpu_ms_per_unit": 1.0}))
+        rows.append(_row("capacity", "lockstep", 4, cycle, 3200.0))
+        # 4 processes on 2 cores: process 2 read 1400 by its turns; the median other 1000
+        rows.append(_row("reactor", "processes-max1024", 4, cycle, 2000.0, _costs([1300, 1000, 1400, 1000], 6.0)))
+    own = predict_rows(pd.DataFrame(rows)).iloc[0]
+    assert own["spread_from"] == "own" and own["spread"] == pytest.approx(1.4)
+    assert own["predicted_round_us"] == pytest.approx(300 + 1400 + DEFAULT_HANDOFF_US)
+    line = predict_rows(pd.DataFrame(rows), machine).iloc[0]
+    assert line["spread_from"] == "machine" and line["spread"] == pytest.approx(1.5)
+    assert line["predicted_round_us"] == pytest.approx(300 + 1000 * 1.5 + DEFAULT_HANDOFF_US)
 
 
 def test_a_row_without_the_cpu_column_or_the_members_is_not_used():
@@ -434,7 +469,7 @@ def test_each_share_is_read_against_the_amdahl_share_serial_s_server_part_allows
     assert line["amdahl_share"] == pytest.approx(0.75) and line["amdahl_from"] == "run"
     # measured 0.6 and predicted 4000 / 1306 / 4 = 0.77: within 10% of 0.75, nothing said
     assert line["predicted_share"] == pytest.approx(4000 / 1306 / 4) and line["amdahl_check"] == ""
-    assert format_lines(predict_rows(rows(3.0, 0.6))).splitlines()[1].endswith(" 0.75(run)")
+    assert " 0.75(run) " in format_lines(predict_rows(rows(3.0, 0.6))).splitlines()[1]
     # a server part of half a round: 2.0 / 4 = 0.5, below both shares: each is flagged, with what it means
     check = predict_rows(rows(2.0, 0.6)).iloc[0]["amdahl_check"]
     assert check.startswith("the measured share 0.60 (Amdahl share 0.50) and the predicted share 0.77 (Amdahl share "
