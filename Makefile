@@ -138,6 +138,7 @@ bench: install ## The local sweep of every scenario, the paired jobs (bench-pair
 # PROXY_MACHINE's ceiling where it names a reference run of the target machine (else the ideal: PROXY_WORKERS copies)
 PROXY_WORKLOADS ?= gym atari dqn marl
 PROXY_WORKERS ?= 16
+# (a list runs each: PROXY_WORKERS="4 8 16", the counts the 16-core reference measured, about 2.5x as long)
 PROXY_SECONDS ?= 20
 PROXY_DIR ?= $(BENCH_DIR)/proxy
 PROXY_MACHINE ?=
@@ -152,8 +153,10 @@ PROXY_ARGS_atari = $(call proxy_bank_atari,$(PROXY_BANK))
 PROXY_ARGS_marl = $(call proxy_bank_marl,$(PROXY_BANK))
 PROXY_ARGS_dqn = $(call proxy_bank_dqn,$(PROXY_BANK))
 # the like-for-like warm reference (docs/report.md): serial and the reactor at workers=2 on the bank that gives each of
-# the two processes as many members as one process steps at PROXY_WORKERS (16 on 16: a bank of 2, one member each)
-PROXY_LIKE_BANK = $(shell m=$$(( $(PROXY_BANK) / $(PROXY_WORKERS) )); echo $$(( 2 * (m > 0 ? m : 1) )))
+# the two processes as many members as one process steps at a worker count $(1) (16 on 16: a bank of 2, one member
+# each); one job per distinct bank over PROXY_WORKERS, none where it is PROXY_BANK (the first job's)
+proxy_like_bank = $(shell m=$$(( $(PROXY_BANK) / $(1) )); echo $$(( 2 * (m > 0 ? m : 1) )))
+PROXY_LIKE_BANKS = $(filter-out $(PROXY_BANK),$(sort $(foreach w,$(PROXY_WORKERS),$(call proxy_like_bank,$(w)))))
 # PROXY_FT=1: the jobs of PROXY_FT_WORKLOADS (those the free-threaded venv can run: gym; atari with ale-py there;
 # dqn and marl with torch there) also hold the threads executor on the free-threaded interpreter (.venv-ft: make
 # install-ft) beside serial there (and at workers=2 its ceiling), so --predict reads the paper's own setup too
@@ -167,19 +170,19 @@ $(TRY) $(PROXY_JOB) scenario=$(1) "backends=[serial,reactor,capacity_lockstep$(i
 
 endef
 define PROXY_LIKE
-$(TRY) $(PROXY_JOB) scenario=$(1) "backends=[serial,reactor$(if $(call proxy_ft,$(1)),$(COMMA)serial@ft$(COMMA)reactor_threads@ft)]" workers=2 $(call proxy_bank_$(1),$(PROXY_LIKE_BANK)) hydra.run.dir=$(PROXY_DIR)/$(1)-w2-bank$(PROXY_LIKE_BANK)
+$(TRY) $(PROXY_JOB) scenario=$(1) "backends=[serial,reactor$(if $(call proxy_ft,$(1)),$(COMMA)serial@ft$(COMMA)reactor_threads@ft)]" workers=2 $(call proxy_bank_$(1),$(2)) hydra.run.dir=$(PROXY_DIR)/$(1)-w2-bank$(2)
 
 endef
 define PROXY_WK
-$(TRY) $(PROXY_JOB) scenario=$(1) "backends=[serial,reactor_per_worker$(if $(call proxy_ft,$(1)),$(COMMA)serial@ft$(COMMA)reactor_threads@ft)]" workers=$(PROXY_WORKERS) $(PROXY_ARGS_$(1)) hydra.run.dir=$(PROXY_DIR)/$(1)-w$(PROXY_WORKERS)
+$(TRY) $(PROXY_JOB) scenario=$(1) "backends=[serial,reactor_per_worker$(if $(call proxy_ft,$(1)),$(COMMA)serial@ft$(COMMA)reactor_threads@ft)]" workers=$(2) $(PROXY_ARGS_$(1)) hydra.run.dir=$(PROXY_DIR)/$(1)-w$(2)
 
 endef
 # the jobs with a core per process first, while the host is quiet: their hand-offs are the run's (docs/report.md)
 proxy: install ## Many cores seen from here: paired jobs at workers=2 and PROXY_WORKERS (16) per workload, then the scaling prediction (--predict); PROXY_FT=1: threads on free-threaded Python too
 	$(START)
 	$(foreach s,$(PROXY_WORKLOADS),$(call PROXY_W2,$(s)))
-	$(foreach s,$(PROXY_WORKLOADS),$(call PROXY_LIKE,$(s)))
-	$(foreach s,$(PROXY_WORKLOADS),$(call PROXY_WK,$(s)))
+	$(foreach b,$(PROXY_LIKE_BANKS),$(foreach s,$(PROXY_WORKLOADS),$(call PROXY_LIKE,$(s),$(b))))
+	$(foreach w,$(PROXY_WORKERS),$(foreach s,$(PROXY_WORKLOADS),$(call PROXY_WK,$(s),$(w))))
 	$(TRY) $(PY) -m harness.report --predict $(PROXY_DIR)$(if $(PROXY_MACHINE), --machine $(PROXY_MACHINE))
 	$(FINISH)
 

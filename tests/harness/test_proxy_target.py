@@ -44,6 +44,12 @@ def test_the_proxy_runs_each_workload_with_a_core_per_process_first_then_one_pro
     assert [j.rsplit("hydra.run.dir=", 1)[1] for j in jobs] == [
         f"{out}/gym-w2", f"{out}/marl-w2", f"{out}/gym-w2-bank4", f"{out}/marl-w2-bank4", f"{out}/gym-w8",
         f"{out}/marl-w8"]
+    # several worker counts (the 16-core reference's 4, 8, 16): a like-for-like job per distinct bank, one
+    # oversubscribed job per count, in that order
+    many = _planned(tmp_path, f"PROXY_DIR={out}", "PROXY_WORKLOADS=gym", "PROXY_WORKERS=4 8 16")
+    assert [j.rsplit("hydra.run.dir=", 1)[1] for j in many[:-1]] == [
+        f"{out}/gym-w2", f"{out}/gym-w2-bank2", f"{out}/gym-w2-bank4", f"{out}/gym-w2-bank8", f"{out}/gym-w4",
+        f"{out}/gym-w8", f"{out}/gym-w16"]
     # PROXY_BANK sets every job's bank, and the like-for-like one's follows it (64 on 16: 4 a process, a bank of 8)
     wide = _planned(tmp_path, f"PROXY_DIR={out}", "PROXY_WORKLOADS=dqn", "PROXY_BANK=64")
     assert ["scenario.num_rollouts=64" in wide[0], "scenario.num_rollouts=8" in wide[1],
