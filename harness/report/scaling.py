@@ -27,7 +27,10 @@ def scaling_frame(rep: Report) -> pd.DataFrame:
     table = predict_rows(rows)
     if table.empty:
         return pd.DataFrame()
-    table["workload"] = bank_labels(table)
+    labels = bank_labels(table)
+    # a second bank at one worker count (`make proxy`'s like-for-like warm reference) is an input, not a curve
+    single = (labels != table["workload"].astype(str)) & (table.groupby(labels)["workers"].transform("nunique") < 2)
+    table = table.assign(workload=labels)[~single]
     other = table["executor"] != PROCESSES.name
     table.loc[other, "workload"] = table.loc[other, "workload"] + " (" + table.loc[other, "executor"] + ")"
     if table.groupby("workload")["workers"].nunique().max() < MIN_WORKER_COUNTS:

@@ -289,6 +289,27 @@ def test_a_scaling_curve_per_subject_the_threads_executor_s_named_with_its_inter
     assert threads.loc[8, "predicted_round_us"] == pytest.approx(500 + 1500 + 4)
 
 
+def test_a_second_bank_at_one_worker_count_is_no_curve_of_its_own():
+    """`make proxy`'s like-for-like job (a bank of 2 at workers=2) is an input to the curve of the bank it serves:
+    that curve is named with its bank, and the reference makes no one-point curve of its own."""
+    from types import SimpleNamespace
+
+    from harness.report.scaling import scaling_frame
+
+    rows = []
+    for workers in (2, 4, 8):
+        for cycle in range(3):
+            rows.append(_row("serial", "-", workers, cycle, 1000.0, {"tree_cpu_ms_per_unit": 1.0}))
+            rows.append(_row("capacity", "lockstep", workers, cycle, 900.0 * workers))
+            rows.append(_row("reactor", "processes", workers, cycle, 700.0 * workers,
+                             _costs([1300] + [1000] * (workers - 1), 6.0), cpu_count=8))
+    for cycle in range(3):
+        rows.append(dict(_row("serial", "-", 2, cycle, 1000.0, {"tree_cpu_ms_per_unit": 0.5}), num_envs=2))
+        rows.append(dict(_row("reactor", "processes", 2, cycle, 900.0, _costs([600, 500], 2.0)), num_envs=2))
+    frame = scaling_frame(SimpleNamespace(paired_rows=pd.DataFrame(rows)))
+    assert set(frame["workload"]) == {"gym/4"} and sorted(frame["workers"]) == [2, 4, 8]
+
+
 def test_each_prediction_is_checked_against_the_measured_share_s_interval_and_the_run_summarised():
     from harness.report.predict import format_lines
 
