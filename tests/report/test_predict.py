@@ -266,11 +266,8 @@ def test_the_threads_executor_on_a_free_threaded_interpreter_is_read_against_ser
     assert not any(line.startswith("#") for line in alone)
 
 
-def test_a_scaling_curve_per_subject_the_threads_executor_s_named_with_its_interpreter():
-    from types import SimpleNamespace
-
-    from harness.report.scaling import scaling_frame
-
+def _curve_rows():
+    """Paired rows of the processes executor at 2, 4 and 8 workers (a core each), 3 cycles each: a scaling curve."""
     rows = []
     for workers in (2, 4, 8):
         for cycle in range(3):
@@ -278,6 +275,17 @@ def test_a_scaling_curve_per_subject_the_threads_executor_s_named_with_its_inter
             rows.append(_row("capacity", "lockstep", workers, cycle, 900.0 * workers))
             rows.append(_row("reactor", "processes", workers, cycle, 700.0 * workers,
                              _costs([1300] + [1000] * (workers - 1), 6.0), cpu_count=8))
+    return rows
+
+
+def test_a_scaling_curve_per_subject_the_threads_executor_s_named_with_its_interpreter():
+    from types import SimpleNamespace
+
+    from harness.report.scaling import scaling_frame
+
+    rows = _curve_rows()
+    for workers in (2, 4, 8):
+        for cycle in range(3):
             rows.append(_row("serial", "ft", workers, cycle, 700.0, {"tree_cpu_ms_per_unit": 1.5}))
             rows.append(_row("capacity", "lockstep ft", workers, cycle, 650.0 * workers))
             rows.append(_row("reactor", "threads ft", workers, cycle, 500.0 * workers,
@@ -296,13 +304,7 @@ def test_a_second_bank_at_one_worker_count_is_no_curve_of_its_own():
 
     from harness.report.scaling import scaling_frame
 
-    rows = []
-    for workers in (2, 4, 8):
-        for cycle in range(3):
-            rows.append(_row("serial", "-", workers, cycle, 1000.0, {"tree_cpu_ms_per_unit": 1.0}))
-            rows.append(_row("capacity", "lockstep", workers, cycle, 900.0 * workers))
-            rows.append(_row("reactor", "processes", workers, cycle, 700.0 * workers,
-                             _costs([1300] + [1000] * (workers - 1), 6.0), cpu_count=8))
+    rows = _curve_rows()
     for cycle in range(3):
         rows.append(dict(_row("serial", "-", 2, cycle, 1000.0, {"tree_cpu_ms_per_unit": 0.5}), num_envs=2))
         rows.append(dict(_row("reactor", "processes", 2, cycle, 900.0, _costs([600, 500], 2.0)), num_envs=2))
