@@ -80,6 +80,8 @@ from harness.results import TIMED_CPU_WINDOW
 DEFAULT_HANDOFF_US = 10.0
 #: a process's (a thread's) CPU per round: the column every prediction reads (rows from before it are not used)
 _RANK = re.compile(r"^bd_w(\d+)_cpu_us$")
+#: a process's CPU, or (rows from before the CPU column) its work per round: `process_spreads` reads either
+_PART = re.compile(r"^bd_w(\d+)_(cpu|work)_us$")
 
 
 @dataclass(frozen=True)
@@ -122,10 +124,15 @@ def round_costs(extra: dict[str, Any], cores: int | None) -> RoundCosts | None:
     return RoundCosts(costs, members, handoff, cores is not None and n > cores)
 
 
+def _others_per_member(costs: Sequence[float], members: Sequence[int]) -> list[float]:
+    """Each process but process 0 that steps a member: its cost per member."""
+    return [float(c) / m for c, m in zip(costs[1:], members[1:]) if m > 0]
+
+
 def member_step(costs: Sequence[float], members: Sequence[int]) -> float:
     """One member's step: the median over the processes other than process 0 of CPU per member (NaN where none
     steps a member)."""
-    steps = [float(c) / m for c, m in zip(costs[1:], members[1:]) if m > 0]
+    steps = _others_per_member(costs, members)
     return float(np.median(steps)) if steps else np.nan
 
 
@@ -172,7 +179,7 @@ def critical_round(costs: Sequence[float], members: Sequence[int], handoff_us: f
 
 def own_spread(costs: Sequence[float], members: Sequence[int]) -> float:
     """The slowest other process over the median other, per member (NaN with fewer than two others that step)."""
-    per = [float(c) / m for c, m in zip(costs[1:], members[1:]) if m > 0]
+    per = _others_per_member(costs, members)
     return max(per) / float(np.median(per)) if len(per) > 1 and np.median(per) > 0 else np.nan
 
 
@@ -563,20 +570,20 @@ def process_spreads(rows: pd.DataFrame, subject: Subject = PROCESSES) -> dict[tu
     """
     out: dict[tuple[str, int, int], list[float]] = {}
     reactor = rows[subject.reactor(rows)]
-    for row in reactor.itertuples():
-        extra, cores = row.extra_dict, _cores(pd.Series(row._asdict()))
-        n = int(row.workers)
-        if not isinstance(extra, dict) or n < 4 or (cores is not None and n > cores):
+    for _, row in reactor.iterrows():
+        extra, cores = row["extra_dict"], _cores(row)
+        if not isinstance(extra, dict):
             continue
-        try:
-            costs = [float(extra[f"bd_w{r}_cpu_us"]) if f"bd_w{r}_cpu_us" in extra else
-                     float(extra[f"bd_w{r}_work_us"]) + float(extra[f"bd_w{r}_transport_us"]) for r in range(n)]
-        except KeyError:
+        ranks = sorted({int(m.group(1)) for k in extra if (m := _PART.match(k))})
+        n = len(ranks)
+        if ranks != list(range(n)) or n < 4 or (cores is not None and n > cores):
             continue
-        members = [int(extra.get(f"bd_w{r}_members", 1)) for r in range(n)]
-        spread = own_spread(costs, members)
+        costs = [float(extra[f"bd_w{r}_cpu_us"]) if f"bd_w{r}_cpu_us" in extra else
+                 float(extra.get(f"bd_w{r}_work_us", 0.0)) + float(extra.get(f"bd_w{r}_transport_us", 0.0))
+                 for r in ranks]
+        spread = own_spread(costs, [int(extra.get(f"bd_w{r}_members", 1)) for r in ranks])
         if np.isfinite(spread):
-            out.setdefault((str(row.scenario), int(row.num_envs), n), []).append(spread)
+            out.setdefault((str(row["scenario"]), int(row["num_envs"]), int(row["workers"])), []).append(spread)
     return {k: float(np.median(v)) for k, v in out.items()}
 
 
