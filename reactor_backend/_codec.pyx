@@ -36,6 +36,8 @@ import numpy as np
 
 from reactor_backend.readonly import ReadOnlyList as _ROList
 
+cdef type _ro_list = _ROList
+
 cnp.import_array()
 
 cdef enum FieldKind:
@@ -49,8 +51,13 @@ _KIND_OF_TAG = {"n": F_NONE, "f": F_FLOAT, "i": F_INT, "b": F_BOOL, "a": F_ARRAY
 
 #: bytes a scalar field takes in the data area (every field starts 8-byte aligned)
 SCALAR_BYTES = 8
+cdef enum Container:  # C constants: a module global is a dict lookup and an int compare per use
+    C_LIST = 0
+    C_TUPLE = 1
+    C_BARE = 2
+
 #: what holds a record's fields: a list, a tuple, or nothing (one bare scalar is the value itself)
-LIST, TUPLE, BARE = 0, 1, 2
+LIST, TUPLE, BARE = C_LIST, C_TUPLE, C_BARE
 
 
 cdef class RecordCodec:
@@ -117,12 +124,12 @@ cdef class RecordCodec:
         layout (nothing to rely on was written); -1: an int beyond 64 bits (pickle it instead)."""
         cdef Py_ssize_t i
         cdef int done
-        if self.container == BARE:
+        if self.container == C_BARE:
             return self._write_field(0, value)
-        if self.container == TUPLE:
+        if self.container == C_TUPLE:
             if type(value) is not tuple:
                 return 0
-        elif type(value) is not list and type(value) is not _ROList:  # a reader forwarding what it got
+        elif type(value) is not list and type(value) is not _ro_list:  # a reader forwarding what it got
             return 0
         if len(value) != self.n:
             return 0
@@ -186,14 +193,15 @@ cdef class RecordCodec:
         """The record as a tuple or list (a bare one: its scalar): scalars decoded, arrays as
         read-only arrays over the segment, the same objects on every read (or copies, for a ``copy`` reader)."""
         cdef Py_ssize_t i
-        if self.container == BARE:
+        if self.container == C_BARE:
             return self._field(0)
-        cdef object vals = PyTuple_New(self.n) if self.container == TUPLE else PyList_New(self.n)
+        cdef bint as_tuple = self.container == C_TUPLE
+        cdef object vals = PyTuple_New(self.n) if as_tuple else PyList_New(self.n)
         cdef object v
         for i in range(self.n):
             v = self._field(i)
             Py_INCREF(v)  # the SET_ITEM macros steal a reference
-            if self.container == TUPLE:
+            if as_tuple:
                 PyTuple_SET_ITEM(vals, i, v)
             else:
                 PyList_SET_ITEM(vals, i, v)

@@ -74,8 +74,9 @@ cdef enum:
     STAMPS = 3                # publishes remembered per process for the hand-off timing (48 bytes of its ring line)
     YIELD_ALONE_NS = 5000     # a yield that returns sooner ran nothing else: the waiter kept its core (CPU = wall)
 
+cdef int64_t _NEVER = 0x7FFFFFFFFFFFFFFF  # the compiled code's (a module global is a dict lookup per use)
 #: Largest int64: the "no event" tag component in reductions.
-NEVER = 0x7FFFFFFFFFFFFFFF
+NEVER = _NEVER
 
 
 class Aborted(Exception):
@@ -503,7 +504,7 @@ cdef class Barrier:
     cdef tuple _minima(self, int parity):
         """Lexicographic minima of every process's (t, m) and (st, sm) cells, OR of the flags."""
         cdef int p
-        cdef long long bt = NEVER, bm = NEVER, bst = NEVER, bsm = NEVER, bf = 0
+        cdef long long bt = _NEVER, bm = _NEVER, bst = _NEVER, bsm = _NEVER, bf = 0
         cdef int64_t *c
         for p in range(self.nproc):
             c = &self._cells[(parity * self.nproc + p) * CELL_WORDS]
@@ -564,7 +565,7 @@ cdef class Barrier:
         """A wait for process ``p`` to reach ``position`` had to wait and just saw it: add the hand-off (from the
         publish to now) to ``handoff_ns``."""
         cdef int64_t *e
-        cdef int64_t now = rb_now_ns(), pos, pos2, t, first = NEVER, t_first = 0
+        cdef int64_t now = rb_now_ns(), pos, pos2, t, first = _NEVER, t_first = 0
         cdef bint older = 0
         cdef int k
         # the first publish at or past ``position`` is the one this wait waited for; it is known
@@ -581,7 +582,7 @@ cdef class Barrier:
                 older = 1
             elif pos < first:
                 first, t_first = pos, t
-        if older and first != NEVER and 0 < t_first <= now:
+        if older and first != _NEVER and 0 < t_first <= now:
             self.handoff_ns += now - t_first
             self.handoffs += 1
             if self._handoff_counter >= 0:

@@ -1,0 +1,158 @@
+"""Instructions per round of each worker process of the reactor's program, counted by valgrind (callgrind).
+
+Why: on the 2-vCPU development VM neither wall time nor CPU time of 16 processes is steady (the host moves 2x
+within seconds, and 16 processes taking turns on 2 cores run with cold caches, process 0 more than the others).
+The instructions a process retires per round do not depend on either: they are the round's work itself, the
+same on 2 cores as on 16. So a change to the runtime's per-round path (process 0's gather, the meetings, the
+tag advance) reads here as an exact count, without pairs or intervals; what it does not show is memory latency
+(a cross-core cache line read is one instruction here and 100-300 ns there) and the kernel's part (futex wakes).
+
+How: runs the scenario's program as the reactor backend builds it (one member per process, the gather split when
+the scenario allows: `backends._reactor_program.RoundProgram`) under callgrind twice, for ``--rounds`` and three
+times as many, counting only inside the core's run loop (`Core.run`: start-up and imports are not counted), and
+divides the difference by the extra rounds: one-off costs (the first rounds, shutdown) cancel. Prints each
+process's instructions per round, process 0's over the median and the busiest other, and with ``--top N`` the N
+functions whose own instructions per round differ most between process 0 and the median other process.
+About 2 minutes for gym at the defaults (valgrind runs each process 50-100x slower).
+
+    .venv/bin/python scripts/round_instructions.py [--scenario gym|marl|atari] [--workers 16] [--top 30]
+"""
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+#: the core's tag loop: counting starts on entering it and stops on leaving it
+RUN_SYMBOL = "__pyx_pw_15reactor_backend_5_core_4Core_27run"
+SCENARIO_ARGS = {
+    "gym": ("GymConfig", "num_envs", {}),
+    "atari": ("AtariConfig", "num_envs", {}),
+    "marl": ("MarlConfig", "num_agents", {"env": "synthetic"}),
+}
+
+
+class _Clock:
+    """The round clock's interface with nothing to time (the rounds are counted by the program)."""
+
+    def begin(self) -> None:
+        pass
+
+    def tick(self) -> None:
+        pass
+
+    def timer_stops_at_next_tick(self) -> bool:
+        return False
+
+
+def run_program(scenario_name: str, workers: int, rounds: int) -> None:
+    """In this process (under valgrind): the scenario's program, one member per process, for ``rounds`` rounds."""
+    root = Path(__file__).resolve().parents[1]
+    sys.path.insert(0, str(root))
+    import scenarios.configs as configs
+    from backends._reactor_program import RoundProgram
+    from reactor_backend import assemble, run
+    from reactor_backend.processes import Breakdown
+    from scenarios import make_scenario
+
+    cls_name, width_key, extra = SCENARIO_ARGS[scenario_name]
+    config = getattr(configs, cls_name)(**{width_key: workers, **extra})
+    scenario = make_scenario(config, seed=1)
+    n_local = 1 if scenario.facts.incremental_gather else 0
+    top = RoundProgram(scenario, scenario.make_server(), _Clock(), rounds, bank_split=list(range(workers)),
+                       n_local=n_local)
+    # with the breakdown, as the reactor backend runs by default (`backend.breakdown`)
+    run(assemble(top), executor="processes", workers=workers, copy_arrays=False, breakdown=Breakdown())
+
+
+def totals(path: str) -> int:
+    """The instructions a callgrind output file counted (its ``totals:`` / ``summary:`` line)."""
+    with open(path) as f:
+        for line in f:
+            if line.startswith(("totals:", "summary:")):
+                return int(line.split()[1])
+    raise ValueError(f"{path}: no totals line")
+
+
+def self_costs(path: str) -> dict[str, int]:
+    """Each function's own instructions (``callgrind_annotate``), by function name."""
+    out = subprocess.run(["callgrind_annotate", "--auto=no", "--threshold=100", path], capture_output=True,
+                         text=True, check=True).stdout
+    costs: dict[str, int] = {}
+    for line in out.splitlines():
+        m = re.match(r"\s*([\d,]+) \(\s*[\d.]+%\)\s+(.*)", line)
+        if not m or "PROGRAM TOTALS" in m.group(2):
+            continue
+        name = m.group(2).split(":", 1)[-1].split(" [")[0]
+        costs[name] = costs.get(name, 0) + int(m.group(1).replace(",", ""))
+    return costs
+
+
+def measure(scenario: str, workers: int, rounds: int, out_dir: Path) -> tuple[int, dict[int, str]]:
+    """Runs the program under callgrind; returns process 0's pid and each process's output file by pid."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    cmd = ["valgrind", "--tool=callgrind", "--collect-atstart=no", f"--toggle-collect={RUN_SYMBOL}",
+           f"--callgrind-out-file={out_dir}/cg.%p", sys.executable, __file__, "--child", scenario,
+           str(workers), str(rounds)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        sys.exit(f"valgrind run failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    files = {int(p.rsplit(".", 1)[1]): p for p in glob.glob(f"{out_dir}/cg.*")}
+    if len(files) != workers:
+        sys.exit(f"expected {workers} callgrind files in {out_dir}, found {len(files)}")
+    pid0 = int(re.search(r"==(\d+)== Callgrind", proc.stderr).group(1))
+    return pid0, files
+
+
+def main() -> None:
+    if len(sys.argv) == 5 and sys.argv[1] == "--child":
+        run_program(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
+        return
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--scenario", choices=sorted(SCENARIO_ARGS), default="gym")
+    ap.add_argument("--workers", type=int, default=16, help="processes, one bank member each")
+    ap.add_argument("--rounds", type=int, default=1000, help="rounds of the shorter run (the longer: 3x)")
+    ap.add_argument("--top", type=int, default=0, help="functions to list by process 0's extra instructions")
+    args = ap.parse_args()
+    if shutil.which("valgrind") is None or shutil.which("callgrind_annotate") is None:
+        sys.exit("valgrind (callgrind) is not installed: apt-get install valgrind")
+    if args.workers < 2 or args.rounds < 1:
+        sys.exit("--workers must be at least 2 and --rounds at least 1")
+    extra = 2 * args.rounds
+    with tempfile.TemporaryDirectory(prefix="rb-callgrind-") as tmp:
+        runs = [measure(args.scenario, args.workers, r, Path(tmp) / f"r{r}") for r in (args.rounds, 3 * args.rounds)]
+        per_round: list[list[int]] = []   # per run: process 0 first, then the others by pid
+        ordered: list[list[str]] = []
+        for pid0, files in runs:
+            order = [pid0] + sorted(p for p in files if p != pid0)
+            ordered.append([files[p] for p in order])
+            per_round.append([totals(files[p]) for p in order])
+        ir = [(b - a) / extra for a, b in zip(*per_round)]
+        others = ir[1:]
+        med = statistics.median(others)
+        print(f"{args.scenario}, {args.workers} processes, one member each: instructions per round "
+              f"(callgrind, {extra} rounds' difference)")
+        print(f"  process 0: {ir[0]:,.0f}   others: median {med:,.0f}, busiest {max(others):,.0f}, "
+              f"least {min(others):,.0f}")
+        print(f"  process 0 / median other: {ir[0] / med:.3f}   process 0 / busiest other: {ir[0] / max(others):.3f}")
+        if args.top:
+            i_med = 1 + min(range(len(others)), key=lambda i: abs(others[i] - med))
+            short0, long0 = self_costs(ordered[0][0]), self_costs(ordered[1][0])
+            short1, long1 = self_costs(ordered[0][i_med]), self_costs(ordered[1][i_med])
+            names = set(short0) | set(long0) | set(short1) | set(long1)
+            p0 = {n: (long0.get(n, 0) - short0.get(n, 0)) / extra for n in names}
+            p1 = {n: (long1.get(n, 0) - short1.get(n, 0)) / extra for n in names}
+            print(f"\n  own instructions per round: process 0, the median other process, the difference")
+            for n in sorted(names, key=lambda n: -(p0[n] - p1[n]))[:args.top]:
+                print(f"  {p0[n]:9,.0f} {p1[n]:9,.0f} {p0[n] - p1[n]:+9,.0f}  {n[:100]}")
+
+
+if __name__ == "__main__":
+    main()
