@@ -50,6 +50,7 @@ include "_lock.pxi"
 
 cimport numpy as cnp
 from reactor_backend._codec cimport SlotHotReader, SlotHotWriter
+from reactor_backend._sync cimport Barrier, advance_position, meeting_position
 
 import copy as _copy_mod
 import threading

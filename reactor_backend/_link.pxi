@@ -23,6 +23,44 @@ cdef inline int64_t _thread_cpu_ns() noexcept nogil:
     return <int64_t> ts.tv_sec * 1_000_000_000 + ts.tv_nsec
 
 
+@cython.final
+cdef class _Meeting:
+    """One level's meeting (`ProcessLink.meetings`' tuple) as `ProcessLink.meet` reads it every tag: the ranks it
+    waits for and their progress words in C arrays, built once per run, so that a meeting converts no Python int
+    per rank and tag (process 0 meets 15 ranks a round at ``workers=16``)."""
+    cdef tuple flush        # (root port, SlotHotWriter) pairs written here
+    cdef bint publish       # whether this process publishes its position here
+    cdef Py_ssize_t n       # the ranks it waits for
+    cdef int *ranks
+    cdef int64_t **prog     # their progress words
+    cdef tuple reads        # per rank: the (root port, SlotHotReader) pairs read from it
+    cdef bytearray pending  # scratch: the ranks not read yet
+    cdef char *pend
+
+    def __cinit__(self, tuple m not None):
+        cdef Py_ssize_t g
+        flush, publish, wait, imports, pending = m
+        self.flush = flush
+        self.publish = publish
+        self.n = len(wait)
+        self.reads = tuple(group[1] for group in imports)
+        if len(imports) != self.n or len(pending) < self.n:
+            raise ValueError("a meeting needs one import group and one pending byte per rank it waits for")
+        self.pending = pending
+        self.pend = self.pending
+        self.ranks = <int *> malloc(max(self.n, 1) * sizeof(int))
+        self.prog = <int64_t **> malloc(max(self.n, 1) * sizeof(int64_t *))
+        if self.ranks == NULL or self.prog == NULL:
+            raise MemoryError()
+        for g in range(self.n):
+            self.ranks[g] = <int> wait[g]
+            self.prog[g] = <int64_t *> <size_t> imports[g][0]
+
+    def __dealloc__(self):
+        free(self.ranks)
+        free(self.prog)
+
+
 cdef class ProcessLink:
     """The processes executor's per-level and per-tag protocol, run by the core itself.
 
@@ -61,8 +99,9 @@ cdef class ProcessLink:
     work (the harness's clock between a paired job's blocks, its reports between repetitions) is taken out of
     ``work``, the loop time and ``cpu`` when they are stored.
     """
-    cdef public object barrier
+    cdef public Barrier barrier
     cdef public tuple meetings
+    cdef tuple _plans       # per level: None or its `_Meeting`
     cdef public bint timed
     cdef public bint fast
     cdef public int64_t work
@@ -78,20 +117,17 @@ cdef class ProcessLink:
     cdef public int64_t excluded_cpu
     cdef public int counter_slot
     cdef public int64_t never
-    cdef object _meeting_position
-    cdef object _advance_position
     cdef int64_t *_ctr
 
-    def __init__(self, barrier, tuple meetings, bint timed, bint fast, int counter_slot, int64_t never,
-                 meeting_position, advance_position):
+    def __init__(self, Barrier barrier not None, tuple meetings, bint timed, bint fast, int counter_slot,
+                 int64_t never):
         self.barrier = barrier
         self.meetings = meetings
+        self._plans = tuple(None if m is None else _Meeting(m) for m in meetings)
         self.timed = timed
         self.fast = fast
         self.counter_slot = counter_slot
         self.never = never
-        self._meeting_position = meeting_position
-        self._advance_position = advance_position
         self.work = self.transport = self.wait = self.overlap = 0
         self.cpu_wait = self.excluded = self.excluded_cpu = 0
         self.t_loop = _mono_ns()
@@ -110,38 +146,34 @@ cdef class ProcessLink:
         """The meeting of this level (once per tag): write the slots this process owns there, publish
         as planned, then read each rank's slots as soon as it has arrived (``_set`` triggers the local
         readers), waiting (`_sync.Barrier.wait_any`) only while none of the rest has."""
-        cdef object m
-        cdef tuple pair, wait, imports, group
-        cdef bytearray pending
+        cdef _Meeting mt
+        cdef tuple pair
         cdef char *pend
         cdef Port root
         cdef SlotHotReader reader
         cdef Py_ssize_t g, n, left, got
         cdef int64_t position = 0
         cdef int64_t t0 = 0, t1 = 0, t_sweep = 0
-        if level >= len(self.meetings):
+        if level >= len(self._plans):
             return 0
-        m = self.meetings[level]
-        if m is None:
+        mt = <_Meeting> self._plans[level]
+        if mt is None:
             return 0
         if self.timed:
             t0 = _mono_ns()
-        for pair in <tuple> m[0]:
+        for pair in mt.flush:
             root = <Port> pair[0]
             if root.is_present:
                 (<SlotHotWriter> pair[1]).write(root.value, epoch)
-        wait = <tuple> m[2]
-        n = len(wait)
-        if m[1] or n:
-            position = self._meeting_position(epoch, level)
-        if m[1]:  # its time and CPU (a wake-up of sleepers) counted as a wait's, as `wait_any`'s below
+        n = mt.n
+        if mt.publish or n:
+            position = meeting_position(epoch, level)
+        if mt.publish:  # its time and CPU (a wake-up of sleepers) counted as a wait's, as `wait_any`'s below
             t1 = _mono_ns() if self.timed else 0
-            self.barrier.sync(position, True, ())
+            self.barrier.c_sync(position, True, ())
             t0 += self._waited(t1)
         if n:
-            imports = <tuple> m[3]
-            pending = <bytearray> m[4]
-            pend = pending
+            pend = mt.pend
             memset(pend, 1, n)
             left = n
             while True:
@@ -149,14 +181,11 @@ cdef class ProcessLink:
                     t_sweep = _mono_ns()
                 got = left
                 for g in range(n):
-                    if not pend[g]:
-                        continue
-                    group = <tuple> imports[g]
-                    if rb_link_load64_acq(<int64_t *> <size_t> group[0]) < position:
+                    if not pend[g] or rb_link_load64_acq(mt.prog[g]) < position:
                         continue
                     pend[g] = 0
                     left -= 1
-                    for pair in <tuple> group[1]:
+                    for pair in <tuple> mt.reads[g]:
                         reader = <SlotHotReader> pair[1]
                         if reader.round() == <int64_t> epoch:
                             (<Port> pair[0])._set(reader.read())
@@ -165,7 +194,8 @@ cdef class ProcessLink:
                 t1 = _mono_ns() if self.timed else 0
                 if got != left:  # this sweep's reads overlapped the wait for the ones still to come
                     self.overlap += t1 - t_sweep
-                self.barrier.wait_any(position, wait, pending)  # its CPU counted by the barrier (``wait_cpu_ns``)
+                # its CPU counted by the barrier (``wait_cpu_ns``)
+                self.barrier.c_wait_ready(position, mt.ranks, mt.prog, pend, n)
                 t0 += self._waited(t1)
         if self.timed:
             self.transport += _mono_ns() - t0
@@ -187,7 +217,7 @@ cdef class ProcessLink:
         cdef int64_t t0 = 0, t1
         if self.timed:
             t0 = _mono_ns()
-        res = self.barrier.reduce_at(self._advance_position(epoch, 0), t, m, st, sm, 0)
+        res = self.barrier.c_reduce_at(advance_position(epoch, 0), t, m, st, sm, 0)
         if self.timed:  # the wait's CPU counted by the barrier; the tag's one read of the CPU clock (the
             t1 = _mono_ns()  # barrier's own, where processes outnumber cores and it read it on leaving)
             self.wait += t1 - t0

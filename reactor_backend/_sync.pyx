@@ -118,14 +118,14 @@ END_OF_TAG = _END_OF_TAG
 MAX_EPOCH = _MAX_EPOCH
 
 
-cpdef long long meeting_position(long long epoch, long long level):
+cpdef long long meeting_position(long long epoch, long long level) except? -1:
     """Position of the meeting at ``level`` of the tag numbered ``epoch``."""
     if epoch < 0 or epoch > _MAX_EPOCH or level < -1 or level + 1 >= _END_OF_TAG:
         raise OverflowError(f"position out of range: epoch {epoch}, level {level}")
     return (epoch << _PLACE_BITS) | (level + 1)
 
 
-cpdef long long advance_position(long long epoch, long long count):
+cpdef long long advance_position(long long epoch, long long count) except? -1:
     """Position of the tag advance's ``count``-th reduction (0, 1, ...) of the tag ``epoch``."""
     if epoch < 0 or epoch > _MAX_EPOCH or count < 0 or count >= _END_OF_TAG:
         raise OverflowError(f"position out of range: epoch {epoch}, reduction {count}")
@@ -164,38 +164,7 @@ cdef class Barrier:
     processes; ``index`` is this process's rank. ``check`` is called (with the GIL) every
     ``check_ns`` while waiting in the futex phase; it raises to abandon the wait.
     """
-    cdef object _buf
-    cdef char *_base
-    cdef int32_t *_stop
-    cdef int32_t *_count
-    cdef int32_t *_gen
-    cdef int32_t *_waiters
-    cdef int32_t *_signal
-    cdef int64_t *_cells
-    cdef int64_t *_counters
-    cdef char *_lines
-    cdef long long _nred
-    cdef readonly int nproc
-    cdef readonly int index
-    cdef public object check
-    cdef public long long spin_iters
-    cdef public long long yield_ns
-    cdef public long long slice_ns
-    cdef public long long check_ns
-    cdef public long long yield_gap_ns
-    cdef public bint adapt
-    cdef readonly long long futex_sleeps
-    cdef readonly long long yield_gaps
-    cdef long long _yield_cur
-    cdef public bint stamp
-    cdef readonly long long handoff_ns
-    cdef readonly long long handoffs
-    cdef long long _npub
-    cdef int _handoff_counter
-    cdef public bint count_cpu
-    cdef long long _cpu[2]
-    cdef bint _own
-    cdef int64_t **_many  # `wait_any`'s progress words (nproc pointers)
+    # attributes and C methods: _sync.pxd (the core calls the meetings and the reduction without Python calls)
 
     def __cinit__(self, buf, int nproc, int index, check=None, waiting=None):
         cdef char[::1] view = buf
@@ -204,7 +173,8 @@ cdef class Barrier:
         if view.shape[0] < control_size(nproc):
             raise ValueError("control buffer too small")
         self._many = <int64_t **> malloc(nproc * sizeof(int64_t *))
-        if self._many == NULL:
+        self._ranks = <int *> malloc(nproc * sizeof(int))
+        if self._many == NULL or self._ranks == NULL:
             raise MemoryError()
         self._buf = buf
         self._base = &view[0]
@@ -264,6 +234,7 @@ cdef class Barrier:
 
     def __dealloc__(self):
         free(self._many)
+        free(self._ranks)
 
     @property
     def handoff_counter(self) -> int:
@@ -460,19 +431,19 @@ cdef class Barrier:
                 t_check = now
                 self.check()
 
-    cdef inline long long _outer_cpu(self) noexcept nogil:
+    cdef long long _outer_cpu(self) noexcept nogil:
         """With ``count_cpu`` where processes outnumber cores: the CPU clock now (a meeting or reduction then
         counts its whole CPU, two reads, instead of each of its waits), else -1 (its waits count themselves)."""
         return rb_thread_cpu_ns() if self.count_cpu and not self._own else -1
 
-    cdef inline void _count_wait(self, long long c_w0, long long wall_part) noexcept nogil:
+    cdef void _count_wait(self, long long c_w0, long long wall_part) noexcept nogil:
         """A wait ended now: add its CPU to ``wait_cpu_ns``: ``wall_part``, plus the CPU clock since ``c_w0``
         where it was read (`_wait`)."""
         self._cpu[0] += wall_part
         if c_w0 >= 0:
             self._cpu[0] += rb_thread_cpu_ns() - c_w0
 
-    cdef inline int _arrive(self) except -1:
+    cdef int _arrive(self) except -1:
         cdef int32_t g = rb_load32(self._gen)
         if rb_load32(self._stop) != 0:
             raise Aborted(rb_load32(self._stop))
@@ -492,8 +463,8 @@ cdef class Barrier:
         self._arrive()
 
     # ---- reduction cells -------------------------------------------------------------------
-    cdef inline void _write_cell(self, int parity, int64_t t, int64_t m, int64_t st, int64_t sm,
-                                 int64_t flags) nogil:
+    cdef void _write_cell(self, int parity, int64_t t, int64_t m, int64_t st, int64_t sm,
+                          int64_t flags) noexcept nogil:
         cdef int64_t *cell = &self._cells[(parity * self.nproc + self.index) * CELL_WORDS]
         cell[0] = t
         cell[1] = m
@@ -518,20 +489,20 @@ cdef class Barrier:
         return bt, bm, bst, bsm, bf
 
     # ---- point-to-point progress -----------------------------------------------------------
-    cdef inline int64_t *_progress(self, int p) noexcept nogil:
+    cdef int64_t *_progress(self, int p) noexcept nogil:
         return <int64_t *>(self._lines + p * LINE)
 
-    cdef inline int32_t *_seq(self, int p) noexcept nogil:
+    cdef int32_t *_seq(self, int p) noexcept nogil:
         return <int32_t *>(self._lines + p * LINE + 8)
 
-    cdef inline int32_t *_pwaiters(self, int p) noexcept nogil:
+    cdef int32_t *_pwaiters(self, int p) noexcept nogil:
         return <int32_t *>(self._lines + p * LINE + 12)
 
-    cdef inline int64_t *_pring(self, int p) noexcept nogil:
+    cdef int64_t *_pring(self, int p) noexcept nogil:
         """Process ``p``'s ring of its last ``STAMPS`` publishes: (position, time) int64 pairs."""
         return <int64_t *>(self._lines + p * LINE + RING)
 
-    cdef inline void _publish(self, int64_t position) noexcept nogil:
+    cdef void _publish(self, int64_t position) noexcept nogil:
         cdef int64_t *e
         cdef long long c
         if self.stamp:   # the ring entry first (a seqlock: position -1 while it is rewritten), then
@@ -550,7 +521,7 @@ cdef class Barrier:
             else:
                 rb_futex_wake(self._seq(self.index))
 
-    cdef inline int _wait_for(self, int p, int64_t position) except -1:
+    cdef int _wait_for(self, int p, int64_t position) except -1:
         """Wait until process ``p``'s progress is at least ``position`` (raise on stop/check); with
         ``stamp`` on, a wait that had to wait adds its hand-off latency to ``handoff_ns``."""
         cdef int64_t *prog = self._progress(p)
@@ -597,36 +568,50 @@ cdef class Barrier:
         arrival; waiting for them one after another would leave every read after it. The futex phase sleeps on
         the first pending process's word (a later one's publish is seen when that sleep's slice ends or the first
         publishes); with a core per process the wait spins and yields, checking them all."""
-        cdef Py_ssize_t n = len(ranks), g, first = -1
-        cdef const char *pend
-        cdef long long c
+        self.c_wait_any(position, ranks, pending)
+
+    cdef int c_wait_any(self, int64_t position, tuple ranks, bytearray pending) except -1:
+        """`wait_any` for compiled callers (``ranks`` and ``pending`` not None)."""
+        cdef Py_ssize_t n = len(ranks), g
         cdef int p
         if len(pending) < n or n > self.nproc:
             raise ValueError(f"{n} ranks for {len(pending)} pending bytes and {self.nproc} processes")
-        pend = pending
         for g in range(n):
             p = <int> ranks[g]
             if p < 0 or p >= self.nproc:
                 raise IndexError(p)
+            self._ranks[g] = p
             self._many[g] = self._progress(p)
-            if pend[g] and first < 0:
+        return self.c_wait_ready(position, self._ranks, self._many, pending, n)
+
+    cdef int c_wait_ready(self, int64_t position, const int *ranks, int64_t **prog, const char *pend,
+                          Py_ssize_t n) except -1:
+        """`wait_any` with the ranks and their progress words (`progress_address`) already in C arrays of ``n``:
+        a caller that waits on the same ranks every tag (`_core.ProcessLink.meet`) builds them once."""
+        cdef Py_ssize_t g, first = -1
+        cdef long long c
+        cdef int p
+        for g in range(n):
+            if pend[g]:
                 first = g
-        if first < 0 or _reached(NULL, 0, NULL, position, self._many, pend, n):
-            return
+                break
+        if first < 0 or _reached(NULL, 0, NULL, position, prog, pend, n):
+            return 0
         c = self._outer_cpu()
         if rb_load32(self._stop) != 0:
             raise Aborted(rb_load32(self._stop))
-        p = <int> ranks[first]
-        self._wait(NULL, 0, NULL, position, self._seq(p), self._pwaiters(p), self._many, pend, n)
+        p = ranks[first]
+        self._wait(NULL, 0, NULL, position, self._seq(p), self._pwaiters(p), prog, pend, n)
         if self.stamp:
             for g in range(n):
-                if pend[g] and rb_load64(self._many[g]) >= position:
-                    self._count_handoff(<int> ranks[g], position)
+                if pend[g] and rb_load64(prog[g]) >= position:
+                    self._count_handoff(ranks[g], position)
                     break
         if c >= 0:
             self._cpu[0] += rb_thread_cpu_ns() - c
         if rb_load32(self._stop) != 0:
             raise Aborted(rb_load32(self._stop))
+        return 0
 
     def progress_address(self, int p) -> int:
         """The address of process ``p``'s progress word: for compiled code that checks, without a Python call,
@@ -654,9 +639,13 @@ cdef class Barrier:
         if rb_load32(self._stop) != 0:
             raise Aborted(rb_load32(self._stop))
 
-    def sync(self, long long position, bint publish, tuple wait):
+    def sync(self, long long position, bint publish, tuple wait not None):
         """A level meeting: publish ``position`` (if ``publish``), then wait until every process
         in ``wait`` (ranks) reached it. Raises ``Aborted`` on stop."""
+        self.c_sync(position, publish, wait)
+
+    cdef int c_sync(self, int64_t position, bint publish, tuple wait) except -1:
+        """`sync` for compiled callers (``wait`` not None)."""
         cdef object p
         cdef long long c = self._outer_cpu()
         if rb_load32(self._stop) != 0:
@@ -669,6 +658,7 @@ cdef class Barrier:
             self._cpu[0] += rb_thread_cpu_ns() - c
         if rb_load32(self._stop) != 0:
             raise Aborted(rb_load32(self._stop))
+        return 0
 
     def reduce_at(self, long long position, long long t, long long m, long long st, long long sm,
                   long long flags):
@@ -679,6 +669,10 @@ cdef class Barrier:
         waits for it after it published. Cells alternate by the parity of this process's count
         of reductions: a process can reuse a parity only after passing the next reduction, which
         every other process enters only after reading this one's cells."""
+        return self.c_reduce_at(position, t, m, st, sm, flags)
+
+    cdef tuple c_reduce_at(self, int64_t position, int64_t t, int64_t m, int64_t st, int64_t sm, int64_t flags):
+        """`reduce_at` for compiled callers."""
         cdef int parity = self._nred & 1
         cdef int p
         cdef long long c = self._outer_cpu()

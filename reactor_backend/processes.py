@@ -386,8 +386,7 @@ class ProcessExecutor(Executor):
         if self.breakdown is not None:  # the barrier keeps its hand-off total in the last breakdown counter
             barrier.handoff_counter = _C_BREAKDOWN + Breakdown.FIELDS.index("handoff")
         self.link = ProcessLink(barrier, tuple(_compiled_ends(self._meet.get(b), barrier) for b in range(levels)),
-                                self.breakdown is not None, self._fast_advance, _C_BREAKDOWN, NEVER,
-                                _meeting_position, _advance_position)
+                                self.breakdown is not None, self._fast_advance, _C_BREAKDOWN, NEVER)
         self.core.link = self.link
 
     def _restore_program(self) -> None:
