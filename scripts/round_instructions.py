@@ -120,6 +120,7 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=16, help="processes, one bank member each")
     ap.add_argument("--rounds", type=int, default=1000, help="rounds of the shorter run (the longer: 3x)")
     ap.add_argument("--top", type=int, default=0, help="functions to list by process 0's extra instructions")
+    ap.add_argument("--keep", type=Path, default=None, help="keep callgrind's files here (callgrind_annotate)")
     args = ap.parse_args()
     if shutil.which("valgrind") is None or shutil.which("callgrind_annotate") is None:
         sys.exit("valgrind (callgrind) is not installed: apt-get install valgrind")
@@ -127,7 +128,8 @@ def main() -> None:
         sys.exit("--workers must be at least 2 and --rounds at least 1")
     extra = 2 * args.rounds
     with tempfile.TemporaryDirectory(prefix="rb-callgrind-") as tmp:
-        runs = [measure(args.scenario, args.workers, r, Path(tmp) / f"r{r}") for r in (args.rounds, 3 * args.rounds)]
+        where = args.keep if args.keep is not None else Path(tmp)
+        runs = [measure(args.scenario, args.workers, r, where / f"r{r}") for r in (args.rounds, 3 * args.rounds)]
         per_round: list[list[int]] = []   # per run: process 0 first, then the others by pid
         ordered: list[list[str]] = []
         for pid0, files in runs:
