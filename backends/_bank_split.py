@@ -74,6 +74,22 @@ def split_by_cost(members: int, processes: int, step: float, gather: float, *, s
     return out
 
 
+def local_members(bank_split: list[int]) -> int:
+    """The members process 0 gathers in a reaction of its own before the others' results (the split gather,
+    `backends._reactor_program.SplitGatherServerReactor`): its members where they lead the bank and number at
+    least two, else 0 (one gather of everything). With one member the split's own reaction (three Python calls,
+    about 2,700 instructions a round in process 0) costs more than the fold it moves off the round's end (one
+    result's, about 200): measured with `scripts/round_instructions.py`, gym at 16 members on 16 processes.
+
+    Args:
+        bank_split: the worker process of each bank member, in bank order.
+    """
+    n_local = bank_split.count(0)
+    if n_local < 2 or bank_split[:n_local] != [0] * n_local:
+        return 0
+    return n_local
+
+
 def measure_role_costs(scenario: Scenario, max_rounds: int = 10, budget_s: float = 0.3) -> tuple[float, float]:
     """Seconds per round of one worker's ``step`` and of the server's ``scatter`` + ``gather`` of
     ``num_workers`` results, measured on throwaway roles in this process (medians after one

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from backends._bank_split import measure_role_costs, split_by_cost
+from backends._bank_split import local_members, measure_role_costs, split_by_cost
 from backends._reactor_program import RoundProgram
 from backends.base import Backend, BackendConfig, Clock, shared_slots
 from reactor_backend.placement import even_part
@@ -183,9 +183,7 @@ class ReactorBackend(Backend):
             n = self.scenario.num_workers
             if bank_split is None:  # the executor's default, made explicit: contiguous even parts
                 bank_split = [even_part(i, n, self.processes) for i in range(n)]
-            n_local = bank_split.count(0)
-            if bank_split[:n_local] != [0] * n_local:  # process 0's members must lead the bank
-                n_local = 0
+            n_local = local_members(bank_split)
         #: torch's thread count read in each role's process once built (bank members, then the relay)
         self.seen = shared_slots(self.scenario.num_workers + 1)
         # the processes executor's roles apply the threads in their processes once built; the in-process

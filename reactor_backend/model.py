@@ -400,7 +400,8 @@ class MultiPort:
     @property
     def values(self) -> list[Any]:
         """The values of all channels (``None`` where never set), in channel order."""
-        return _port_values(self.channels)
+        channels = self._channels  # built: no `channels` call (a server's gather reads this every round)
+        return _port_values(channels if channels is not None else self.channels)
 
     def present_indices(self) -> list[int]:
         return [i for i, p in enumerate(self.channels) if p.is_present]

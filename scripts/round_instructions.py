@@ -7,8 +7,8 @@ same on 2 cores as on 16. So a change to the runtime's per-round path (process 0
 tag advance) reads here as an exact count, without pairs or intervals; what it does not show is memory latency
 (a cross-core cache line read is one instruction here and 100-300 ns there) and the kernel's part (futex wakes).
 
-How: runs the scenario's program as the reactor backend builds it (one member per process, the gather split when
-the scenario allows: `backends._reactor_program.RoundProgram`) under callgrind twice, for ``--rounds`` and three
+How: runs the scenario's program as the reactor backend builds it (one member per process, the gather split where
+the backend splits it: `backends._reactor_program.RoundProgram`) under callgrind twice, for ``--rounds`` and three
 times as many, counting only inside the core's run loop (`Core.run`: start-up and imports are not counted), and
 divides the difference by the extra rounds: one-off costs (the first rounds, shutdown) cancel. Prints each
 process's instructions per round, process 0's over the median and the busiest other, and with ``--top N`` the N
@@ -57,6 +57,7 @@ def run_program(scenario_name: str, workers: int, rounds: int) -> None:
     root = Path(__file__).resolve().parents[1]
     sys.path.insert(0, str(root))
     import scenarios.configs as configs
+    from backends._bank_split import local_members
     from backends._reactor_program import RoundProgram
     from reactor_backend import assemble, run
     from reactor_backend.processes import Breakdown
@@ -65,9 +66,9 @@ def run_program(scenario_name: str, workers: int, rounds: int) -> None:
     cls_name, width_key, extra = SCENARIO_ARGS[scenario_name]
     config = getattr(configs, cls_name)(**{width_key: workers, **extra})
     scenario = make_scenario(config, seed=1)
-    n_local = 1 if scenario.facts.incremental_gather else 0
-    top = RoundProgram(scenario, scenario.make_server(), _Clock(), rounds, bank_split=list(range(workers)),
-                       n_local=n_local)
+    bank_split = list(range(workers))
+    n_local = local_members(bank_split) if scenario.facts.incremental_gather else 0  # as the backend splits
+    top = RoundProgram(scenario, scenario.make_server(), _Clock(), rounds, bank_split=bank_split, n_local=n_local)
     # with the breakdown, as the reactor backend runs by default (`backend.breakdown`)
     run(assemble(top), executor="processes", workers=workers, copy_arrays=False, breakdown=Breakdown())
 

@@ -40,6 +40,7 @@ def test_gym_server_gathers_its_own_members_first():
     (1, {}, "one process: nothing to overlap"),
     (2, {"split_gather": False}, "switched off"),
     (2, {"executor": Executor.threads}, "not the processes executor"),
+    (6, {"max_processes": 6, "placement": BankSplit.even}, "one member on process 0: its own gather costs more"),
 ])
 def test_gather_is_whole_where_a_split_cannot_help(workers, config, why):
     scenario = make_scenario(GymConfig(num_envs=6), seed=0)
@@ -65,3 +66,14 @@ def test_split_gather_keeps_the_serial_checksum(workers):
     backend.run(rounds, clock)
     assert clock.ticks == rounds
     assert server.checksum() == _serial_checksum(scenario, rounds)
+
+
+def test_process_0_gathers_its_members_apart_only_where_it_keeps_two_or_more_leading_the_bank():
+    from backends._bank_split import local_members
+
+    assert local_members([0, 0, 0, 1, 1]) == 3
+    assert local_members([0, 0, 1]) == 2
+    assert local_members(list(range(16))) == 0  # one member: one gather of everything
+    assert local_members([1, 0, 0]) == 0  # not leading the bank
+    assert local_members([0, 1, 0]) == 0
+    assert local_members([1, 1]) == 0
