@@ -39,6 +39,19 @@ SCENARIO_ARGS = {
 }
 
 
+#: process 0's extra instructions grouped by the functions they are counted in (own instructions; by name, so
+#: approximate: an allocator call counts as Python wherever it was made), first match wins
+GROUPS = (
+    ("checksum fold (BLAKE2b, the digests' join)", r"[Bb]lake2|_checksum"),
+    ("result import (slot read, record decode, port delivery, the tuple's life)",
+     r"RecordCodec|SlotHotReader|Port__set|Core__mark|Core__trigger|PyTuple_New|tuple_alloc|tupledealloc|"
+     r"PyFloat_FromDouble|float_dealloc|port_values"),
+    ("meetings, waits, tag advance (core, barrier)", r"ProcessLink|Barrier|_Meeting|clock_gettime|sched_yield|syscall"),
+    ("core (levels, reactions, events)", r"_core"),
+    ("Python (server reactions, role calls, allocation)", r""),
+)
+
+
 class _Clock:
     """The round clock's interface with nothing to time (the rounds are counted by the program)."""
 
@@ -155,6 +168,12 @@ def main() -> None:
             print(f"\n  own instructions per round: process 0, the median other process, the difference")
             for n in sorted(names, key=lambda n: -(p0[n] - p1[n]))[:args.top]:
                 print(f"  {p0[n]:9,.0f} {p1[n]:9,.0f} {p0[n] - p1[n]:+9,.0f}  {n[:100]}")
+            groups = dict.fromkeys((g for g, _ in GROUPS), 0.0)
+            for n in names:
+                groups[next(g for g, pattern in GROUPS if re.search(pattern, n))] += p0[n] - p1[n]
+            print(f"\n  process 0's extra instructions per round, grouped (approximate: by function name)")
+            for g, v in groups.items():
+                print(f"  {v:+9,.0f}  {g}")
 
 
 if __name__ == "__main__":
