@@ -92,7 +92,8 @@ def totals(path: str) -> int:
         for line in f:
             if line.startswith(("totals:", "summary:")):
                 return int(line.split()[1])
-    raise ValueError(f"{path}: no totals line")
+    raise ValueError(f"{path}: no totals line (the process ended before valgrind wrote its count: killed at the "
+                     f"run's teardown, which waits a few seconds for processes that valgrind slows 50-100x?)")
 
 
 def self_costs(path: str) -> dict[str, int]:
