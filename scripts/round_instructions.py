@@ -13,7 +13,8 @@ times as many, counting only inside the core's run loop (`Core.run`: start-up an
 divides the difference by the extra rounds: one-off costs (the first rounds, shutdown) cancel. Prints each
 process's instructions per round, process 0's over the median and the busiest other, and with ``--top N`` the N
 functions whose own instructions per round differ most between process 0 and the median other process.
-About 2 minutes for gym at the defaults (valgrind runs each process 50-100x slower).
+About 2.5 minutes for gym at the defaults on the 2-vCPU VM (valgrind runs each process 50-100x slower); marl's
+server steps the env and a torch policy every round: 300 rounds took 20 minutes there and one count went unwritten.
 
     .venv/bin/python scripts/round_instructions.py [--scenario gym|marl|atari] [--workers 16] [--top 30]
 """
