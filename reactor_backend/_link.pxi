@@ -37,7 +37,7 @@ cdef class _Meeting:
     cdef bytearray pending  # scratch: the ranks not read yet
     cdef char *pend
 
-    def __cinit__(self, tuple m not None):
+    def __cinit__(self, tuple m not None, int nproc):
         cdef Py_ssize_t g
         flush, publish, wait, imports, pending = m
         self.flush = flush
@@ -53,6 +53,8 @@ cdef class _Meeting:
         if self.ranks == NULL or self.prog == NULL:
             raise MemoryError()
         for g in range(self.n):
+            if not 0 <= wait[g] < nproc:
+                raise IndexError(f"a meeting waits for rank {wait[g]} of {nproc} processes")
             self.ranks[g] = <int> wait[g]
             self.prog[g] = <int64_t *> <size_t> imports[g][0]
 
@@ -123,7 +125,7 @@ cdef class ProcessLink:
                  int64_t never):
         self.barrier = barrier
         self.meetings = meetings
-        self._plans = tuple(None if m is None else _Meeting(m) for m in meetings)
+        self._plans = tuple(None if m is None else _Meeting(m, barrier.nproc) for m in meetings)
         self.timed = timed
         self.fast = fast
         self.counter_slot = counter_slot

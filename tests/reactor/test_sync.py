@@ -857,3 +857,16 @@ def test_compiled_slot_writer_refuses_a_bad_layout(table):
     hot = SlotHotWriter(table.mm, 0, lambda v, r: None)
     with pytest.raises(ValueError, match="C-contiguous"):
         hot.lay_array(np.zeros(4), np.zeros(8)[::2])
+
+
+def test_a_meeting_that_waits_for_a_rank_beyond_the_processes_fails_when_the_link_is_built():
+    import mmap
+
+    from reactor_backend._core import ProcessLink
+
+    buf = mmap.mmap(-1, _sync.control_size(2))
+    barrier = _sync.Barrier(buf, 2, 0)
+    meeting = ((), False, (5,), ((barrier.progress_address(1), ()),), bytearray(1))
+    with pytest.raises(IndexError, match="rank 5 of 2 processes"):
+        ProcessLink(barrier, (None, meeting), False, True, 0, _sync.NEVER)
+    ProcessLink(barrier, (None, ((), False, (1,), meeting[3], bytearray(1))), False, True, 0, _sync.NEVER)
