@@ -77,9 +77,9 @@ def split_by_cost(members: int, processes: int, step: float, gather: float, *, s
 def local_members(bank_split: list[int]) -> int:
     """The members process 0 gathers in a reaction of its own before the others' results (the split gather,
     `backends._reactor_program.SplitGatherServerReactor`): its members where they lead the bank and number at
-    least two, else 0 (one gather of everything). With one member the split's own reaction (three Python calls,
-    about 2,700 instructions a round in process 0) costs more than the fold it moves off the round's end (one
-    result's, about 200): measured with `scripts/round_instructions.py`, gym at 16 members on 16 processes.
+    least two, else 0 (one gather of everything). With one member the split's own reaction and level cost process 0
+    more than the one result's fold they move off the round's end (counted with `scripts/round_instructions.py`:
+    `results/reference/vm-2core-2026-12-06-p0-gather/README.md`).
 
     Args:
         bank_split: the worker process of each bank member, in bank order.
