@@ -34,9 +34,9 @@ from libc.string cimport memcpy
 
 import numpy as np
 
-from reactor_backend.readonly import ReadOnlyList as _ROList
+from reactor_backend.readonly import ReadOnlyList
 
-cdef type _ro_list = _ROList
+cdef type _ro_list = ReadOnlyList  # a C-level name: no module-global lookup per write
 
 cnp.import_array()
 

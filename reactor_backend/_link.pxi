@@ -25,8 +25,8 @@ cdef inline int64_t _thread_cpu_ns() noexcept nogil:
 
 @cython.final
 cdef class _Meeting:
-    """One level's meeting (`ProcessLink.meetings`' tuple) as `ProcessLink.meet` reads it every tag: the ranks it
-    waits for and their progress words in C arrays, built once per run, so that a meeting converts no Python int
+    """One level's meeting (an item of `ProcessLink`'s ``meetings``) as `ProcessLink.meet` reads it every tag: the
+    ranks it waits for and their progress words in C arrays, built once per run, so that a meeting converts no Python int
     per rank and tag (process 0 meets 15 ranks a round at ``workers=16``)."""
     cdef tuple flush        # (root port, SlotHotWriter) pairs written here
     cdef bint publish       # whether this process publishes its position here
@@ -102,8 +102,7 @@ cdef class ProcessLink:
     ``work``, the loop time and ``cpu`` when they are stored.
     """
     cdef public Barrier barrier
-    cdef public tuple meetings
-    cdef tuple _plans       # per level: None or its `_Meeting`
+    cdef tuple _plans       # per level: None or its meeting as a `_Meeting`
     cdef public bint timed
     cdef public bint fast
     cdef public int64_t work
@@ -124,7 +123,6 @@ cdef class ProcessLink:
     def __init__(self, Barrier barrier not None, tuple meetings, bint timed, bint fast, int counter_slot,
                  int64_t never):
         self.barrier = barrier
-        self.meetings = meetings
         self._plans = tuple(None if m is None else _Meeting(m, barrier.nproc) for m in meetings)
         self.timed = timed
         self.fast = fast
