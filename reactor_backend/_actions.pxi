@@ -30,7 +30,9 @@ cdef class Action(Trigger):
     cdef public uint64_t allowed_mask
     cdef public int id
     cdef public ModeState mode         # its mode (own mode= or the enclosing one), or None
-    cdef dict _pending_events          # (time, microstep) -> Event not yet fired
+    cdef list _pending                 # its queued Events not yet fired (each knows its tag): a few at most,
+                                       # scanned in C (a dict keyed by tag tuples cost about 3,500
+                                       # instructions per schedule and fire: a tuple and two ints each way)
     cdef object _last_ev               # last scheduled Event
     cdef int64_t _last_t
     cdef int64_t _last_m
@@ -47,7 +49,7 @@ cdef class Action(Trigger):
         self.allowed_mask = 0
         self.id = -1
         self.mode = None
-        self._pending_events = {}
+        self._pending = []
         self._last_ev = None
         self._has_last = False
 
@@ -83,6 +85,14 @@ cdef class Action(Trigger):
             m = 0
         self._place(t, m, value)
 
+    cdef bint _pending_at(self, int64_t t, int64_t m):
+        """Whether an event of this action is queued at (t, m) and not fired yet."""
+        cdef Event ev
+        for ev in self._pending:
+            if ev.time == t and ev.mstep == m:
+                return True
+        return False
+
     cdef _place(self, int64_t t, int64_t m, object value):
         """Queue an event at (t, m) after applying ``min_spacing`` with the action's policy."""
         cdef Core core = self.core
@@ -93,7 +103,7 @@ cdef class Action(Trigger):
             if t < earliest or (self.min_spacing == 0 and t == self._last_t and m <= self._last_m):
                 if self.policy == "drop":
                     return
-                if self.policy == "replace" and (self._last_t, self._last_m) in self._pending_events:
+                if self.policy == "replace" and self._pending_at(self._last_t, self._last_m):
                     (<Event>self._last_ev).value = value
                     return
                 # defer (and replace whose previous event already fired)
@@ -104,46 +114,73 @@ cdef class Action(Trigger):
                     t = self._last_t
                     m = self._last_m + 1
         # no min_spacing: a second schedule for an occupied tag goes to the next free microstep
-        while (t, m) in self._pending_events:
+        while self._pending and self._pending_at(t, m):
             m += 1
-        ev = Event(EV_ACTION, self, value)
-        self._pending_events[(t, m)] = ev
+        ev = _new_event(EV_ACTION, self, value, t, m)
+        self._pending.append(ev)
         self._last_ev = ev
         self._last_t = t
         self._last_m = m
         self._has_last = True
         core._push_event(t, m, ev)
 
-    cdef _fired(self, int64_t t, int64_t m):
-        self._pending_events.pop((t, m), None)
+    cdef int _fired(self, Event fired) except -1:
+        """``fired`` (one of this action's events) is no longer queued."""
+        cdef Py_ssize_t i
+        for i in range(len(self._pending)):
+            if self._pending[i] is fired:
+                del self._pending[i]
+                return 0
+        return 0
 
     def _suspend(self):
         """Modes: cancel every queued event of this action; return them as ``(time, microstep, value)``."""
         cdef Event ev
         out = []
-        for (t, m), ev in sorted(self._pending_events.items()):
+        for ev in sorted(self._pending, key=_event_tag):
             ev.kind = EV_CANCELLED
-            out.append((t, m, ev.value))
-        self._pending_events.clear()
+            out.append((ev.time, ev.mstep, ev.value))
+        self._pending = []
         self._has_last = False
         return out
 
     def _push_at(self, int64_t t, int64_t m, value):
         """Queue an event for this action at exactly (t, m) (physical actions, imported events)."""
-        cdef Event ev = Event(EV_ACTION, self, value)
-        while (t, m) in self._pending_events:
+        while self._pending_at(t, m):
             m += 1
-        self._pending_events[(t, m)] = ev
+        cdef Event ev = _new_event(EV_ACTION, self, value, t, m)
+        self._pending.append(ev)
         self.core._push_event(t, m, ev)
 
 
 @cython.final
+@cython.freelist(16)
 cdef class Event:
+    """A queued event: ``kind`` (EV_*), what it triggers (``target``), its value and the tag it was queued for."""
     cdef public int kind
     cdef public object target
     cdef public object value
+    cdef readonly int64_t time
+    cdef readonly int64_t mstep
 
-    def __init__(self, int kind, target, value):
+    def __init__(self, int kind, target, value, int64_t time=0, int64_t mstep=0):
         self.kind = kind
         self.target = target
         self.value = value
+        self.time = time
+        self.mstep = mstep
+
+
+cdef inline Event _new_event(int kind, object target, object value, int64_t t, int64_t m):
+    """``Event(kind, target, value, t, m)`` without a Python call (a round program queues one every round)."""
+    cdef Event ev = Event.__new__(Event)
+    ev.kind = kind
+    ev.target = target
+    ev.value = value
+    ev.time = t
+    ev.mstep = m
+    return ev
+
+
+def _event_tag(Event ev) -> tuple:
+    return (ev.time, ev.mstep)

@@ -232,7 +232,7 @@ cdef class Core:
                 port._pending_epoch = 0
             elif isinstance(trig, Action):
                 act = <Action> trig
-                act._pending_events = {}
+                act._pending = []
                 act._last_ev = None
                 act._has_last = False
         for r in program.reactions:
@@ -297,9 +297,9 @@ cdef class Core:
         return 0
 
     cdef inline int _trigger_all(self, tuple rs) except -1:
-        cdef Reaction r
-        for r in rs:
-            self._trigger(r)
+        cdef Py_ssize_t i
+        for i in range(len(rs)):  # the runtime builds these tuples of Reactions: no type test per item
+            self._trigger(<Reaction> rs[i])
         return 0
 
     cdef Reaction _pop_ready(self):
@@ -383,14 +383,14 @@ cdef class Core:
 
     def push_port_event(self, Port port, int64_t t, int64_t m, value, ModeState mode=None) -> None:
         """Modes: queue a delayed connection's value for ``port`` at (t, m) (a history re-entry)."""
-        cdef Event ev = Event(EV_PORT, port, value)
+        cdef Event ev = _new_event(EV_PORT, port, value, t, m)
         self._push_event(t, m, ev)
         if mode is not None:
             _track_mode_event(mode, ev, t, m, self)
 
     def push_timer_event(self, Timer tm, int64_t t, int64_t m) -> None:
         """Modes: (re)start a timer at (t, m); its previous queued event must have been cancelled."""
-        cdef Event ev = Event(EV_TIMER, tm, None)
+        cdef Event ev = _new_event(EV_TIMER, tm, None, t, m)
         tm.event = ev
         tm.next_time = t
         self._push_event(t, m, ev)
@@ -594,7 +594,7 @@ cdef class Core:
                 (<Port> ev.target)._set(ev.value)
             elif ev.kind == EV_ACTION:
                 a = <Action> ev.target
-                a._fired(t, m)
+                a._fired(ev)
                 a.value = ev.value
                 if not a.is_present:
                     a.is_present = True
@@ -608,6 +608,8 @@ cdef class Core:
                     self._trigger_all(tm.reactions)
                 if tm.period > 0:
                     # queued even past the timeout: a pending event means "not starved" (as in LF)
+                    ev.time = t + tm.period
+                    ev.mstep = 0
                     self._push_event(t + tm.period, 0, ev)
                     tm.next_time = t + tm.period
         return 0
@@ -688,7 +690,7 @@ cdef class Core:
         for tm in self.timers:
             if tm.mode is not None and not tm.mode.active:
                 continue  # a timer of a mode that is not initial starts when the mode is entered
-            tm.event = Event(EV_TIMER, tm, None)
+            tm.event = _new_event(EV_TIMER, tm, None, start_time + tm.offset, 0)
             tm.next_time = start_time + tm.offset
             self._push_event(start_time + tm.offset, 0, <Event> tm.event)
         final = self.timeout == 0

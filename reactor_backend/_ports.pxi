@@ -178,7 +178,7 @@ cdef class Port(Trigger):
             else:
                 t = core.time + delay
                 m = 0
-            ev = Event(EV_PORT, d[0], value)
+            ev = _new_event(EV_PORT, d[0], value, t, m)
             core._push_event(t, m, ev)
             self._pending.append(ev)
             if len(d) > 3:  # a delayed connection declared in a mode: the mode may suspend the event
