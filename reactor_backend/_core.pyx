@@ -243,7 +243,11 @@ cdef class Core:
             r.key = r.priority if self._inline else r.index
 
     # ---- queues ---------------------------------------------------------------------------
-    cdef int _mark(self, Trigger t) except -1:
+    cdef inline int _mark(self, Trigger t) except -1:
+        if not self.locking and self._pn < self._pcap:  # the common case, inline (several marks a set)
+            self._pl[self._pn] = <PyObject*> t
+            self._pn += 1
+            return 0
         if self.locking:
             rb_core_lock(&self._lock)
             try:
@@ -262,7 +266,9 @@ cdef class Core:
         self._pn += 1
         return 0
 
-    cdef int _trigger(self, Reaction r) except -1:
+    cdef inline int _trigger(self, Reaction r) except -1:
+        if r.epoch == self.epoch and not self.locking:  # already queued at this tag (a bank's gather: every
+            return 0                                    # channel but the first), inline
         if self.locking:
             rb_core_lock(&self._lock)
             try:

@@ -124,7 +124,8 @@ cdef class Port(Trigger):
         cdef Core core = self.core
         cdef Port p
         cdef Event ev
-        cdef tuple d
+        cdef tuple d, fanout
+        cdef Py_ssize_t i
         cdef object shared
         cdef bint copied = False
         if value is self._ro_src:
@@ -136,10 +137,12 @@ cdef class Port(Trigger):
             if shared is not value and not copied:  # views only: they stay true to the value
                 self._ro_src = value
                 self._ro_view = shared
+        fanout = self.fanout  # the runtime builds it of Ports: no type test per item
         if not self.is_present:
             self.is_present = True
             core._mark(self)
-            for p in self.fanout:
+            for i in range(len(fanout)):
+                p = <Port> fanout[i]
                 p.is_present = True
                 core._mark(p)
                 p.value = _private_copy(value) if p.mutable else shared
@@ -147,7 +150,8 @@ cdef class Port(Trigger):
             if self.delayed:
                 self._schedule_delayed(shared)
         else:
-            for p in self.fanout:
+            for i in range(len(fanout)):
+                p = <Port> fanout[i]
                 p.value = _private_copy(value) if p.mutable else shared
             if self.delayed and self._pending_epoch == core.epoch and self._pending is not None:
                 for ev in self._pending:
