@@ -2,6 +2,7 @@
 """Declarations of the slot hot paths (``_codec.pyx``), so that the core (``_core.pyx``, its meetings in
 ``_link.pxi``) reads and writes a slot with C calls instead of Python method calls: a round at
 ``workers=16`` imports 15 results in process 0, two calls each."""
+cimport cython
 cimport numpy as cnp
 from cpython.buffer cimport Py_buffer
 from libc.stdint cimport int64_t
@@ -11,6 +12,7 @@ cdef enum:
     MAX_NDIM = 8
 
 
+@cython.final
 cdef class RecordCodec:
     cdef int n
     cdef int container
@@ -44,6 +46,7 @@ cdef class _SlotHeader:
     cdef int _attach(self, object hdr_buf, Py_ssize_t offset, object slow) except -1
 
 
+@cython.final
 cdef class SlotHotWriter(_SlotHeader):
     cdef object dst
     cdef object descr
@@ -56,6 +59,7 @@ cdef class SlotHotWriter(_SlotHeader):
     cpdef write(self, value, int64_t round_)
 
 
+@cython.final
 cdef class SlotHotReader(_SlotHeader):
     cdef int64_t layout
     cdef object arr

@@ -187,7 +187,7 @@ cdef class ProcessLink:
                     left -= 1
                     for pair in <tuple> mt.reads[g]:
                         reader = <SlotHotReader> pair[1]
-                        if reader.round() == <int64_t> epoch:
+                        if reader.words[0] == <int64_t> epoch:  # its round stamp (`SlotHotReader.round`)
                             (<Port> pair[0])._set(reader.read())
                 if left == 0:
                     break
