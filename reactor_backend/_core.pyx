@@ -686,6 +686,7 @@ cdef class Core:
         """The tag loop: startup at ``start_time``, then tag by tag until the final tag is processed."""
         cdef int64_t t = start_time, m = 0
         cdef int64_t nt = 0, nm = 0
+        cdef int64_t reduced[5]  # the processes executor's tag-advance reduction (`ProcessLink.reduce`)
         cdef int decision
         cdef bint final, has_next, started = False
         cdef Timer tm
@@ -731,18 +732,18 @@ cdef class Core:
                         nm = self._eh[0].mstep
                     if self.link is not None and self.link.fast:
                         # the processes executor's reduction, done here: agreed next tag and stop tag
-                        agreed = self.link.reduce(self.epoch, self.tags, nt if has_next else self.link.never,
-                                                  nm if has_next else self.link.never,
-                                                  self._stop_t if self._stop else self.link.never,
-                                                  self._stop_m if self._stop else self.link.never)
-                        if <int64_t> agreed[2] != self.link.never:
+                        self.link.reduce(self.epoch, self.tags, nt if has_next else self.link.never,
+                                         nm if has_next else self.link.never,
+                                         self._stop_t if self._stop else self.link.never,
+                                         self._stop_m if self._stop else self.link.never, reduced)
+                        if reduced[2] != self.link.never:
                             self._stop = True
-                            self._stop_t = agreed[2]
-                            self._stop_m = agreed[3]
-                        has_next = <int64_t> agreed[0] != self.link.never
+                            self._stop_t = reduced[2]
+                            self._stop_m = reduced[3]
+                        has_next = reduced[0] != self.link.never
                         if has_next:
-                            nt = agreed[0]
-                            nm = agreed[1]
+                            nt = reduced[0]
+                            nm = reduced[1]
                     elif self._has_advance:
                         local = Tag(nt, nm) if has_next else None
                         agreed = self.executor.advance(local, self.stop_tag)

@@ -211,18 +211,19 @@ cdef class ProcessLink:
         self.wait += d
         return d
 
-    cdef tuple reduce(self, uint64_t epoch, uint64_t tags, int64_t t, int64_t m, int64_t st, int64_t sm):
+    cdef int reduce(self, uint64_t epoch, uint64_t tags, int64_t t, int64_t m, int64_t st, int64_t sm,
+                    int64_t *out) except -1:
         """The tag-advance reduction of fast mode: the minima over all processes of the next event tag
-        and the stop tag (``never`` for none), as ``(t, m, st, sm, flags)``."""
+        and the stop tag (``never`` for none), into ``out[0:5]`` as ``(t, m, st, sm, flags)``."""
         cdef int64_t t0 = 0, t1
         if self.timed:
             t0 = _mono_ns()
-        res = self.barrier.c_reduce_at(advance_position(epoch, 0), t, m, st, sm, 0)
+        self.barrier.c_reduce_into(advance_position(epoch, 0), t, m, st, sm, 0, out)
         if self.timed:  # the wait's CPU counted by the barrier; the tag's one read of the CPU clock (the
             t1 = _mono_ns()  # barrier's own, where processes outnumber cores and it read it on leaving)
             self.wait += t1 - t0
             self._store(t1, self._wait_cpu[1] if self._wait_cpu[1] >= 0 else _thread_cpu_ns(), tags)
-        return <tuple> res
+        return 0
 
     cpdef store(self, int64_t now, uint64_t tags):
         """This process's breakdown totals into its counters in the control block (readable by all)."""

@@ -49,7 +49,7 @@ cdef class Barrier:
     cdef int _arrive(self) except -1
     cdef void _write_cell(self, int parity, int64_t t, int64_t m, int64_t st, int64_t sm,
                           int64_t flags) noexcept nogil
-    cdef tuple _minima(self, int parity)
+    cdef void _minima(self, int parity, int64_t *out) noexcept nogil
     cdef int64_t *_progress(self, int p) noexcept nogil
     cdef int32_t *_seq(self, int p) noexcept nogil
     cdef int32_t *_pwaiters(self, int p) noexcept nogil
@@ -61,7 +61,8 @@ cdef class Barrier:
     cdef int c_wait_ready(self, int64_t position, const int *ranks, int64_t **prog, const char *pend,
                           Py_ssize_t n) except -1
     cdef int c_sync(self, int64_t position, bint publish, tuple wait) except -1
-    cdef tuple c_reduce_at(self, int64_t position, int64_t t, int64_t m, int64_t st, int64_t sm, int64_t flags)
+    cdef int c_reduce_into(self, int64_t position, int64_t t, int64_t m, int64_t st, int64_t sm, int64_t flags,
+                           int64_t *out) except -1
 
 
 cpdef long long meeting_position(long long epoch, long long level) except? -1

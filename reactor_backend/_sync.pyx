@@ -472,10 +472,10 @@ cdef class Barrier:
         cell[3] = sm
         cell[4] = flags
 
-    cdef tuple _minima(self, int parity):
-        """Lexicographic minima of every process's (t, m) and (st, sm) cells, OR of the flags."""
+    cdef void _minima(self, int parity, int64_t *out) noexcept nogil:
+        """Lexicographic minima of every process's (t, m) and (st, sm) cells, OR of the flags, into ``out[0:5]``."""
         cdef int p
-        cdef long long bt = _NEVER, bm = _NEVER, bst = _NEVER, bsm = _NEVER, bf = 0
+        cdef int64_t bt = _NEVER, bm = _NEVER, bst = _NEVER, bsm = _NEVER, bf = 0
         cdef int64_t *c
         for p in range(self.nproc):
             c = &self._cells[(parity * self.nproc + p) * CELL_WORDS]
@@ -486,7 +486,11 @@ cdef class Barrier:
                 bst = c[2]
                 bsm = c[3]
             bf |= c[4]
-        return bt, bm, bst, bsm, bf
+        out[0] = bt
+        out[1] = bm
+        out[2] = bst
+        out[3] = bsm
+        out[4] = bf
 
     # ---- point-to-point progress -----------------------------------------------------------
     cdef int64_t *_progress(self, int p) noexcept nogil:
@@ -669,10 +673,14 @@ cdef class Barrier:
         waits for it after it published. Cells alternate by the parity of this process's count
         of reductions: a process can reuse a parity only after passing the next reduction, which
         every other process enters only after reading this one's cells."""
-        return self.c_reduce_at(position, t, m, st, sm, flags)
+        cdef int64_t out[5]
+        self.c_reduce_into(position, t, m, st, sm, flags, out)
+        return out[0], out[1], out[2], out[3], out[4]
 
-    cdef tuple c_reduce_at(self, int64_t position, int64_t t, int64_t m, int64_t st, int64_t sm, int64_t flags):
-        """`reduce_at` for compiled callers."""
+    cdef int c_reduce_into(self, int64_t position, int64_t t, int64_t m, int64_t st, int64_t sm, int64_t flags,
+                           int64_t *out) except -1:
+        """`reduce_at` for compiled callers: the result into ``out[0:5]`` (no tuple or ints to build and unpack
+        every tag)."""
         cdef int parity = self._nred & 1
         cdef int p
         cdef long long c = self._outer_cpu()
@@ -691,4 +699,5 @@ cdef class Barrier:
         if rb_load32(self._stop) != 0:
             raise Aborted(rb_load32(self._stop))
         self._nred += 1
-        return self._minima(parity)
+        self._minima(parity, out)
+        return 0
