@@ -36,7 +36,8 @@ import numpy as np
 
 from reactor_backend.readonly import ReadOnlyList
 
-cdef type _ro_list = ReadOnlyList  # a C-level name: no module-global lookup per write
+cdef type _ro_list = ReadOnlyList  # C-level names: no module-global and attribute lookup per write
+cdef type _ndarray = np.ndarray
 
 cnp.import_array()
 
@@ -170,7 +171,7 @@ cdef class RecordCodec:
         cdef cnp.ndarray a
         cdef cnp.PyArray_Descr* have
         cdef int d
-        if type(x) is not np.ndarray:
+        if type(x) is not _ndarray:
             return False
         a = <cnp.ndarray>x
         if cnp.PyArray_NDIM(a) != self.ndims[i]:
@@ -313,7 +314,7 @@ cdef class SlotHotWriter(_SlotHeader):
         cdef int d
         cdef bint same
         if self.mode == 2:
-            if type(value) is np.ndarray:
+            if type(value) is _ndarray:
                 a = <cnp.ndarray>value
                 same = cnp.PyArray_NDIM(a) == self.ndim and cnp.PyArray_IS_C_CONTIGUOUS(a)
                 if same:
