@@ -183,6 +183,33 @@ def test_logical_action_delays_and_same_tag(executor):
     assert log == [(msec(2), 0, "z", True), (msec(3), 0, "x", True), (msec(3), 1, "y", True)]
 
 
+class Pending(Reactor):
+    """An event scheduled later than one that fires first is still pending when the first one's reaction
+    schedules onto its tag: the new event goes to the next microstep."""
+    a = LogicalAction()
+
+    def __init__(self, log):
+        super().__init__()
+        self.log = log
+
+    @reaction(startup, effects=[a])
+    def start(self):
+        self.a.schedule(msec(3), "late")
+        self.a.schedule(msec(1), "early")  # queued second, fires first
+
+    @reaction(a, effects=[a])
+    def got(self):
+        self.log.append((self.elapsed, self.microstep, self.a.value))
+        if self.a.value == "early":
+            self.a.schedule(msec(2), "again")  # onto "late"'s tag
+
+
+def test_a_schedule_onto_a_pending_event_takes_the_next_microstep(executor):
+    log = []
+    executor.run(Pending(log))
+    assert log == [(msec(1), 0, "early"), (msec(3), 0, "late"), (msec(3), 1, "again")]
+
+
 def _spacing(policy):
     class Sp(Reactor):
         a = LogicalAction(min_spacing=msec(10), policy=policy)
