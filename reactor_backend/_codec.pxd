@@ -28,11 +28,13 @@ cdef class RecordCodec:
     cdef Py_buffer pybuf
     cdef bint have_buf
     cdef char* base
+    cdef readonly object last  # the tuple `read` returned last (`refill` refills it)
 
     cpdef int write(self, value) except -2
     cdef int _write_field(self, Py_ssize_t i, object x) except -2
     cdef bint _write_array(self, Py_ssize_t i, object x) except -1
     cpdef read(self)
+    cpdef int refill(self, tuple t) except -1
     cdef object _field(self, Py_ssize_t i)
 
 

@@ -26,11 +26,26 @@ cimport numpy as cnp
 from cpython.buffer cimport PyBUF_SIMPLE, PyBUF_WRITABLE, PyObject_GetBuffer, PyBuffer_Release
 from cpython.float cimport PyFloat_AS_DOUBLE
 from cpython.list cimport PyList_New, PyList_SET_ITEM
-from cpython.ref cimport Py_INCREF
-from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
+from cpython.ref cimport PyObject, Py_INCREF
+from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM, PyTuple_GET_ITEM, PyTuple_GET_SIZE
 from cpython.long cimport PyLong_AsLongLongAndOverflow
 from libc.stdint cimport int64_t
 from libc.string cimport memcpy
+
+cdef extern from *:
+    """
+    #include <string.h>
+    /* a float object holding exactly the bits of x (so that refill keeps it) */
+    static inline int rb_float_bits_equal(PyObject *o, double x) {
+        return Py_IS_TYPE(o, &PyFloat_Type) && memcmp(&((PyFloatObject *)o)->ob_fval, &x, sizeof(double)) == 0;
+    }
+    """
+    bint rb_float_bits_equal(PyObject *o, double x)
+
+cdef extern from "Python.h":
+    void Py_DecRef(PyObject *o)
+    int PyObject_GC_IsTracked(object o)
+    void PyObject_GC_Track(object o)
 
 import numpy as np
 
@@ -206,7 +221,38 @@ cdef class RecordCodec:
                 PyTuple_SET_ITEM(vals, i, v)
             else:
                 PyList_SET_ITEM(vals, i, v)
+        if as_tuple:
+            self.last = vals
         return vals
+
+    cpdef int refill(self, tuple t) except -1:
+        """Store the record's current fields into ``t``, the tuple `read` returned last, in place: for a caller
+        that knows nothing else references ``t`` (the core's import of a round's results: no tuple and no float
+        to allocate and free per result and round). Items that are still right stay (the same array views, a
+        float with the same bits, the bools)."""
+        cdef Py_ssize_t i
+        cdef PyObject *old
+        cdef object v
+        cdef double x
+        if t is not self.last or self.container != C_TUPLE or PyTuple_GET_SIZE(t) != self.n:
+            raise ValueError("refill takes the tuple this codec's read returned last")
+        for i in range(self.n):
+            old = PyTuple_GET_ITEM(t, i)
+            if self.kinds[i] == F_FLOAT:
+                x = (<double*>(self.base + self.offs[i]))[0]
+                if rb_float_bits_equal(old, x):
+                    continue
+                v = x
+            else:
+                v = self._field(i)
+                if <PyObject*> v == old:
+                    continue
+            Py_INCREF(v)
+            PyTuple_SET_ITEM(t, i, v)
+            Py_DecRef(old)
+        if not PyObject_GC_IsTracked(t):  # the collector may untrack a tuple of atoms; an array may be in it now
+            PyObject_GC_Track(t)
+        return 0
 
     cdef object _field(self, Py_ssize_t i):
         """Field ``i`` decoded: a scalar from its 8 bytes, an array as the segment's own read-only array, the

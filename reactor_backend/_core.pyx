@@ -49,7 +49,7 @@ from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_GET_SIZE
 include "_lock.pxi"
 
 cimport numpy as cnp
-from reactor_backend._codec cimport SlotHotReader, SlotHotWriter
+from reactor_backend._codec cimport RecordCodec, SlotHotReader, SlotHotWriter
 from reactor_backend._sync cimport Barrier, advance_position, meeting_position
 
 import copy as _copy_mod

@@ -462,6 +462,57 @@ def test_kept_arrays_stay_intact_by_default():
     assert not np.array_equal(ref.k.kept[1], ref.k.kept[-1])
 
 
+class RecordSource(Reactor):
+    out = Output()
+    tick = Timer(offset=0, period=msec(1))
+
+    @reaction(tick, effects=[out])
+    def emit(self):
+        k = int(self.elapsed // msec(1))
+        self.out.set((np.full(2, k, dtype=np.float32), float(k % 2), k % 3 == 0, k * 1000))
+
+
+class RecordSink(Reactor):
+    """Reads each tag's record; ``keep``: keeps every one (a replay buffer's pattern)."""
+
+    inp = Input()
+
+    def __init__(self, keep):
+        super().__init__()
+        self.keep = keep
+        self.seen, self.kept = [], []
+
+    @reaction(inp)
+    def got(self):
+        v = self.inp.value
+        self.seen.append((v[0].tolist(), v[1], v[2], v[3]))
+        if self.keep:
+            self.kept.append(v)
+
+
+def test_imported_records_kept_by_a_reaction_stay_as_received():
+    """Process 0 refills the tuple of an imported record in place where nothing but the runtime holds it
+    (`RecordCodec.refill`); a reaction that keeps the values it received holds them, and each keeps its own."""
+    class M(Reactor):
+        def __init__(self, keep):
+            super().__init__()
+            self.src = RecordSource().place(1)
+            self.sink = RecordSink(keep).place(0)
+            self.connect(self.src.out, self.sink.inp)
+
+    ref = M(True)
+    run(ref, timeout=msec(8))
+    assert len(ref.sink.seen) == 9
+    for copy_arrays in (False, True):  # views: the tuple the codec read is the port's value (refilled)
+        for keep in (False, True):
+            main = M(keep)
+            run(main, timeout=msec(8), executor="processes", workers=2, copy_arrays=copy_arrays)
+            assert main.sink.seen == ref.sink.seen
+        # the scalars of every kept record as received (kept views of the slot's array show its last value)
+        assert [t[1:] for t in main.sink.kept] == [seen[1:] for seen in ref.sink.seen]
+        assert len({id(t) for t in main.sink.kept}) == len(main.sink.kept)
+
+
 # ---- faults --------------------------------------------------------------------------------------------
 class Faulty(Reactor):
     out = Output()

@@ -653,6 +653,34 @@ def test_record_codec_refuses_a_value_of_another_layout(table):
         RecordCodec(buf, 5, fields, offsets)
 
 
+def test_record_codec_refills_its_last_tuple_in_place():
+    """``RecordCodec.refill`` stores the record's current fields into the tuple its ``read`` returned last: the
+    values of a new ``read``, the items that are still right kept as they are (a float of the same bits, the
+    array view, the bools); any other tuple is refused."""
+    from reactor_backend._codec import TUPLE, RecordCodec
+
+    buf = memoryview(bytearray(128))
+    fields, offsets = [("a", "<f4", (2,), 8), ("f",), ("f",), ("b",), ("i",)], [64, 0, 8, 16, 24]
+    wc = RecordCodec(buf, TUPLE, fields, offsets)
+    rc = RecordCodec(buf.toreadonly(), TUPLE, fields, offsets)
+    wc.write((np.array([1, 2], np.float32), 1.0, 0.5, False, 3))
+    t = rc.read()
+    assert rc.last is t
+    view, one, half = t[0], t[1], t[2]
+    wc.write((np.array([5, 6], np.float32), 1.0, -0.5, True, 1 << 40))
+    rc.refill(t)
+    assert t[0].tolist() == [5.0, 6.0] and t[1:] == (1.0, -0.5, True, 1 << 40) and t == rc.read()
+    assert t[0] is view and t[1] is one and t[2] is not half  # kept where the bits did not change
+    wc.write((np.array([5, 6], np.float32), 1.0, 0.0, True, 3))
+    t2 = rc.read()
+    wc.write((np.array([5, 6], np.float32), 1.0, -0.0, True, 3))
+    rc.refill(t2)
+    assert str(t2[2]) == "-0.0"  # bits, not ==: -0.0 replaces 0.0
+    for other in (t, tuple(list(t2))):  # an earlier tuple, an equal one
+        with pytest.raises(ValueError, match="returned last"):
+            rc.refill(other)
+
+
 def test_slot_grows_and_unlinks_old_segments(table):
     w = table.writer(3, initial_capacity=4096)
     r = table.reader(3)
