@@ -9,7 +9,9 @@ tag advance) reads here as an exact count, without pairs or intervals; what it d
 
 How: runs the scenario's program as the reactor backend builds it (one member per process, the gather split where
 the backend splits it: `backends._reactor_program.RoundProgram`) under callgrind twice, for ``--rounds`` and three
-times as many, counting only inside the core's run loop (`Core.run`: start-up and imports are not counted), and
+times as many, counting only inside the core's run loop (`Core.run`: start-up and imports are not counted) and outside the
+barrier's waits (a waiting process spins and yields for as long as the others take: that varied a count by about
+1,000 between runs of one build), and
 divides the difference by the extra rounds: one-off costs (the first rounds, shutdown) cancel. Prints each
 process's instructions per round, process 0's over the median and the busiest other, and with ``--top N`` the N
 functions whose own instructions per round differ most between process 0 and the median other process.
@@ -33,6 +35,9 @@ from pathlib import Path
 
 #: the core's tag loop: counting starts on entering it and stops on leaving it
 RUN_SYMBOL = "__pyx_pw_15reactor_backend_5_core_4Core_27run"
+#: the barrier's wait (spin, yield, futex sleep): not counted, since what a waiting process retires depends on how
+#: long it waited (the others' speed, the host), not on the round's work
+WAIT_SYMBOL = "__pyx_f_15reactor_backend_5_sync_7Barrier__wait"
 SCENARIO_ARGS = {
     "gym": ("GymConfig", "num_envs", {}),
     "atari": ("AtariConfig", "num_envs", {}),
@@ -47,7 +52,7 @@ GROUPS = (
     ("result import (slot read, record decode, port delivery, the tuple's life)",
      r"RecordCodec|SlotHotReader|Port__set|Core__mark|Core__trigger|PyTuple_New|tuple_alloc|tupledealloc|"
      r"PyFloat_FromDouble|float_dealloc|port_values"),
-    ("meetings, waits, tag advance (core, barrier)", r"ProcessLink|Barrier|_Meeting|clock_gettime|sched_yield|syscall"),
+    ("meetings and tag advance (core, barrier; the waits themselves are not counted)", r"ProcessLink|Barrier|_Meeting|clock_gettime|sched_yield|syscall"),
     ("core (levels, reactions, events)", r"_core"),
     ("Python (server reactions, role calls, allocation)", r""),
 )
@@ -115,9 +120,10 @@ def measure(scenario: str, workers: int, rounds: int, out_dir: Path) -> tuple[in
     """Runs the program under callgrind; returns process 0's pid and each process's output file by pid."""
     out_dir.mkdir(parents=True, exist_ok=True)
     cmd = ["valgrind", "--tool=callgrind", "--collect-atstart=no", f"--toggle-collect={RUN_SYMBOL}",
-           f"--callgrind-out-file={out_dir}/cg.%p", sys.executable, __file__, "--child", scenario,
+           f"--toggle-collect={WAIT_SYMBOL}", f"--callgrind-out-file={out_dir}/cg.%p", sys.executable, __file__, "--child", scenario,
            str(workers), str(rounds)]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    # a fixed hash seed: str hashes decide dict and set layouts, whose probing moves a count by hundreds
+    proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": "0"})
     if proc.returncode != 0:
         sys.exit(f"valgrind run failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
     files = {int(p.rsplit(".", 1)[1]): p for p in glob.glob(f"{out_dir}/cg.*")}
