@@ -24,15 +24,15 @@ cdef extern from *:
 
 cdef inline bint _refillable(Port root, SlotHotReader reader):
     """Whether the import may refill ``root``'s value in place with the slot's new record (`RecordCodec.refill`):
-    the slot still has the layout decoded last, the value is the tuple its codec returned last, and nothing holds
-    that tuple but the codec, ``root`` and the ports ``root`` reaches: nobody can see it change, and the import
-    allocates and frees no tuple and no float (process 0 imports 15 results a round at ``workers=16``). A reaction
-    that kept last round's result holds it too, and gets a new tuple this round."""
+    the slot still has the layout decoded last (views, not copies), the value is the tuple its codec returned last,
+    and nothing holds that tuple but the codec, ``root`` and the ports ``root`` reaches: nobody can see it change,
+    and the import allocates and frees no tuple and no float (process 0 imports 15 results a round at
+    ``workers=16``). A reaction that kept last round's result holds it too, and gets a new tuple this round."""
     cdef PyObject *v
     cdef Py_ssize_t held = 2, i
     cdef tuple fanout
-    if not RB_REFILL_RECORDS or reader.mode != 3 or reader.words[1] != reader.layout:
-        return False
+    if not RB_REFILL_RECORDS or reader.mode != 3 or reader.words[1] != reader.layout or reader.rec.copy:
+        return False  # (a copying reader's arrays are its own, writable: the port holds their read-only form)
     v = <PyObject *> root.value
     if v != <PyObject *> reader.rec.last or reader.rec.last is None:
         return False
@@ -226,7 +226,8 @@ cdef class ProcessLink:
                             root = <Port> pair[0]
                             if _refillable(root, reader):
                                 reader.rec.refill(<tuple> root.value)
-                                root._set(root.value)
+                                # its items are the codec's: immutable scalars, read-only views
+                                root._deliver(root.value, root.value)
                             else:
                                 root._set(reader.read())
                 if left == 0:

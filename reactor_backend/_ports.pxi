@@ -121,11 +121,6 @@ cdef class Port(Trigger):
 
     cpdef _set(self, object value):
         """Set without the effect check (delayed connections, values imported from other processes)."""
-        cdef Core core = self.core
-        cdef Port p
-        cdef Event ev
-        cdef tuple d, fanout
-        cdef Py_ssize_t i
         cdef object shared
         cdef bint copied = False
         if value is self._ro_src:
@@ -137,6 +132,16 @@ cdef class Port(Trigger):
             if shared is not value and not copied:  # views only: they stay true to the value
                 self._ro_src = value
                 self._ro_view = shared
+        return self._deliver(value, shared)
+
+    cdef int _deliver(self, object value, object shared) except -1:
+        """``_set`` once ``shared`` is what readers may see of ``value`` (itself where nothing in it needs making
+        read-only: a refilled record, `_link.pxi`): presence, the fanout's values and triggers, delayed events."""
+        cdef Core core = self.core
+        cdef Port p
+        cdef Event ev
+        cdef tuple fanout
+        cdef Py_ssize_t i
         fanout = self.fanout  # the runtime builds it of Ports: no type test per item
         if not self.is_present:
             self.is_present = True
@@ -157,6 +162,7 @@ cdef class Port(Trigger):
                 for ev in self._pending:
                     ev.value = shared
         self.value = _private_copy(value) if self.mutable else shared
+        return 0
 
     cdef _schedule_delayed(self, object value):
         cdef Core core = self.core
