@@ -24,7 +24,10 @@ Which values cross (computed once, identically in every process)
     A *root* is a port whose ``_set`` is called directly: an effect port of a reaction (owner: the
     writer's worker) or the destination of a delayed/physical connection (owner: the owner of the
     root upstream, which holds the delayed event in its own event queue). Zero-delay fan-out
-    happens inside ``_set`` in each process. A root is *exported* to every other worker that has a
+    happens inside ``_set`` in each process, to the ports that process's reactions read (each process's
+    copy of a port keeps only those in its ``fanout`` and only its own reactions in its ``reactions``: a
+    broadcast to a bank of 64 is delivered to this process's members, not to all 64 in every process).
+    A root is *exported* to every other worker that has a
     reaction reading it or its fan-out (``program.readers``); it gets one slot, written once per
     tag by its owner however many processes and ports read it (a broadcast is written once).
     Non-owners never schedule a root's delayed events (``port.delayed = ()`` there): the owner
@@ -349,7 +352,9 @@ class ProcessExecutor(Executor):
         self._fast_advance = bool(core.fast) and not core.keepalive
         self.group = ProcessGroup(self.workers, grace=self.grace, waiting=self.waiting)
         self.slots = SlotTable(self.group.prefix + "p-", len(self.plan.exports), create=True)
-        self._delayed = {p.id: p.delayed for p in program.ports}  # before any process edits them
+        # before any process edits them: what `_localize` narrows per process and `_restore_program` puts back
+        self._delayed = {p.id: p.delayed for p in program.ports}
+        self._fanout = {p.id: (p.fanout, p.reactions) for p in program.ports}
         self._localize(0)
 
     def _localize(self, rank: int) -> None:
@@ -359,11 +364,18 @@ class ProcessExecutor(Executor):
         self.rank = rank
         for rx in self.program.reactions:
             rx.local = plan.placement[rx.reactor] == rank
-        for p in self.program.ports:
+        program = self.program
+        for p in program.ports:
             own = plan.owner.get(p.id)
             # only the owner schedules a root's delayed events (and exports their destinations)
             p.delayed = self._delayed[p.id] if own is None or own == rank else ()
             p.lender = None
+            # a value set here reaches only the ports this process's reactions read (or reach through them), and
+            # makes ready only its reactions: a broadcast to a bank of 64 is delivered to this process's members,
+            # not marked, valued and triggered 64 times in every process each tag
+            fanout, reactions = self._fanout[p.id]
+            p.fanout = tuple(q for q in fanout if any(rx.local for rx in program.readers(q)))
+            p.reactions = tuple(rx for rx in reactions if rx.local)
         flush: dict[int, list] = {}
         imports: dict[tuple[int, int], list] = {}  # (level, owner) -> what I read from it there
         for slot, root, b, own, readers in plan.exports:
@@ -399,6 +411,7 @@ class ProcessExecutor(Executor):
             rx.local = True
         for p in self.program.ports:
             p.delayed = delayed[p.id]
+            p.fanout, p.reactions = self._fanout[p.id]
             p.lender = None
 
     def begin(self, start_time: int) -> None:

@@ -166,6 +166,33 @@ def test_plan_has_minimal_barriers_and_one_slot_per_broadcast():
     assert plan(assemble(Star()), 1).barrier_levels == ()
 
 
+class FanoutProbe(Client):
+    """A client that records, in its own process, where a value set on ``root`` (the server's broadcast) goes there."""
+    root = None
+
+    @reaction(startup)
+    def look(self):
+        self.reached = sorted(q.owner.bank_index for q in self.root.fanout)
+        self.ready = sorted(rx.reactor.bank_index for rx in self.root.reactions)
+
+
+def test_a_broadcast_reaches_only_the_ports_of_its_own_process():
+    """Each process delivers a value only to the ports its own reactions read and makes ready only its own
+    reactions (a broadcast to a bank is not marked, valued and triggered for every member in every process); the
+    results are inline's, and the caller's program is whole again after the run."""
+    expected = Star(4, 5)
+    run(expected)
+    main = Star(4, 5, client=FanoutProbe)
+    for c in main.clients:
+        c.root = main.server.out
+    run(main, executor="processes", workers=2)
+    assert main.server.log == expected.server.log
+    assert [c.reached for c in main.clients] == [[0, 1], [0, 1], [2, 3], [2, 3]]
+    assert [c.ready for c in main.clients] == [[0, 1], [0, 1], [2, 3], [2, 3]]
+    assert sorted(q.owner.bank_index for q in main.server.out.fanout) == [0, 1, 2, 3]
+    assert sorted(rx.reactor.bank_index for rx in main.server.out.reactions) == [0, 1, 2, 3]
+
+
 def test_meetings_are_point_to_point():
     """The server's process never waits for its readers when it broadcasts, and each client
     process waits only for the server's, never for the other clients' processes."""
