@@ -7,7 +7,7 @@ same on 2 cores as on 16. So a change to the runtime's per-round path (process 0
 tag advance) reads here as an exact count, without pairs or intervals; what it does not show is memory latency
 (a cross-core cache line read is one instruction here and 100-300 ns there) and the kernel's part (futex wakes).
 
-How: runs the scenario's program as the reactor backend builds it (one member per process, the gather split where
+How: runs the scenario's program as the reactor backend builds it (one member per process unless ``--per-process`` says more, the gather split where
 the backend splits it: `backends._reactor_program.RoundProgram`) under callgrind twice, for ``--rounds`` and three
 times as many, counting only inside the core's run loop (`Core.run`: start-up and imports are not counted) and outside the
 barrier's waits (a waiting process spins and yields for as long as the others take: that varied a count by about
@@ -18,7 +18,7 @@ functions whose own instructions per round differ most between process 0 and the
 About 2.5 minutes for gym at the defaults on the 2-vCPU VM (valgrind runs each process 50-100x slower); marl's
 server steps the env and a torch policy every round: 300 rounds took 20 minutes there and one count went unwritten.
 
-    .venv/bin/python scripts/round_instructions.py [--scenario gym|marl|atari] [--workers 16] [--top 30]
+    .venv/bin/python scripts/round_instructions.py [--scenario gym|marl|atari] [--workers 16] [--per-process 1] [--top 30]
 """
 from __future__ import annotations
 
@@ -73,8 +73,9 @@ class _Clock:
         return False
 
 
-def run_program(scenario_name: str, workers: int, rounds: int) -> None:
-    """In this process (under valgrind): the scenario's program, one member per process, for ``rounds`` rounds."""
+def run_program(scenario_name: str, workers: int, rounds: int, per_process: int = 1) -> None:
+    """In this process (under valgrind): the scenario's program, ``per_process`` members per process (contiguous),
+    for ``rounds`` rounds."""
     root = Path(__file__).resolve().parents[1]
     sys.path.insert(0, str(root))
     import scenarios.configs as configs
@@ -85,9 +86,9 @@ def run_program(scenario_name: str, workers: int, rounds: int) -> None:
     from scenarios import make_scenario
 
     cls_name, width_key, extra = SCENARIO_ARGS[scenario_name]
-    config = getattr(configs, cls_name)(**{width_key: workers, **extra})
+    config = getattr(configs, cls_name)(**{width_key: workers * per_process, **extra})
     scenario = make_scenario(config, seed=1)
-    bank_split = list(range(workers))
+    bank_split = [i // per_process for i in range(workers * per_process)]
     n_local = local_members(bank_split) if scenario.facts.incremental_gather else 0  # as the backend splits
     top = RoundProgram(scenario, scenario.make_server(), _Clock(), rounds, bank_split=bank_split, n_local=n_local)
     # with the breakdown, as the reactor backend runs by default (`backend.breakdown`)
@@ -118,12 +119,12 @@ def self_costs(path: str) -> dict[str, int]:
     return costs
 
 
-def measure(scenario: str, workers: int, rounds: int, out_dir: Path) -> tuple[int, dict[int, str]]:
+def measure(scenario: str, workers: int, rounds: int, out_dir: Path, per_process: int = 1) -> tuple[int, dict[int, str]]:
     """Runs the program under callgrind; returns process 0's pid and each process's output file by pid."""
     out_dir.mkdir(parents=True, exist_ok=True)
     cmd = ["valgrind", "--tool=callgrind", "--collect-atstart=no", f"--toggle-collect={RUN_SYMBOL}",
            f"--toggle-collect={WAIT_SYMBOL}", f"--callgrind-out-file={out_dir}/cg.%p", sys.executable, __file__, "--child", scenario,
-           str(workers), str(rounds)]
+           str(workers), str(rounds), str(per_process)]
     # a fixed hash seed: str hashes decide dict and set layouts, whose probing moves a count by hundreds
     proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": "0"})
     if proc.returncode != 0:
@@ -136,24 +137,26 @@ def measure(scenario: str, workers: int, rounds: int, out_dir: Path) -> tuple[in
 
 
 def main() -> None:
-    if len(sys.argv) == 5 and sys.argv[1] == "--child":
-        run_program(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]))
+    if len(sys.argv) == 6 and sys.argv[1] == "--child":
+        run_program(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]))
         return
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--scenario", choices=sorted(SCENARIO_ARGS), default="gym")
-    ap.add_argument("--workers", type=int, default=16, help="processes, one bank member each")
+    ap.add_argument("--workers", type=int, default=16, help="processes")
+    ap.add_argument("--per-process", type=int, default=1, help="bank members per process (the bank: workers x this)")
     ap.add_argument("--rounds", type=int, default=1000, help="rounds of the shorter run (the longer: 3x)")
     ap.add_argument("--top", type=int, default=0, help="functions to list by process 0's extra instructions")
     ap.add_argument("--keep", type=Path, default=None, help="keep callgrind's files here (callgrind_annotate)")
     args = ap.parse_args()
     if shutil.which("valgrind") is None or shutil.which("callgrind_annotate") is None:
         sys.exit("valgrind (callgrind) is not installed: apt-get install valgrind")
-    if args.workers < 2 or args.rounds < 1:
-        sys.exit("--workers must be at least 2 and --rounds at least 1")
+    if args.workers < 2 or args.rounds < 1 or args.per_process < 1:
+        sys.exit("--workers must be at least 2, --rounds and --per-process at least 1")
     extra = 2 * args.rounds
     with tempfile.TemporaryDirectory(prefix="rb-callgrind-") as tmp:
         where = args.keep if args.keep is not None else Path(tmp)
-        runs = [measure(args.scenario, args.workers, r, where / f"r{r}") for r in (args.rounds, 3 * args.rounds)]
+        runs = [measure(args.scenario, args.workers, r, where / f"r{r}", args.per_process)
+                for r in (args.rounds, 3 * args.rounds)]
         per_round: list[list[int]] = []   # per run: process 0 first, then the others by pid
         ordered: list[list[str]] = []
         for pid0, files in runs:
@@ -163,7 +166,7 @@ def main() -> None:
         ir = [(b - a) / extra for a, b in zip(*per_round)]
         others = ir[1:]
         med = statistics.median(others)
-        print(f"{args.scenario}, {args.workers} processes, one member each: instructions per round "
+        print(f"{args.scenario}, {args.workers} processes, {args.per_process} member(s) each: instructions per round "
               f"(callgrind, {extra} rounds' difference)")
         print(f"  process 0: {ir[0]:,.0f}   others: median {med:,.0f}, busiest {max(others):,.0f}, "
               f"least {min(others):,.0f}")
