@@ -140,6 +140,9 @@ PROXY_WORKLOADS ?= gym atari dqn marl
 PROXY_WORKERS ?= 16
 # (a list runs each: PROXY_WORKERS="4 8 16", the counts the 16-core reference measured, about 2.5x as long)
 PROXY_SECONDS ?= 20
+# the longest wait, before the first job, for the load average to fall below the cores (the jobs with a core per
+# process give the run's hand-offs only when they start on such a host: docs/report.md)
+PROXY_QUIET_S ?= 240
 PROXY_DIR ?= $(BENCH_DIR)/proxy
 PROXY_MACHINE ?=
 # the bank: envs (gym, atari), agents (marl, synthetic) or rollouts (dqn); proxy_bank_<workload> sets a width $(1)
@@ -180,6 +183,7 @@ endef
 # the jobs with a core per process first, while the host is quiet: their hand-offs are the run's (docs/report.md)
 proxy: install ## Many cores seen from here: paired jobs at workers=2 and PROXY_WORKERS (16) per workload, then the scaling prediction (--predict); PROXY_FT=1: threads on free-threaded Python too
 	$(START)
+	@$(PY) -m harness.hostwatch --wait-quiet $(PROXY_QUIET_S)
 	$(foreach s,$(PROXY_WORKLOADS),$(call PROXY_W2,$(s)))
 	$(foreach b,$(PROXY_LIKE_BANKS),$(foreach s,$(PROXY_WORKLOADS),$(call PROXY_LIKE,$(s),$(b))))
 	$(foreach w,$(PROXY_WORKERS),$(foreach s,$(PROXY_WORKLOADS),$(call PROXY_WK,$(s),$(w))))

@@ -9,7 +9,9 @@ those times shows the host's per-core speed, and their spread whether the cores 
 (each process's CPU clock, nanoseconds; `psutil` cpu_times' 10 ms ticks as a fallback): the harness
 uses it to see that backends waiting between their blocks take no core.
 
-``python -m harness.hostwatch CORE`` is the probe process itself (pinned to CORE, one loop per stdin line).
+``python -m harness.hostwatch CORE`` is the probe process itself (pinned to CORE, one loop per stdin line);
+``python -m harness.hostwatch --wait-quiet SECONDS`` waits for a quiet host (`wait_until_quiet`: `make proxy` before its
+jobs).
 """
 from __future__ import annotations
 
@@ -42,6 +44,35 @@ def usable_cores() -> list[int]:
         return sorted(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         return list(range(os.cpu_count() or 1))
+
+
+def wait_until_quiet(max_seconds: float, cores: int | None = None, poll_seconds: float = 5.0, *,
+                     load: Callable[[], float] = lambda: os.getloadavg()[0],
+                     sleep: Callable[[float], None] = time.sleep,
+                     clock: Callable[[], float] = time.monotonic) -> float:
+    """Wait until the 1-minute load average is below the usable cores, or ``max_seconds`` have passed; returns the
+    load average read last. Why: a job's hand-offs are read only where it started on a host below that load
+    (`harness.report.predict`), and the load average trails the last minutes' work: a proxy run started right after
+    a test run began at 9 on 2 cores, and its gym prediction fell back to the default hand-off.
+
+    Args:
+        max_seconds: the longest wait.
+        cores: the bound (None: `usable_cores`).
+        poll_seconds: between two reads.
+        load, sleep, clock: the load average, sleep and monotonic clock (replaceable for tests).
+    """
+    bound = len(usable_cores()) if cores is None else cores
+    deadline = clock() + max_seconds
+    now = load()
+    if now < bound:
+        return now
+    print(f"waiting up to {max_seconds:.0f} s for the load average ({now:.2f}) to fall below {bound} cores", flush=True)
+    while now >= bound and clock() < deadline:
+        sleep(min(poll_seconds, max(0.0, deadline - clock())))
+        now = load()
+    print(f"load average {now:.2f}" + ("" if now < bound else f": still at or above {bound} after {max_seconds:.0f} s"),
+          flush=True)
+    return now
 
 
 class CoreProbe:
@@ -195,7 +226,10 @@ def _serve(core: int) -> None:
 
 
 if __name__ == "__main__":
-    _serve(int(sys.argv[1]))
+    if len(sys.argv) == 3 and sys.argv[1] == "--wait-quiet":
+        wait_until_quiet(float(sys.argv[2]))
+    else:
+        _serve(int(sys.argv[1]))
 
 
 def cpus_of(pids: Iterable[int]) -> list[int]:

@@ -60,6 +60,22 @@ def test_the_proxy_runs_each_workload_with_a_core_per_process_first_then_one_pro
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="needs GNU make")
+def test_the_proxy_waits_for_a_quiet_host_before_its_first_job(tmp_path):
+    """The jobs with a core per process give the run's hand-offs only when they start below the cores' load, and a
+    run started right after other work would lose them: the wait (`harness.hostwatch.wait_until_quiet`) comes first,
+    for PROXY_QUIET_S at most."""
+    stamp = tmp_path / "installed"
+    done = subprocess.run(["make", "-n", "--no-print-directory", "-o", str(stamp), f"STAMP={stamp}",
+                           f"PY={sys.executable}", f"BENCH_DIR={tmp_path / 'bench'}", "proxy", "PROXY_QUIET_S=90",
+                           "PROXY_WORKLOADS=gym"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    wait = next(i for i, line in enumerate(lines) if "-m harness.hostwatch --wait-quiet 90" in line)
+    first_job = next(i for i, line in enumerate(lines) if "-m harness compare" in line)
+    assert wait < first_job
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs GNU make")
 def test_proxy_ft_adds_the_threads_executor_on_free_threaded_python_to_the_workloads_it_can_run(tmp_path):
     """PROXY_FT=1: the jobs of PROXY_FT_WORKLOADS also hold serial and the threads executor on the free-threaded
     interpreter (and at workers=2 its ceiling), which the job finds through REACTORBENCH_FT_PYTHON; the others are
