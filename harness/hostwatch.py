@@ -63,16 +63,17 @@ def wait_until_quiet(max_seconds: float, cores: int | None = None, poll_seconds:
     """
     bound = len(usable_cores()) if cores is None else cores
     deadline = clock() + max_seconds
-    now = load()
-    if now < bound:
-        return now
-    print(f"waiting up to {max_seconds:.0f} s for the load average ({now:.2f}) to fall below {bound} cores", flush=True)
-    while now >= bound and clock() < deadline:
-        sleep(min(poll_seconds, max(0.0, deadline - clock())))
-        now = load()
-    print(f"load average {now:.2f}" + ("" if now < bound else f": still at or above {bound} after {max_seconds:.0f} s"),
+    current = load()
+    if current < bound:
+        return current
+    print(f"waiting up to {max_seconds:.0f} s for the load average ({current:.2f}) to fall below {bound} cores",
           flush=True)
-    return now
+    while current >= bound and clock() < deadline:
+        sleep(min(poll_seconds, max(0.0, deadline - clock())))
+        current = load()
+    print(f"load average {current:.2f}"
+          + ("" if current < bound else f": still at or above {bound} after {max_seconds:.0f} s"), flush=True)
+    return current
 
 
 class CoreProbe:

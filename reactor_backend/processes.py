@@ -365,16 +365,17 @@ class ProcessExecutor(Executor):
         for rx in self.program.reactions:
             rx.local = plan.placement[rx.reactor] == rank
         program = self.program
+        # a value set here reaches only the ports this process's reactions read (or reach through them), and makes
+        # ready only its reactions: a broadcast to a bank of 64 is delivered to this process's members, not marked,
+        # valued and triggered 64 times in every process each tag
+        read_here = {q.id for q in program.ports if any(rx.local for rx in program.readers(q))}
         for p in program.ports:
             own = plan.owner.get(p.id)
             # only the owner schedules a root's delayed events (and exports their destinations)
             p.delayed = self._delayed[p.id] if own is None or own == rank else ()
             p.lender = None
-            # a value set here reaches only the ports this process's reactions read (or reach through them), and
-            # makes ready only its reactions: a broadcast to a bank of 64 is delivered to this process's members,
-            # not marked, valued and triggered 64 times in every process each tag
             fanout, reactions = self._fanout[p.id]
-            p.fanout = tuple(q for q in fanout if any(rx.local for rx in program.readers(q)))
+            p.fanout = tuple(q for q in fanout if q.id in read_here)
             p.reactions = tuple(rx for rx in reactions if rx.local)
         flush: dict[int, list] = {}
         imports: dict[tuple[int, int], list] = {}  # (level, owner) -> what I read from it there

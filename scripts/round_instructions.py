@@ -7,18 +7,19 @@ same on 2 cores as on 16. So a change to the runtime's per-round path (process 0
 tag advance) reads here as an exact count, without pairs or intervals; what it does not show is memory latency
 (a cross-core cache line read is one instruction here and 100-300 ns there) and the kernel's part (futex wakes).
 
-How: runs the scenario's program as the reactor backend builds it (one member per process unless ``--per-process`` says more, the gather split where
-the backend splits it: `backends._reactor_program.RoundProgram`) under callgrind twice, for ``--rounds`` and three
-times as many, counting only inside the core's run loop (`Core.run`: start-up and imports are not counted) and outside the
-barrier's waits (a waiting process spins and yields for as long as the others take: that varied a count by about
-1,000 between runs of one build), and
-divides the difference by the extra rounds: one-off costs (the first rounds, shutdown) cancel. Prints each
-process's instructions per round, process 0's over the median and the busiest other, and with ``--top N`` the N
-functions whose own instructions per round differ most between process 0 and the median other process.
+How: runs the scenario's program as the reactor backend builds it (one member per process unless ``--per-process``
+says more, the gather split where the backend splits it: `backends._reactor_program.RoundProgram`) under callgrind
+twice, for ``--rounds`` and three times as many, counting only inside the core's run loop (`Core.run`: start-up and
+imports are not counted) and outside the barrier's waits (a waiting process spins and yields for as long as the
+others take: that varied a count by about 1,000 between runs of one build), and divides the difference by the extra
+rounds: one-off costs (the first rounds, shutdown) cancel. Prints each process's instructions per round, process 0's
+over the median and the busiest other, and with ``--top N`` the N functions whose own instructions per round differ
+most between process 0 and the median other process.
 About 2.5 minutes for gym at the defaults on the 2-vCPU VM (valgrind runs each process 50-100x slower); marl's
 server steps the env and a torch policy every round: 300 rounds took 20 minutes there and one count went unwritten.
 
-    .venv/bin/python scripts/round_instructions.py [--scenario gym|marl|atari] [--workers 16] [--per-process 1] [--top 30]
+    .venv/bin/python scripts/round_instructions.py [--scenario gym|marl|atari] [--workers 16] [--per-process 1]
+        [--top 30]
 """
 from __future__ import annotations
 
@@ -54,7 +55,8 @@ GROUPS = (
     ("result import (slot read, record decode, port delivery, the tuple's life)",
      r"RecordCodec|SlotHotReader|Port__set|Core__mark|Core__trigger|PyTuple_New|tuple_alloc|tupledealloc|"
      r"PyFloat_FromDouble|float_dealloc|port_values"),
-    ("meetings and tag advance (core, barrier; the waits themselves are not counted)", r"ProcessLink|Barrier|_Meeting|clock_gettime|sched_yield|syscall"),
+    ("meetings and tag advance (core, barrier; the waits themselves are not counted)",
+     r"ProcessLink|Barrier|_Meeting|clock_gettime|sched_yield|syscall"),
     ("core (levels, reactions, events)", r"_core"),
     ("Python (server reactions, role calls, allocation)", r""),
 )
@@ -119,12 +121,13 @@ def self_costs(path: str) -> dict[str, int]:
     return costs
 
 
-def measure(scenario: str, workers: int, rounds: int, out_dir: Path, per_process: int = 1) -> tuple[int, dict[int, str]]:
+def measure(scenario: str, workers: int, rounds: int, out_dir: Path,
+            per_process: int = 1) -> tuple[int, dict[int, str]]:
     """Runs the program under callgrind; returns process 0's pid and each process's output file by pid."""
     out_dir.mkdir(parents=True, exist_ok=True)
     cmd = ["valgrind", "--tool=callgrind", "--collect-atstart=no", f"--toggle-collect={RUN_SYMBOL}",
-           f"--toggle-collect={WAIT_SYMBOL}", f"--callgrind-out-file={out_dir}/cg.%p", sys.executable, __file__, "--child", scenario,
-           str(workers), str(rounds), str(per_process)]
+           f"--toggle-collect={WAIT_SYMBOL}", f"--callgrind-out-file={out_dir}/cg.%p", sys.executable, __file__,
+           "--child", scenario, str(workers), str(rounds), str(per_process)]
     # a fixed hash seed: str hashes decide dict and set layouts, whose probing moves a count by hundreds
     proc = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": "0"})
     if proc.returncode != 0:
