@@ -14,7 +14,8 @@ imports are not counted) and outside the barrier's waits (a waiting process spin
 others take: that varied a count by about 1,000 between runs of one build), and divides the difference by the extra
 rounds: one-off costs (the first rounds, shutdown) cancel. Prints each process's instructions per round, process 0's
 over the median and the busiest other, and with ``--top N`` the N functions whose own instructions per round differ
-most between process 0 and the median other process.
+most between process 0 and the median other process (the one nearest the median whose callgrind files name the core's
+functions).
 About 2.5 minutes for gym at the defaults on the 2-vCPU VM (valgrind runs each process 50-100x slower); marl's
 server steps the env and a torch policy every round: 300 rounds took 20 minutes there and one count went unwritten.
 
