@@ -226,13 +226,6 @@ def _serve(core: int) -> None:
         out.flush()
 
 
-if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "--wait-quiet":
-        wait_until_quiet(float(sys.argv[2]))
-    else:
-        _serve(int(sys.argv[1]))
-
-
 def cpus_of(pids: Iterable[int]) -> list[int]:
     """The CPU each of ``pids`` last ran on (-1 for a process that is gone): where a resident sat during its
     block, recorded so that an offset between identical residents can be traced to their placement."""
@@ -243,3 +236,10 @@ def cpus_of(pids: Iterable[int]) -> list[int]:
         except (psutil.Error, OSError):
             out.append(-1)
     return out
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--wait-quiet":
+        wait_until_quiet(float(sys.argv[2]))
+    else:
+        _serve(int(sys.argv[1]))
