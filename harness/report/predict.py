@@ -18,6 +18,8 @@ per round with a core of its own. From those costs the round's critical path at 
     (the results reaching it) plus the median of the others' (the scatter reaching them), from a job whose
     processes each had a core (no more processes than cores, on a host whose load
     average was below its cores when the job started: in the same run; else `DEFAULT_HANDOFF_US`).
+    The output gives the round's parts beside it (`critical_parts`): process 0's server part ``c_0 - m_0 * s``
+    and the slowest other process, so that it says what a round at k cores waits for.
 
 Where the job's processes outnumbered the cores (16 processes on 2), each took turns on a core, and every turn
 left it cold caches: CPU per round is not inflated by the waiting, but it is by the cold start after it, which
@@ -154,14 +156,15 @@ def cache_inflation(costs: RoundCosts, warm_step: float | None) -> float:
     return max(1.0, step / warm_step) if np.isfinite(step) else 1.0
 
 
-def critical_round(costs: Sequence[float], members: Sequence[int], handoff_us: float,
-                   spread: float | None = None) -> float:
-    """The round at one core per process (the module docstring's formula), in the costs' unit.
+def critical_parts(costs: Sequence[float], members: Sequence[int],
+                   spread: float | None = None) -> tuple[float, float]:
+    """The two parts of the critical path at one core per process (the module docstring's formula), in the costs'
+    unit: process 0's server part (its CPU beyond its own members' steps: serial with every other process's step)
+    and the slowest other process's step; (process 0's whole cost, 0) for a program of one process.
 
     Args:
         costs: per process, by rank (process 0 runs the server).
         members: bank members per process, by rank.
-        handoff_us: the round's two hand-offs on the critical path together.
         spread: where the costs' own differences are not the target machine's (processes that took turns on
             fewer cores differ by their turns), how much slower than the median other process that machine runs
             the slowest (`process_spreads`): the slowest other is then the median step times its members times
@@ -169,12 +172,27 @@ def critical_round(costs: Sequence[float], members: Sequence[int], handoff_us: f
     """
     c0, rest = float(costs[0]), [float(c) for c in costs[1:]]
     if not rest:
-        return c0
+        return c0, 0.0
     step = member_step(costs, members)
     step = 0.0 if np.isnan(step) else step
     server = max(0.0, c0 - members[0] * step)
     slowest = max(rest) if spread is None or not step else step * max(members[1:]) * spread
-    return max(c0, server + slowest + handoff_us)
+    return server, slowest
+
+
+def critical_round(costs: Sequence[float], members: Sequence[int], handoff_us: float,
+                   spread: float | None = None) -> float:
+    """The round at one core per process: the server part, the slowest other process's step and the two hand-offs
+    (`critical_parts`), or process 0's own cost where that is longer (it steps members enough to outlast them).
+
+    Args:
+        costs, members, spread: as `critical_parts`'.
+        handoff_us: the round's two hand-offs on the critical path together.
+    """
+    if len(costs) < 2:
+        return float(costs[0])
+    server, slowest = critical_parts(costs, members, spread)
+    return max(float(costs[0]), server + slowest + handoff_us)
 
 
 def own_spread(costs: Sequence[float], members: Sequence[int]) -> float:
@@ -683,7 +701,7 @@ def _subject_lines(rows: pd.DataFrame, machine: pd.DataFrame | None, subject: Su
         in_job = serial_round_us(serial[serial["workers"] == workers])
         fallback = in_job if np.isfinite(in_job) else serial_round_us(serial)
         rounds, serial_rounds, speedups, sources, hand, inflations, inflated_from = [], [], [], set(), [], [], set()
-        spreads, spread_from = [], set()
+        spreads, spread_from, servers, slowests = [], set(), [], []
         for i in g.index:
             rc = costs_of.get(i)
             if rc is None:
@@ -715,8 +733,12 @@ def _subject_lines(rows: pd.DataFrame, machine: pd.DataFrame | None, subject: Su
             spread = ref_spread.get(key) if rc.oversubscribed else None
             spreads.append(spread if spread is not None else own_spread(rc.costs, rc.members))
             spread_from.add("machine" if spread is not None else "own")
-            round_us = critical_round([c / inflation for c in rc.costs], rc.members, h, spread)
+            warm_costs = [c / inflation for c in rc.costs]
+            round_us = critical_round(warm_costs, rc.members, h, spread)
+            server_us, slowest_us = critical_parts(warm_costs, rc.members, spread)
             rounds.append(round_us)
+            servers.append(server_us)
+            slowests.append(slowest_us)
             serial_rounds.append(s_round)
             speedups.append(s_round / round_us if round_us > 0 else np.nan)
             sources.add(source)
@@ -758,6 +780,8 @@ def _subject_lines(rows: pd.DataFrame, machine: pd.DataFrame | None, subject: Su
                             if interval is not None and interval.enough and not np.isnan(predicted) else None),
             "measured_speedup": run_speedup.get(key),
             "predicted_round_us": predicted_round, "serial_round_us": serial_round,
+            "server_us": float(np.median(servers)) if servers else np.nan,
+            "slowest_us": float(np.median(slowests)) if slowests else np.nan,
             "predicted_speedup": speedup, "ceiling_speedup": ceiling, "ceiling_from": ceiling_from,
             "handoff_us": float(np.median(hand)) if hand else np.nan, "handoff_from": "+".join(sorted(sources)) or "-",
             "inflation": float(np.median(inflations)) if inflations else np.nan,
@@ -847,16 +871,19 @@ def bank_labels(table: pd.DataFrame) -> pd.Series:
 
 def format_lines(table: pd.DataFrame) -> str:
     """``workload workers measured_share predicted_share`` per line (measured ``-`` where there is no paired
-    ceiling), then the error, the measured share's interval (and whether the prediction lies in it), what the
-    prediction used and the Amdahl share; then `summary_line`, any ceiling, serial or Amdahl check, and whether the
-    target machine's rows are of other code than the run's (`predict_run`). Where the table holds another subject
+    ceiling), then the error, the measured share's interval (and whether the prediction lies in it), the predicted
+    round and its parts (``=server+slowest+h``: process 0's server part, the slowest other process's step, the
+    hand-offs; process 0's own cost is the round where it is longer), what the prediction used and the Amdahl share;
+    then `summary_line`, any ceiling, serial or Amdahl check, and whether the target machine's rows are of other
+    code than the run's (`predict_run`). Where the table holds another subject
     than the processes executor (`subjects`), each subject's lines follow a line naming it; a workload at several
     banks is named with each line's (`bank_labels`)."""
     def num(x: Any, fmt: str) -> str:
         return "-" if x is None or (isinstance(x, float) and np.isnan(x)) else format(x, fmt)
 
-    out = ["workload workers measured_share predicted_share  error measured_95%  predicted_round_us serial_round_us "
-           "predicted_speedup ceiling_speedup(from) handoff_us(from) inflation(from) amdahl_share(from) spread(from)"]
+    out = ["workload workers measured_share predicted_share  error measured_95%  predicted_round_us "
+           "=server_us+slowest_us+handoff serial_round_us predicted_speedup ceiling_speedup(from) handoff_us(from) "
+           "inflation(from) amdahl_share(from) spread(from)"]
     named = set(table.get("executor", pd.Series(dtype=str))) - {PROCESSES.name}
     table = table.assign(workload=bank_labels(table)) if not table.empty else table
     subject = None
@@ -868,7 +895,8 @@ def format_lines(table: pd.DataFrame) -> str:
             out.append(f"# reactor:{subject} (against serial{on} and the synchronized ceiling{on})")
         out.append(f"{r['workload']} {r['workers']} {num(r['measured_share'], '.2f')} "
                    f"{num(r['predicted_share'], '.2f')}  {num(r['error'], '+.0%')} {_measured_interval(r)}  "
-                   f"{num(r['predicted_round_us'], '.1f')} {num(r['serial_round_us'], '.1f')} "
+                   f"{num(r['predicted_round_us'], '.1f')} ={num(r.get('server_us'), '.1f')}+"
+                   f"{num(r.get('slowest_us'), '.1f')}+h {num(r['serial_round_us'], '.1f')} "
                    f"{num(r['predicted_speedup'], '.2f')} {r['ceiling_speedup']:.2f}({r['ceiling_from']}) "
                    f"{num(r['handoff_us'], '.1f')}({r['handoff_from']}) "
                    f"{num(r.get('inflation'), '.2f')}({r.get('inflation_from', '-')}) "

@@ -44,14 +44,16 @@ def _num(x: Any, fmt: str) -> str:
 
 def scaling_table(frame: pd.DataFrame) -> Table:
     header = ["workload", "workers", "reactor / serial", "sync ceiling / serial", "share of the ceiling",
-              "predicted share", "Amdahl share", "predicted round (us)", "hand-off (us, from)",
-              "cache inflation (from)", "slowest / median process (from)"]
+              "predicted share", "Amdahl share", "predicted round (us; process 0's server part)",
+              "hand-off (us, from)", "cache inflation (from)", "slowest / median process (from)"]
     rows = [[r["workload"], str(r["workers"]), _num(r["measured_speedup"], ".2f")
              + (f" (serial {r['serial_skew']:.2f}x its median)" if r.get("serial_check") else ""),
              f"{r['ceiling_speedup']:.2f}" + ("" if r["ceiling_from"] == "run" else f" ({r['ceiling_from']})")
              + (f" (above {r['workers']} copies)" if r.get("ceiling_check") else ""),
              _num(r["measured_share"], ".2f"), _num(r["predicted_share"], ".2f"), _num(r.get("amdahl_share"), ".2f"),
-             _num(r["predicted_round_us"], ".0f"), f"{_num(r['handoff_us'], '.1f')} ({r['handoff_from']})",
+             _num(r["predicted_round_us"], ".0f") + ("" if _num(r.get("server_us"), ".0f") == "-"
+                                                     else f" ({r['server_us']:.0f})"),
+             f"{_num(r['handoff_us'], '.1f')} ({r['handoff_from']})",
              f"{_num(r.get('inflation'), '.2f')} ({r.get('inflation_from', '-')})",
              f"{_num(r.get('spread'), '.2f')} ({r.get('spread_from', '-')})"]
             for r in frame.to_dict("records")]

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from harness.report.predict import DEFAULT_HANDOFF_US, critical_round, predict_rows, round_costs
+from harness.report.predict import DEFAULT_HANDOFF_US, critical_parts, critical_round, predict_rows, round_costs
 from tests.conftest import REPO, run_cli
 
 
@@ -27,6 +27,16 @@ def test_process_0s_server_work_is_serial_with_the_other_processes_and_its_membe
     # differences (here 70 against 50: turns on 2 cores) give way to the median step times that
     assert critical_round([80, 50, 70, 50], [1, 1, 1, 1], 5, spread=1.2) == pytest.approx(30 + 60 + 5)
     assert critical_round([80, 100, 140, 100], [1, 2, 2, 2], 5, spread=1.5) == pytest.approx(30 + 2 * 50 * 1.5 + 5)
+
+
+def test_the_critical_path_s_parts_are_process_0_s_server_part_and_the_slowest_other_process():
+    # what the round is made of, as --predict prints it: (server part, slowest other), the hand-offs apart
+    assert critical_parts([80, 50, 70, 50], [1, 1, 1, 1]) == pytest.approx((30, 70))
+    assert critical_parts([80, 50, 70, 50], [1, 1, 1, 1], spread=1.2) == pytest.approx((30, 60))
+    # process 0 steps 8 members: its server part is what is left beyond them, though its own cost is the round
+    assert critical_parts([500, 50, 50], [8, 1, 1]) == pytest.approx((100, 50))
+    # one process: all of it is serial
+    assert critical_parts([123], [16]) == (123, 0)
 
 
 def test_the_target_machine_s_spread_between_its_processes_replaces_the_turns_differences():
@@ -200,6 +210,7 @@ def test_the_warm_reference_is_a_job_whose_processes_step_as_many_members_as_the
     assert four["handoff_from"] == "like" and four["handoff_us"] == pytest.approx(2.0)
     # costs / 2: process 0 250 (server 100, its member 150), the others 150; the like job's 2 us hand-off
     assert four["predicted_round_us"] == pytest.approx(100 + 150 + 2)
+    assert (four["server_us"], four["slowest_us"]) == pytest.approx((100, 150))
     # the like job ran while the host was twice as slow: its step per member of serial's is the same fraction
     slow = predict_rows(pd.DataFrame(_like_rows(True, like_speed=2.0)))
     assert slow[slow["workers"] == 4].iloc[0]["inflation"] == pytest.approx(2.0)
@@ -211,6 +222,8 @@ def test_the_warm_reference_is_a_job_whose_processes_step_as_many_members_as_the
     # the workload ran at two banks: each line names its bank
     lines = format_lines(like).splitlines()[1:4]
     assert sorted(line.split()[0] + " " + line.split()[1] for line in lines) == ["gym/2 2", "gym/4 2", "gym/4 4"]
+    # the predicted round, then its parts
+    assert "252.0 =100.0+150.0+h " in next(line for line in lines if line.startswith("gym/4 4 "))
     assert [line.split()[0] for line in format_lines(one_bank).splitlines()[1:3]] == ["gym", "gym"]
 
 
@@ -295,6 +308,11 @@ def test_a_scaling_curve_per_subject_the_threads_executor_s_named_with_its_inter
     threads = frame[frame["workload"] == "gym (threads ft)"].set_index("workers")
     assert list(threads.index) == [2, 4, 8] and threads.loc[8, "measured_share"] == pytest.approx(500 / 650)
     assert threads.loc[8, "predicted_round_us"] == pytest.approx(500 + 1500 + 4)
+    # the scaling table shows each predicted round with process 0's (thread 0's) server part beside it
+    from harness.report.scaling import scaling_table
+
+    cells = {(r[0], r[1]): r for r in scaling_table(frame).rows}
+    assert cells[("gym (threads ft)", "8")][7] == "2004 (500)"
 
 
 def test_a_second_bank_at_one_worker_count_is_no_curve_of_its_own():
