@@ -3,6 +3,7 @@ from per-process CPU costs, which rows it uses, and a real paired job read end t
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -367,7 +368,11 @@ def test_predict_reads_a_real_paired_job_and_prints_one_line_per_workload_and_wo
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     lines = done.stdout.strip().splitlines()
-    assert lines[0].startswith("workload workers measured_share predicted_share") and len(lines) == 2
+    assert lines[0].startswith("workload workers measured_share predicted_share")
+    # one line per workload and worker count (`workload workers ...`); the summary and any check follow it
+    # (`at 4+ workers: ...`, `gym 4: ...`)
+    assert [line for line in lines[1:] if re.match(r"\S+ \d+ ", line)] == lines[1:2]
+    assert lines[2].startswith("at 4+ workers: ") and all(re.match(r"gym 4: ", line) for line in lines[3:])
     workload, workers, measured, predicted = lines[1].split()[:4]
     assert (workload, workers) == ("gym", "4")
     assert 0 < float(measured) and 0 < float(predicted)
