@@ -65,6 +65,7 @@ cdef enum:
     WORDS = 32
     YIELD_FLOOR_NS = 20000    # shortest adaptive yield phase (the processes executor's, _sync.pyx)
     YIELD_ALONE_NS = 5000     # a yield that returns sooner ran nothing else: the waiter kept its core (_sync.pyx)
+    SPIN_CHECK = 31           # a spin reads the clock every SPIN_CHECK + 1 pauses (_sync.pyx)
 
 cdef int32_t STOP = -1
 
@@ -217,22 +218,32 @@ cdef class Crew:
         if v != old:
             return v
         with nogil:
-            # timed: the wait's CPU is its wall time while it kept its core (each yield came back within
-            # YIELD_ALONE_NS), from then on the CPU clock (c_w0: read there; at once where threads outnumber cores)
-            if timed:
-                t_w0 = rb_now_ns()
-                if count and not self.own:
-                    c_w0 = rb_thread_cpu_ns()
+            # timed: the wait's CPU is its wall time while it kept its core (each yield, and each SPIN_CHECK + 1
+            # pauses of the spin, came back within YIELD_ALONE_NS), from then on the CPU clock (c_w0: read there; at
+            # once where threads outnumber cores)
+            t_w0 = rb_now_ns()
+            if count and not self.own:
+                c_w0 = rb_thread_cpu_ns()
             t_prev = t_w0
             for i in range(spins):
                 rb_pause()
                 v = rb_load32(word)
                 if v != old:
                     break
+                if (i & SPIN_CHECK) == SPIN_CHECK:  # as the barrier's spin (_sync.pyx, Barrier._wait)
+                    now = rb_now_ns()
+                    if now - t_prev > YIELD_ALONE_NS:  # this stretch lost its core
+                        if count and c_w0 < 0:
+                            wall_cpu = t_prev - t_w0
+                            c_w0 = rb_thread_cpu_ns()
+                        if now - t_prev > gap:
+                            break
+                    t_prev = now
             if v == old and yield_ns > 0:
                 yielded = 1
                 t0 = rb_now_ns()
-                if count and c_w0 < 0 and t0 - t_w0 > YIELD_ALONE_NS:
+                if count and c_w0 < 0 and t0 - t_prev > YIELD_ALONE_NS:
+                    wall_cpu = t_prev - t_w0
                     c_w0 = rb_thread_cpu_ns()  # it lost its core while spinning
                 t_prev = t0
                 while True:

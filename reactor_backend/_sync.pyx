@@ -73,6 +73,7 @@ cdef enum:
     YIELD_FLOOR_NS = 20000    # shortest adaptive yield phase
     STAMPS = 3                # publishes remembered per process for the hand-off timing (48 bytes of its ring line)
     YIELD_ALONE_NS = 5000     # a yield that returns sooner ran nothing else: the waiter kept its core (CPU = wall)
+    SPIN_CHECK = 31           # a spin reads the clock every SPIN_CHECK + 1 pauses (a power of two, minus one)
 
 cdef int64_t _NEVER = 0x7FFFFFFFFFFFFFFF  # the compiled code's (a module global is a dict lookup per use)
 #: Largest int64: the "no event" tag component in reductions.
@@ -339,8 +340,9 @@ cdef class Barrier:
         (Dekker handshake: announce, re-read ``seq``, re-check, sleep on the value read). With ``count_cpu``
         and a core per process, adds the CPU the wait used to ``wait_cpu_ns`` (``__cinit__``): ``t_w0`` is
         when it began, ``c_w0`` the CPU clock from where it is read (-1: never), ``wall_part`` the wall time counted as CPU
-        before that: the stretch from ``t_w0`` in which each yield came back within ``YIELD_ALONE_NS``
-        (``t_prev``: when the last such yield began; a spin that took longer lost its core)."""
+        before that: the stretch from ``t_w0`` in which each yield, and each ``SPIN_CHECK + 1`` pauses of the spin,
+        came back within ``YIELD_ALONE_NS`` (``t_prev``: when the last such stretch began). A spin that loses its core
+        for longer than ``yield_gap_ns`` ends: the yield phase then hands the core to whoever wants it."""
         cdef long long i, t0, t_check, now
         cdef bint count = self.count_cpu and self._own  # (else `sync` and `reduce_at` read the CPU clock)
         cdef long long t_w0 = 0, c_w0 = -1, wall_part = 0
@@ -356,18 +358,28 @@ cdef class Barrier:
         if done:
             return 0
         with nogil:
-            if count:
-                t_w0 = rb_now_ns()
+            t_w0 = rb_now_ns()
             t_prev = t_w0
             for i in range(spins):
                 rb_pause()
                 if _reached(gen, old, prog, position, many, pending, n):
                     done = 1
                     break
+                if (i & SPIN_CHECK) == SPIN_CHECK:
+                    now = rb_now_ns()
+                    if now - t_prev > YIELD_ALONE_NS:
+                        # this stretch of the spin lost its core: the wall time no longer counts as CPU
+                        if count and c_w0 < 0:
+                            wall_part = t_prev - t_w0
+                            c_w0 = rb_thread_cpu_ns()
+                        if now - t_prev > yield_gap_ns:
+                            break  # others want this core: yield it (the yield phase sees whether they still do)
+                    t_prev = now
             if not done:
                 yielded = 1
                 t0 = rb_now_ns()
-                if count and c_w0 < 0 and t0 - t_w0 > YIELD_ALONE_NS:
+                if count and c_w0 < 0 and t0 - t_prev > YIELD_ALONE_NS:
+                    wall_part = t_prev - t_w0
                     c_w0 = rb_thread_cpu_ns()  # it lost its core while spinning: the CPU clock from here
                 t_prev = t0
                 while True:

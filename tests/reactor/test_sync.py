@@ -326,6 +326,24 @@ def test_a_wait_counts_the_cpu_it_used_not_the_time_it_slept():
     assert waiter.wait_cpu_ns == before
 
 
+def test_a_long_spin_counts_the_cpu_it_used():
+    """A waiter told to spin for long (``backend.wait_spins`` set high, where every process has a core) counts its
+    spin as its wait's CPU, as a yielding waiter counts its yields: the spin reads the clock every few dozen pauses,
+    so its wall time counts up to the last reading that found it still on its core. (It counted none of a spin
+    longer than 5 us: the breakdown then put the spin in the process's CPU outside its waits.)"""
+    import mmap
+
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("a spinning waiter and its partner need a core each")
+    buf = mmap.mmap(-1, _sync.control_size(2))
+    partner = _sync.Barrier(buf, 2, 1)
+    waiter = _sync.Barrier(buf, 2, 0)
+    waiter.count_cpu = True
+    waiter.spin_iters = 1 << 40  # spins until the publish (or until it loses its core)
+    wall, cpu, counted = _timed_wait(waiter, partner, 1, 0.02)
+    assert abs(counted - cpu) <= 0.25 * cpu + 1_000_000, (wall, cpu, counted)
+
+
 def test_wait_any_returns_once_any_pending_process_arrived_in_whatever_order():
     """``wait_any(position, ranks, pending)`` returns as soon as one of the pending ranks has reached the
     position, whichever it is: here the last rank, while the first waits for the waiter to see it (a meeting

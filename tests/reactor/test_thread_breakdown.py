@@ -78,6 +78,28 @@ def test_each_threads_cpu_and_waits_are_counted_on_that_thread(workers):
     burnt = ROUNDS * BURN_S * 1e9
     assert parts[1]["cpu"] >= 0.9 * burnt  # (its waits' CPU is partly estimated from their wall time)
     assert parts[0]["cpu"] < 0.5 * burnt, parts
+
+
+def test_a_thread_that_spins_through_its_waits_counts_the_spin_as_waiting():
+    """Told to spin for long (``backend.wait_spins`` set high), thread 0 spins through each 4 ms wait for thread 1:
+    that spin is its waits' CPU, not CPU outside them (it counted none of a spin longer than 5 us, which put thread
+    0's spin in its CPU, as much as thread 1's burn). Threads spin only without a GIL (with one they sleep at once)."""
+    import os
+    import sys
+
+    from reactor_backend.waiting import Waiting
+
+    if getattr(sys, "_is_gil_enabled", lambda: True)():
+        pytest.skip("threads spin only on a free-threaded interpreter (make install-ft; make test-ft)")
+    if len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("a spinning thread and the one it waits for need a core each")
+    bd = ThreadBreakdown()
+    main = Main(2)
+    run(main, executor="threads", workers=2, breakdown=bd, waiting=Waiting(spins=1 << 40))
+    parts = [bd.parts(c) for c in bd.counters()]
+    burnt = ROUNDS * BURN_S * 1e9
+    assert parts[1]["cpu"] >= 0.9 * burnt
+    assert parts[0]["cpu"] < 0.5 * burnt, parts
     assert parts[0]["wait"] + parts[0]["handoff"] >= 0.5 * burnt > parts[1]["wait"] + parts[1]["handoff"], parts
     assert all(v >= 0 for p in parts for v in p.values())
     assert bd.counters() == bd.counters()  # after the run: the last reading, kept
