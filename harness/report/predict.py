@@ -189,10 +189,14 @@ def critical_round(costs: Sequence[float], members: Sequence[int], handoff_us: f
         costs, members, spread: as `critical_parts`'.
         handoff_us: the round's two hand-offs on the critical path together.
     """
+    return round_from_parts(costs, critical_parts(costs, members, spread), handoff_us)
+
+
+def round_from_parts(costs: Sequence[float], parts: tuple[float, float], handoff_us: float) -> float:
+    """`critical_round` from its `critical_parts` already taken (a program of one process: its cost)."""
     if len(costs) < 2:
         return float(costs[0])
-    server, slowest = critical_parts(costs, members, spread)
-    return max(float(costs[0]), server + slowest + handoff_us)
+    return max(float(costs[0]), parts[0] + parts[1] + handoff_us)
 
 
 def own_spread(costs: Sequence[float], members: Sequence[int]) -> float:
@@ -734,8 +738,8 @@ def _subject_lines(rows: pd.DataFrame, machine: pd.DataFrame | None, subject: Su
             spreads.append(spread if spread is not None else own_spread(rc.costs, rc.members))
             spread_from.add("machine" if spread is not None else "own")
             warm_costs = [c / inflation for c in rc.costs]
-            round_us = critical_round(warm_costs, rc.members, h, spread)
-            server_us, slowest_us = critical_parts(warm_costs, rc.members, spread)
+            server_us, slowest_us = parts = critical_parts(warm_costs, rc.members, spread)
+            round_us = round_from_parts(warm_costs, parts, h)
             rounds.append(round_us)
             servers.append(server_us)
             slowests.append(slowest_us)

@@ -42,6 +42,12 @@ def _num(x: Any, fmt: str) -> str:
     return "-" if x is None or (isinstance(x, float) and np.isnan(x)) else format(x, fmt)
 
 
+def _round_cell(r: dict[str, Any]) -> str:
+    """The predicted round, with process 0's server part in it beside it where there is one."""
+    server = _num(r.get("server_us"), ".0f")
+    return _num(r["predicted_round_us"], ".0f") + ("" if server == "-" else f" ({server})")
+
+
 def scaling_table(frame: pd.DataFrame) -> Table:
     header = ["workload", "workers", "reactor / serial", "sync ceiling / serial", "share of the ceiling",
               "predicted share", "Amdahl share", "predicted round (us; process 0's server part)",
@@ -51,8 +57,7 @@ def scaling_table(frame: pd.DataFrame) -> Table:
              f"{r['ceiling_speedup']:.2f}" + ("" if r["ceiling_from"] == "run" else f" ({r['ceiling_from']})")
              + (f" (above {r['workers']} copies)" if r.get("ceiling_check") else ""),
              _num(r["measured_share"], ".2f"), _num(r["predicted_share"], ".2f"), _num(r.get("amdahl_share"), ".2f"),
-             _num(r["predicted_round_us"], ".0f") + ("" if _num(r.get("server_us"), ".0f") == "-"
-                                                     else f" ({r['server_us']:.0f})"),
+             _round_cell(r),
              f"{_num(r['handoff_us'], '.1f')} ({r['handoff_from']})",
              f"{_num(r.get('inflation'), '.2f')} ({r.get('inflation_from', '-')})",
              f"{_num(r.get('spread'), '.2f')} ({r.get('spread_from', '-')})"]

@@ -3,6 +3,8 @@ on the thread that spent them (``ThreadBreakdown``; the reactor backend's rows t
 tests/harness/test_breakdown_rows.py)."""
 from __future__ import annotations
 
+import os
+import sys
 import time
 
 import pytest
@@ -10,6 +12,7 @@ import pytest
 from reactor_backend import Input, LogicalAction, Output, Reactor, reaction, run, startup
 from reactor_backend.executors import ThreadBreakdown
 from reactor_backend.processes import Breakdown
+from reactor_backend.waiting import Waiting
 
 ROUNDS = 12
 BURN_S = 0.004  # CPU the costly member burns per round
@@ -84,11 +87,6 @@ def test_a_thread_that_spins_through_its_waits_counts_the_spin_as_waiting():
     """Told to spin for long (``backend.wait_spins`` set high), thread 0 spins through each 4 ms wait for thread 1:
     that spin is its waits' CPU, not CPU outside them (it counted none of a spin longer than 5 us, which put thread
     0's spin in its CPU, as much as thread 1's burn). Threads spin only without a GIL (with one they sleep at once)."""
-    import os
-    import sys
-
-    from reactor_backend.waiting import Waiting
-
     if getattr(sys, "_is_gil_enabled", lambda: True)():
         pytest.skip("threads spin only on a free-threaded interpreter (make install-ft; make test-ft)")
     if len(os.sched_getaffinity(0)) < 2:
