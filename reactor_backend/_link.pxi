@@ -123,12 +123,18 @@ cdef class ProcessLink:
     time and the tag count into the barrier's counters (from ``counter_slot``: five int64 words, stored
     directly through ``barrier.counters_address()``, no Python call per tag; the barrier keeps the sixth,
     its hand-off total, itself), and the seventh, ``cpu``: this thread's CPU time outside the waits (role work,
-    transport, the rest of the tag loop), at each reduction: the CPU clock read once per tag, less the CPU the
+    transport, the rest of the tag loop): the CPU clock read once per tag, less the CPU the
     barrier counted inside its waits and wake-ups (``Barrier.wait_cpu_ns``, turned on with ``count_cpu``: the
     wall time of a wait that kept its core, the CPU clock from where it did not). Unlike the monotonic clock the
     CPU clock does not run while the process waits for a core, so ``cpu`` reads the same with 16 processes on
     2 cores as on 16. It is a system call (no vDSO path), so it is not read around every wait: reading it there
-    (six reads per round, two of them before a publish) lengthened every round's critical path. The eighth,
+    (six reads per round, two of them before a publish) lengthened every round's critical path. Nor is it read
+    where a tag ends: there, in the process that goes on to start the next round (process 0, whose scatter the
+    others wait for), it would delay every round by one system call. A tag's totals are stored at the next
+    meeting's wait that finds a rank not yet arrived (time this process spends waiting anyway), or at the next
+    tag's end where no such wait came, and by ``flush`` after the last tag; where the barrier read the CPU clock
+    itself on leaving the reduction (more processes than cores) they are stored there, at no cost. Each process
+    stores at the same point of every round, so the difference of two readings is whole rounds'. The eighth,
     ``overlap``: the part of ``transport`` spent reading ranks' slots while another rank of the same meeting had
     not yet arrived (each such read overlapped the wait for it: with a core per process, off the critical path).
 
@@ -154,6 +160,8 @@ cdef class ProcessLink:
     cdef public int counter_slot
     cdef public int64_t never
     cdef int64_t *_ctr
+    cdef bint _pending      # a tag's totals not stored yet (`_store_pending`)
+    cdef uint64_t _pending_tags
 
     def __init__(self, Barrier barrier not None, tuple meetings, bint timed, bint fast, int counter_slot,
                  int64_t never):
@@ -170,6 +178,8 @@ cdef class ProcessLink:
         self._ctr = NULL
         self._wait_cpu = NULL
         self.wait_cpu0 = 0
+        self._pending = False
+        self._pending_tags = 0
         if timed:
             if counter_slot < 0 or counter_slot + 8 > 16:
                 raise IndexError("counter slots out of range")
@@ -235,6 +245,11 @@ cdef class ProcessLink:
                 t1 = _mono_ns() if self.timed else 0
                 if got != left:  # this sweep's reads overlapped the wait for the ones still to come
                     self.overlap += t1 - t_sweep
+                if self._pending:  # the last tag's totals, while this process waits anyway
+                    self._store_pending(t1)
+                    t_sweep = _mono_ns()
+                    t0 += t_sweep - t1  # the store is the tag loop's own (``other``), not this meeting's transport
+                    t1 = t_sweep
                 # its CPU counted by the barrier (``wait_cpu_ns``)
                 self.barrier.c_wait_ready(position, mt.ranks, mt.prog, pend, n)
                 t0 += self._waited(t1)
@@ -260,14 +275,34 @@ cdef class ProcessLink:
         if self.timed:
             t0 = _mono_ns()
         self.barrier.c_reduce_into(advance_position(epoch, 0), t, m, st, sm, 0, out)
-        if self.timed:  # the wait's CPU counted by the barrier; the tag's one read of the CPU clock (the
-            t1 = _mono_ns()  # barrier's own, where processes outnumber cores and it read it on leaving)
+        if self.timed:  # the wait's CPU counted by the barrier
+            t1 = _mono_ns()
             self.wait += t1 - t0
-            self._store(t1, self._wait_cpu[1] if self._wait_cpu[1] >= 0 else _thread_cpu_ns(), tags)
+            if self._wait_cpu[1] >= 0:  # the barrier read the CPU clock on leaving: the totals now, at no cost
+                self._pending = False
+                self._store(t1, self._wait_cpu[1], tags)
+            elif self._pending:  # no meeting waited since the last tag's end: this tag's totals now
+                self._pending = False
+                self._store(t1, _thread_cpu_ns(), tags)
+            else:  # at the next wait (`meet`), off the round's critical path
+                self._pending = True
+                self._pending_tags = tags
         return 0
+
+    cdef void _store_pending(self, int64_t now):
+        """The totals a tag's end left to store, stored now (with the CPU clock read now)."""
+        self._pending = False
+        self._store(now, _thread_cpu_ns(), self._pending_tags)
+
+    cpdef flush(self):
+        """Store the totals a tag's end left to store, if any: after the last tag, so that the counters hold
+        every tag the loop reduced."""
+        if self._pending:
+            self._store_pending(_mono_ns())
 
     cpdef store(self, int64_t now, uint64_t tags):
         """This process's breakdown totals into its counters in the control block (readable by all)."""
+        self._pending = False
         self._store(now, _thread_cpu_ns(), tags)
 
     cdef void _store(self, int64_t now, int64_t cpu_now, uint64_t tags):

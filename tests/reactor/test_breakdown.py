@@ -186,3 +186,17 @@ def test_parts_of_a_difference_of_two_readings_are_never_negative():
     delta = Breakdown.parts({k: later[k] - torn[k] for k in later})
     assert all(delta[p] >= 0 for p in Breakdown.PARTS)
     assert delta["handoff"] == 10 and delta["wait"] == 120 and delta["work"] == 100
+
+
+@pytest.mark.parametrize("rounds", [1, 7])
+def test_the_stored_totals_count_every_tag_the_loop_reduced(rounds):
+    """A tag's totals are stored after its end (at the next wait, off the critical path): after the run the
+    counters still hold every reduced tag, the rounds' tags, and the last round's work."""
+    bd = Breakdown()
+    main = Main(rounds)
+    run(main, executor="processes", workers=2, breakdown=bd)
+    for rank, part in enumerate(bd.snapshot()):
+        # one tag per round (startup's, then one microstep each), then the final tag, which is not reduced
+        assert part["tags"] == rounds, (rank, part)
+        assert part["work"] >= rounds * 2_000_000, (rank, part)
+        assert part["cpu"] >= rounds * 2_000_000 * 0.9, (rank, part)
