@@ -778,3 +778,5 @@ cdef class Core:
                 m = nm
         finally:
             self._running = False
+            if self.link is not None:
+                self.link.flush()  # the last tag's breakdown totals, where its end left them to store

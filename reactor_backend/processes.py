@@ -433,8 +433,6 @@ class ProcessExecutor(Executor):
             core.wake_hook = barrier.signal
             self._link(barrier)
             core.run(start_time)
-            if core.link is not None:
-                core.link.flush()  # the last tag's breakdown totals, where its end left them to store
             barrier.add_counter(_C_REACTIONS, int(core.reactions_run))
             self._send_state(rank, barrier)
 
