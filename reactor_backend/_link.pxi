@@ -22,6 +22,12 @@ cdef extern from *:
     bint RB_REFILL_RECORDS
 
 
+#: the most tags a process's breakdown totals wait for a meeting that waits (`ProcessLink.reduce`): a process that
+#: never waits (process 0 when its own member is the round's slowest) reads the CPU clock at a tag's end only this
+#: often, and a live reading of its counters lags by at most this many tags
+cdef int64_t STORE_AFTER_TAGS = 16
+
+
 cdef inline bint _refillable(Port root, SlotHotReader reader):
     """Whether the import may refill ``root``'s value in place with the slot's new record (`RecordCodec.refill`):
     the slot still has the layout decoded last (views, not copies), the value is the tuple its codec returned last,
@@ -131,10 +137,11 @@ cdef class ProcessLink:
     (six reads per round, two of them before a publish) lengthened every round's critical path. Nor is it read
     where a tag ends: there, in the process that goes on to start the next round (process 0, whose scatter the
     others wait for), it would delay every round by one system call. A tag's totals are stored at the next
-    meeting's wait that finds a rank not yet arrived (time this process spends waiting anyway), or at the next
-    tag's end where no such wait came, and by ``flush`` after the last tag; where the barrier read the CPU clock
-    itself on leaving the reduction (more processes than cores) they are stored there, at no cost. Each process
-    stores at the same point of every round, so the difference of two readings is whole rounds'. The eighth,
+    meeting's wait that finds a rank not yet arrived (time this process spends waiting anyway), or at a tag's end
+    where no such wait came for ``STORE_AFTER_TAGS`` tags, and by ``flush`` after the last tag; where the barrier read the CPU clock
+    itself on leaving the reduction (more processes than cores) they are stored there, at no cost. A stored
+    reading counts the tags it covers and whatever of the next tag ran before it, so the difference of two readings
+    is their tags' to within one tag's work. The eighth,
     ``overlap``: the part of ``transport`` spent reading ranks' slots while another rank of the same meeting had
     not yet arrived (each such read overlapped the wait for it: with a core per process, off the critical path).
 
@@ -162,6 +169,7 @@ cdef class ProcessLink:
     cdef int64_t *_ctr
     cdef bint _pending      # a tag's totals not stored yet (`_store_pending`)
     cdef uint64_t _pending_tags
+    cdef uint64_t _pending_from  # the tag count when they began to wait
 
     def __init__(self, Barrier barrier not None, tuple meetings, bint timed, bint fast, int counter_slot,
                  int64_t never):
@@ -179,7 +187,7 @@ cdef class ProcessLink:
         self._wait_cpu = NULL
         self.wait_cpu0 = 0
         self._pending = False
-        self._pending_tags = 0
+        self._pending_tags = self._pending_from = 0
         if timed:
             if counter_slot < 0 or counter_slot + 8 > 16:
                 raise IndexError("counter slots out of range")
@@ -281,11 +289,13 @@ cdef class ProcessLink:
             if self._wait_cpu[1] >= 0:  # the barrier read the CPU clock on leaving: the totals now, at no cost
                 self._pending = False
                 self._store(t1, self._wait_cpu[1], tags)
-            elif self._pending:  # no meeting waited since the last tag's end: this tag's totals now
+            elif not self._pending:  # at the next wait (`meet`), off the round's critical path
+                self._pending = True
+                self._pending_tags = self._pending_from = tags
+            elif tags - self._pending_from >= <uint64_t> STORE_AFTER_TAGS:  # no meeting waited for that long
                 self._pending = False
                 self._store(t1, _thread_cpu_ns(), tags)
-            else:  # at the next wait (`meet`), off the round's critical path
-                self._pending = True
+            else:
                 self._pending_tags = tags
         return 0
 
