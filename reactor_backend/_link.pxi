@@ -22,9 +22,8 @@ cdef extern from *:
     bint RB_REFILL_RECORDS
 
 
-#: the most tags a process's breakdown totals wait for a meeting that waits (`ProcessLink.reduce`): a process that
-#: never waits (process 0 when its own member is the round's slowest) reads the CPU clock at a tag's end only this
-#: often, and a live reading of its counters lags by at most this many tags
+#: the most tags the reader's breakdown totals wait for a meeting that waits (`ProcessLink.reduce`): where it never
+#: waits (process 0 when its own member is the round's slowest) it reads the CPU clock at a tag's end only this often
 cdef int64_t STORE_AFTER_TAGS = 16
 
 
@@ -134,14 +133,15 @@ cdef class ProcessLink:
     wall time of a wait that kept its core, the CPU clock from where it did not). Unlike the monotonic clock the
     CPU clock does not run while the process waits for a core, so ``cpu`` reads the same with 16 processes on
     2 cores as on 16. It is a system call (no vDSO path), so it is not read around every wait: reading it there
-    (six reads per round, two of them before a publish) lengthened every round's critical path. Nor is it read
-    where a tag ends: there, in the process that goes on to start the next round (process 0, whose scatter the
-    others wait for), it would delay every round by one system call. A tag's totals are stored at the next
-    meeting's wait that finds a rank not yet arrived (time this process spends waiting anyway), or at a tag's end
-    where no such wait came for ``STORE_AFTER_TAGS`` tags, and by ``flush`` after the last tag; where the barrier read the CPU clock
-    itself on leaving the reduction (more processes than cores) they are stored there, at no cost. A stored
-    reading counts the tags it covers and whatever of the next tag ran before it, so the difference of two readings
-    is their tags' to within one tag's work. The eighth,
+    (six reads per round, two of them before a publish) lengthened every round's critical path. It is read where
+    each tag ends, so that two readings of the counters differ by whole tags, except in the ``reader``: the process
+    that reads the counters itself (process 0, the caller, at a paired job's block ends), which also goes on from a
+    tag's end to start the next round (the scatter the others wait for), where the system call would delay every
+    round. The reader stores its totals as it reads them (`store_now`: readings taken at one point of every round
+    differ by whole rounds), and otherwise at the next meeting's wait that finds a rank not yet arrived (time it
+    spends waiting anyway) or, where none came for ``STORE_AFTER_TAGS`` tags, at a tag's end, and after its last
+    tag (`flush`). Where the barrier read the CPU clock itself on leaving the reduction (more processes than cores)
+    every process stores there, at no cost. The eighth,
     ``overlap``: the part of ``transport`` spent reading ranks' slots while another rank of the same meeting had
     not yet arrived (each such read overlapped the wait for it: with a core per process, off the critical path).
 
@@ -167,12 +167,13 @@ cdef class ProcessLink:
     cdef public int counter_slot
     cdef public int64_t never
     cdef int64_t *_ctr
-    cdef bint _pending      # a tag's totals not stored yet (`_store_pending`)
-    cdef uint64_t _pending_tags
+    cdef readonly bint reader  # this process reads the counters itself: its tag ends store nothing
+    cdef bint _pending      # the reader's totals not stored since a tag's end
+    cdef uint64_t _tags     # the tags reduced so far
     cdef uint64_t _pending_from  # the tag count when they began to wait
 
     def __init__(self, Barrier barrier not None, tuple meetings, bint timed, bint fast, int counter_slot,
-                 int64_t never):
+                 int64_t never, bint reader=False):
         self.barrier = barrier
         self._plans = tuple(None if m is None else _Meeting(m, barrier.nproc) for m in meetings)
         self.timed = timed
@@ -186,8 +187,9 @@ cdef class ProcessLink:
         self._ctr = NULL
         self._wait_cpu = NULL
         self.wait_cpu0 = 0
+        self.reader = reader
         self._pending = False
-        self._pending_tags = self._pending_from = 0
+        self._tags = self._pending_from = 0
         if timed:
             if counter_slot < 0 or counter_slot + 8 > 16:
                 raise IndexError("counter slots out of range")
@@ -253,8 +255,8 @@ cdef class ProcessLink:
                 t1 = _mono_ns() if self.timed else 0
                 if got != left:  # this sweep's reads overlapped the wait for the ones still to come
                     self.overlap += t1 - t_sweep
-                if self._pending:  # the last tag's totals, while this process waits anyway
-                    self._store_pending(t1)
+                if self._pending:  # the reader's totals, while it waits anyway
+                    self.store_now()
                     t_sweep = _mono_ns()
                     t0 += t_sweep - t1  # the store is the tag loop's own (``other``), not this meeting's transport
                     t1 = t_sweep
@@ -286,29 +288,29 @@ cdef class ProcessLink:
         if self.timed:  # the wait's CPU counted by the barrier
             t1 = _mono_ns()
             self.wait += t1 - t0
+            self._tags = tags
             if self._wait_cpu[1] >= 0:  # the barrier read the CPU clock on leaving: the totals now, at no cost
                 self._pending = False
                 self._store(t1, self._wait_cpu[1], tags)
-            elif not self._pending:  # at the next wait (`meet`), off the round's critical path
-                self._pending = True
-                self._pending_tags = self._pending_from = tags
-            elif tags - self._pending_from >= <uint64_t> STORE_AFTER_TAGS:  # no meeting waited for that long
-                self._pending = False
+            elif not self.reader:
                 self._store(t1, _thread_cpu_ns(), tags)
-            else:
-                self._pending_tags = tags
+            elif not self._pending:  # as it reads them, or at its next wait (`meet`): off the critical path
+                self._pending = True
+                self._pending_from = tags
+            elif tags - self._pending_from >= <uint64_t> STORE_AFTER_TAGS:  # no meeting waited for that long
+                self.store_now()
         return 0
 
-    cdef void _store_pending(self, int64_t now):
-        """The totals a tag's end left to store, stored now (with the CPU clock read now)."""
+    cpdef store_now(self):
+        """This process's totals into its counters now, with the tags reduced so far (the reader's: before it
+        reads the counters, and after its last tag)."""
         self._pending = False
-        self._store(now, _thread_cpu_ns(), self._pending_tags)
+        self._store(_mono_ns(), _thread_cpu_ns(), self._tags)
 
     cpdef flush(self):
-        """Store the totals a tag's end left to store, if any: after the last tag, so that the counters hold
-        every tag the loop reduced."""
+        """After the last tag: the reader's totals, where its tag ends left them unstored."""
         if self._pending:
-            self._store_pending(_mono_ns())
+            self.store_now()
 
     cpdef store(self, int64_t now, uint64_t tags):
         """This process's breakdown totals into its counters in the control block (readable by all)."""

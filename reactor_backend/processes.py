@@ -196,6 +196,7 @@ class Breakdown:
     def __init__(self) -> None:
         self._barrier: _sync.Barrier | None = None
         self._link: ProcessLink | None = None  # process 0's (the caller's), while the run is in progress
+        self._link_thread = 0  # the thread that runs it
         self._final: list[dict[str, int]] | None = None
         self.workers = 0
 
@@ -225,6 +226,8 @@ class Breakdown:
         b = self._barrier
         if b is None:
             return []
+        if self._link is not None and threading.get_ident() == self._link_thread:
+            self._link.store_now()  # process 0's tag ends store nothing (`_core.ProcessLink`): its totals up to now
         return [{k: int(b.counter(rank, _C_BREAKDOWN + i)) for i, k in enumerate(self.FIELDS)}
                 for rank in range(self.workers)]
 
@@ -398,8 +401,10 @@ class ProcessExecutor(Executor):
         barrier.count_cpu = self.breakdown is not None  # the CPU of its waits counted: the breakdown's ``cpu``
         if self.breakdown is not None:  # the barrier keeps its hand-off total in the last breakdown counter
             barrier.handoff_counter = _C_BREAKDOWN + Breakdown.FIELDS.index("handoff")
+        # process 0 (the caller) reads the counters itself (`Breakdown.counters`): it stores its own as it reads them
         self.link = ProcessLink(barrier, tuple(_compiled_ends(self._meet.get(b), barrier) for b in range(levels)),
-                                self.breakdown is not None, self._fast_advance, _C_BREAKDOWN, NEVER)
+                                self.breakdown is not None, self._fast_advance, _C_BREAKDOWN, NEVER,
+                                reader=barrier.index == 0)
         self.core.link = self.link
 
     def _restore_program(self) -> None:
@@ -447,6 +452,7 @@ class ProcessExecutor(Executor):
         if self.breakdown is not None:
             self.breakdown._barrier = self.barrier
             self.breakdown._link = self.link
+            self.breakdown._link_thread = threading.get_ident()
 
     # ---- per tag (slow mode) ----------------------------------------------------------------
     # The core runs every level and, in fast mode, every tag-advance reduction itself through the

@@ -200,3 +200,48 @@ def test_the_stored_totals_count_every_tag_the_loop_reduced(rounds):
         assert part["tags"] == rounds, (rank, part)
         assert part["work"] >= rounds * 4_000_000, (rank, part)
         assert part["cpu"] >= rounds * 2_000_000, (rank, part)  # each round's 2 ms spun on the CPU clock
+
+
+class Uneven(Busy):
+    """Member 0 (process 0's) spins 4 ms of CPU a round, member 1 (process 1's) 1 ms: process 0 never waits for
+    the other's result."""
+
+    @reaction(Busy.inp, effects=[Busy.out])
+    def step(self):
+        t = time.thread_time() + (0.004 if self.bank_index == 0 else 0.001)
+        while time.thread_time() < t:
+            pass
+        self.out.set(self.bank_index)
+
+
+class Reading(Srv):
+    """A server that reads the breakdown's counters at every round's gather, as the harness reads them at a paired
+    job's block ends (`backends.reactor.ReactorBackend.metrics`)."""
+
+    breakdown = None
+
+    def __init__(self, rounds):
+        super().__init__(rounds)
+        self.readings = []
+
+    @reaction(Srv.res, effects=[Srv.again])
+    def gather(self):
+        self.readings.append(type(self).breakdown.counters())
+        self.done += 1
+        if self.done < self.rounds:
+            self.again.schedule(0)
+
+
+def test_readings_during_the_run_cover_one_round_each_in_every_process():
+    """Readings taken at the same point of every round differ by one round in every process, the reader's own
+    included (whose tag ends store nothing, to keep the CPU clock off its critical path: it stores as it reads):
+    so a paired job's per-block columns cover their blocks' rounds, however short."""
+    bd = Reading.breakdown = Breakdown()
+    main = Main(12, member=Uneven, server=Reading)
+    run(main, executor="processes", workers=2, breakdown=bd)
+    readings = main.srv.readings
+    assert len(readings) == 12
+    for a, b in zip(readings[1:], readings[2:]):
+        for rank, least_cpu in ((0, 4_000_000), (1, 1_000_000)):
+            assert b[rank]["tags"] - a[rank]["tags"] == 1, (rank, a[rank], b[rank])
+            assert least_cpu <= b[rank]["cpu"] - a[rank]["cpu"] < least_cpu + 1_500_000, (rank, a[rank], b[rank])
