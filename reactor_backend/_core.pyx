@@ -779,4 +779,4 @@ cdef class Core:
         finally:
             self._running = False
             if self.link is not None:
-                self.link.flush()  # the last tag's breakdown totals, where its end left them to store
+                self.link.flush(self.tags)  # the breakdown's totals of the whole loop

@@ -139,9 +139,10 @@ cdef class ProcessLink:
     tag's end to start the next round (the scatter the others wait for), where the system call would delay every
     round. The reader stores its totals as it reads them (`store_now`: readings taken at one point of every round
     differ by whole rounds), and otherwise at the next meeting's wait that finds a rank not yet arrived (time it
-    spends waiting anyway) or, where none came for ``STORE_AFTER_TAGS`` tags, at a tag's end, and after its last
-    tag (`flush`). Where the barrier read the CPU clock itself on leaving the reduction (more processes than cores)
-    every process stores there, at no cost. The eighth,
+    spends waiting anyway) or, where none came for ``STORE_AFTER_TAGS`` tags, at a tag's end. Where the barrier
+    read the CPU clock itself on leaving the reduction (more processes than cores) every process stores there, at
+    no cost. After the loop every process stores its totals and the tags it ran (`flush`: the last one, not
+    reduced, included), and the reader stores nothing after. The eighth,
     ``overlap``: the part of ``transport`` spent reading ranks' slots while another rank of the same meeting had
     not yet arrived (each such read overlapped the wait for it: with a core per process, off the critical path).
 
@@ -169,6 +170,7 @@ cdef class ProcessLink:
     cdef int64_t *_ctr
     cdef readonly bint reader  # this process reads the counters itself: its tag ends store nothing
     cdef bint _pending      # the reader's totals not stored since a tag's end
+    cdef bint _ended        # the tag loop has ended (`flush`): the counters hold its totals
     cdef uint64_t _tags     # the tags reduced so far
     cdef uint64_t _pending_from  # the tag count when they began to wait
 
@@ -188,7 +190,7 @@ cdef class ProcessLink:
         self._wait_cpu = NULL
         self.wait_cpu0 = 0
         self.reader = reader
-        self._pending = False
+        self._pending = self._ended = False
         self._tags = self._pending_from = 0
         if timed:
             if counter_slot < 0 or counter_slot + 8 > 16:
@@ -303,14 +305,21 @@ cdef class ProcessLink:
 
     cpdef store_now(self):
         """This process's totals into its counters now, with the tags reduced so far (the reader's: before it
-        reads the counters, and after its last tag)."""
+        reads the counters, and after its last tag); nothing once the tag loop has ended (`flush`), whose totals
+        the counters then hold."""
+        if self._ended:
+            return
         self._pending = False
         self._store(_mono_ns(), _thread_cpu_ns(), self._tags)
 
-    cpdef flush(self):
-        """After the last tag: the reader's totals, where its tag ends left them unstored."""
-        if self._pending:
+    cpdef flush(self, uint64_t tags):
+        """The tag loop has ended, after ``tags`` tags (the last one not reduced): every process stores its totals,
+        so the counters hold the whole loop (its waits, whose hand-offs the barrier has already counted, included);
+        the reader stores nothing after."""
+        if not self._ended:
+            self._tags = tags
             self.store_now()
+            self._ended = True
 
     cpdef store(self, int64_t now, uint64_t tags):
         """This process's breakdown totals into its counters in the control block (readable by all)."""

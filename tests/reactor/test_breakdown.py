@@ -189,15 +189,15 @@ def test_parts_of_a_difference_of_two_readings_are_never_negative():
 
 
 @pytest.mark.parametrize("rounds", [1, 7])
-def test_the_stored_totals_count_every_tag_the_loop_reduced(rounds):
-    """A tag's totals are stored after its end (at the next wait, off the critical path): after the run the
-    counters still hold every reduced tag, the rounds' tags, and the last round's work and CPU."""
+def test_the_final_totals_count_every_tag_of_the_loop(rounds):
+    """Process 0's tag ends store nothing (off its critical path): after the run the counters of every process
+    still hold every tag and the last round's work and CPU."""
     bd = Breakdown()
     main = Main(rounds, member=Sleepy)
     run(main, executor="processes", workers=2, breakdown=bd)
     for rank, part in enumerate(bd.snapshot()):
-        # one tag per round (startup's, then one microstep each), then the final tag, which is not reduced
-        assert part["tags"] == rounds, (rank, part)
+        # one tag per round (startup's, then one microstep each), then the final tag
+        assert part["tags"] == rounds + 1, (rank, part)
         assert part["work"] >= rounds * 4_000_000, (rank, part)
         assert part["cpu"] >= rounds * 2_000_000, (rank, part)  # each round's 2 ms spun on the CPU clock
 
@@ -245,3 +245,31 @@ def test_readings_during_the_run_cover_one_round_each_in_every_process():
         for rank, least_cpu in ((0, 4_000_000), (1, 1_000_000)):
             assert b[rank]["tags"] - a[rank]["tags"] == 1, (rank, a[rank], b[rank])
             assert least_cpu <= b[rank]["cpu"] - a[rank]["cpu"] < least_cpu + 1_500_000, (rank, a[rank], b[rank])
+
+
+def test_the_reader_s_totals_stop_at_its_loop_s_end():
+    """Process 0 stores its totals as it reads the counters (`ProcessLink.store_now`); the final reading comes after
+    the other processes have finished, well after its loop: once the loop has ended (`flush`) a reading stores
+    nothing more, so the final totals are the loop's, not the loop's plus the teardown."""
+    import mmap
+
+    from reactor_backend._core import ProcessLink
+    from reactor_backend.processes import _C_BREAKDOWN
+
+    barrier = _sync.Barrier(mmap.mmap(-1, _sync.control_size(2)), 2, 0)
+    link = ProcessLink(barrier, (), True, True, _C_BREAKDOWN, _sync.NEVER, reader=True)
+    total = _C_BREAKDOWN + Breakdown.FIELDS.index("total")
+
+    def stored():
+        return barrier.counter(0, total)
+
+    link.store_now()
+    first = stored()
+    time.sleep(0.002)
+    link.store_now()
+    assert stored() >= first + 2_000_000  # while the loop runs, a reading stores the totals up to now
+    link.flush(3)
+    last = stored()
+    time.sleep(0.002)
+    link.store_now()
+    assert stored() == last and barrier.counter(0, _C_BREAKDOWN + Breakdown.FIELDS.index("tags")) == 3
