@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -152,7 +151,6 @@ class ReactorBackend(Backend):
         self.seen: Any = None  # see `program`
         self._bd_prev: list[dict[str, int]] = []
         self._bd_rounds = 0
-        self._timer_stopped: tuple[int, int] | None = None  # see `timer`
         #: the worker processes the processes executor runs (``workers`` capped by ``max_processes``)
         self.processes = process_count(self.executor, self.workers, int(config.max_processes))
         if self.executor == "processes":
@@ -241,15 +239,14 @@ class ReactorBackend(Backend):
     def timer(self, running: bool) -> None:
         """The harness's clock runs inside the server's round-end reaction, in process 0: while its timer is
         stopped (a paired job's wait for the next block, a repetition's report) process 0 is not doing the
-        program's work, so that stretch is taken out of process 0's breakdown (`Breakdown.exclude`)."""
+        program's work, so that stretch is taken out of process 0's breakdown (`Breakdown.pause`, `resume`), and a
+        reading meanwhile (the block's metrics) shows none of it."""
         if self.breakdown is None:
             return
-        if not running:
-            self._timer_stopped = (time.perf_counter_ns(), time.thread_time_ns())
-        elif self._timer_stopped is not None:
-            t0, c0 = self._timer_stopped
-            self._timer_stopped = None
-            self.breakdown.exclude(time.perf_counter_ns() - t0, time.thread_time_ns() - c0)
+        if running:
+            self.breakdown.resume()
+        else:
+            self.breakdown.pause()
 
     def metrics(self) -> dict[str, float]:
         """Per round since the last call, per worker process: microseconds of role work, transport,

@@ -159,6 +159,7 @@ class ThreadBreakdown:
         self._clocks: list[int] = []
         self._cpu0: list[int] = []  # each clock when the crew started
         self._excluded_cpu = 0
+        self._paused: tuple[int, int] | None = None  # (wall ns, thread 0's CPU ns) when `pause` was called
         self._final: list[dict[str, int]] | None = None
 
     def exclude(self, ns: int, cpu_ns: int) -> None:
@@ -167,6 +168,21 @@ class ThreadBreakdown:
         wall time, which no counter here holds; the processes ``Breakdown``'s signature)."""
         if self._crew is not None:
             self._excluded_cpu += int(cpu_ns)
+
+    def pause(self) -> None:
+        """Thread 0 stops doing the program's work until `resume` (the processes ``Breakdown``'s): readings
+        meanwhile show its CPU as it was now, and `resume` takes the pause out (`exclude`). No effect when no run
+        is in progress."""
+        if self._crew is not None and self._paused is None:
+            self._paused = (time.perf_counter_ns(), time.clock_gettime_ns(self._clocks[0]))
+
+    def resume(self) -> None:
+        """Thread 0 does the program's work again: the CPU it used since `pause` is taken out."""
+        if self._paused is not None:
+            t0, c0 = self._paused
+            self._paused = None
+            if self._crew is not None:
+                self.exclude(time.perf_counter_ns() - t0, time.clock_gettime_ns(self._clocks[0]) - c0)
 
     def counters(self) -> list[dict[str, int]]:
         """Per thread: the cumulative ``FIELDS`` (``wait`` includes ``handoff``). Empty before the run starts; the
@@ -179,7 +195,8 @@ class ThreadBreakdown:
         out = []
         for k, (clock, cpu0) in enumerate(zip(self._clocks, self._cpu0)):
             wait, handoff, wait_cpu = crew.counters(k)
-            cpu = time.clock_gettime_ns(clock) - cpu0 - wait_cpu - (self._excluded_cpu if k == 0 else 0)
+            now = self._paused[1] if k == 0 and self._paused is not None else time.clock_gettime_ns(clock)
+            cpu = now - cpu0 - wait_cpu - (self._excluded_cpu if k == 0 else 0)
             out.append({"cpu": max(0, cpu), "wait": wait, "handoff": handoff})
         return out
 
@@ -198,6 +215,7 @@ class ThreadBreakdown:
 
     def _start(self, crew: Crew, clocks: list[int]) -> None:
         self._crew, self._clocks, self._excluded_cpu, self._final = crew, list(clocks), 0, None
+        self._paused = None
         self._cpu0 = [time.clock_gettime_ns(c) for c in clocks]
 
     def _freeze(self) -> None:

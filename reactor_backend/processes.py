@@ -197,6 +197,7 @@ class Breakdown:
         self._barrier: _sync.Barrier | None = None
         self._link: ProcessLink | None = None  # process 0's (the caller's), while the run is in progress
         self._link_thread = 0  # the thread that runs it
+        self._paused: tuple[int, int] | None = None  # (wall ns, CPU ns) when `pause` was called
         self._final: list[dict[str, int]] | None = None
         self.workers = 0
 
@@ -216,6 +217,22 @@ class Breakdown:
         if self._link is not None:
             self._link.exclude(int(ns), int(cpu_ns))
 
+    def pause(self) -> None:
+        """The caller (process 0, inside a reaction) stops doing the program's work until `resume` (a harness's
+        clock between a paired job's blocks): its totals are stored now, a reading meanwhile stores none (so it
+        shows none of the pause), and `resume` takes the pause out (`exclude`). No effect when no run is in
+        progress or from another thread."""
+        if self._link is not None and self._paused is None and threading.get_ident() == self._link_thread:
+            self._link.store_now()
+            self._paused = (time.perf_counter_ns(), time.thread_time_ns())
+
+    def resume(self) -> None:
+        """The caller does the program's work again: the time and CPU since `pause` are taken out."""
+        if self._paused is not None:
+            t0, c0 = self._paused
+            self._paused = None
+            self.exclude(time.perf_counter_ns() - t0, time.thread_time_ns() - c0)
+
     def counters(self) -> list[dict[str, int]]:
         """Per process (by rank): the raw cumulative counters (``FIELDS``, ns since that process entered the tag
         loop; ``wait`` includes ``handoff``). Each only grows, so the difference of two readings is never
@@ -226,7 +243,7 @@ class Breakdown:
         b = self._barrier
         if b is None:
             return []
-        if self._link is not None and threading.get_ident() == self._link_thread:
+        if self._link is not None and self._paused is None and threading.get_ident() == self._link_thread:
             self._link.store_now()  # process 0's tag ends store nothing (`_core.ProcessLink`): its totals up to now
         return [{k: int(b.counter(rank, _C_BREAKDOWN + i)) for i, k in enumerate(self.FIELDS)}
                 for rank in range(self.workers)]

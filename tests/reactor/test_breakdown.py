@@ -273,3 +273,39 @@ def test_the_reader_s_totals_stop_at_its_loop_s_end():
     time.sleep(0.002)
     link.store_now()
     assert stored() == last and barrier.counter(0, _C_BREAKDOWN + Breakdown.FIELDS.index("tags")) == 3
+
+
+class PausedReading(Reading):
+    """Reads the counters inside a pause (`Breakdown.pause`, `resume`), as the harness's clock does between a paired
+    job's blocks, after 0 or 4 ms of CPU spent in the pause (alternately) and before 2 ms more."""
+
+    @reaction(Srv.res, effects=[Srv.again])
+    def gather(self):
+        bd = type(self).breakdown
+        bd.pause()
+        _burn(0.004 if self.done % 2 else 0.0)
+        self.readings.append(bd.counters())
+        _burn(0.002)
+        bd.resume()
+        self.done += 1
+        if self.done < self.rounds:
+            self.again.schedule(0)
+
+
+def _burn(seconds):
+    t = time.thread_time() + seconds
+    while time.thread_time() < t:
+        pass
+
+
+def test_a_reading_inside_a_pause_shows_none_of_the_pause():
+    """Between two readings taken inside pauses, process 0's CPU is the round's (its member's 4 ms), whatever the
+    pauses spent before or after the reading: process 0's totals are stored as the pause begins."""
+    bd = PausedReading.breakdown = Breakdown()
+    main = Main(12, member=Uneven, server=PausedReading)
+    run(main, executor="processes", workers=2, breakdown=bd)
+    readings = main.srv.readings
+    for a, b in zip(readings[1:], readings[2:]):
+        assert b[0]["tags"] - a[0]["tags"] == 1, (a[0], b[0])
+        assert 4_000_000 <= b[0]["cpu"] - a[0]["cpu"] < 5_500_000, (a[0], b[0])
+    assert bd.snapshot()[0]["cpu"] < 12 * 5_500_000  # the pauses' 12 x 4 ms on average are not in the totals

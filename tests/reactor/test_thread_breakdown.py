@@ -133,3 +133,28 @@ def test_breakdown_true_makes_one_and_the_run_s_stats_hold_its_last_reading():
 def test_a_breakdown_of_another_executor_is_refused():
     with pytest.raises(TypeError, match="ThreadBreakdown"):
         run(Main(), executor="threads", workers=2, breakdown=Breakdown())
+
+
+def test_a_reading_inside_a_pause_shows_none_of_the_pause():
+    """Thread 0 reads the counters inside pauses (`ThreadBreakdown.pause`, `resume`: the harness's clock between a
+    paired job's blocks) after 0 or 4 ms of CPU (alternately) and before 2 ms more: between two such readings its
+    CPU is the round's own (little: member 1 burns on thread 1), none of the pauses'."""
+    bd = ThreadBreakdown()
+    seen: list[list[dict[str, int]]] = []
+
+    class PausedReading(Server):
+        @reaction(Server.res, effects=[Server.again])
+        def gather(self):
+            bd.pause()
+            burn_cpu(BURN_S if self.done % 2 else 0.0)
+            seen.append(bd.counters())
+            burn_cpu(0.002)
+            bd.resume()
+            self.done += 1
+            if self.done < ROUNDS:
+                self.again.schedule(0)
+
+    run(Main(server=PausedReading), executor="threads", workers=2, breakdown=bd)
+    steps = [b[0]["cpu"] - a[0]["cpu"] for a, b in zip(seen, seen[1:])]
+    assert all(0 <= s < 1_500_000 for s in steps), steps
+    assert bd.counters()[0]["cpu"] < 0.5 * ROUNDS * BURN_S * 1e9
