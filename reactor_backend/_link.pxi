@@ -210,7 +210,7 @@ cdef class ProcessLink:
         cdef SlotHotReader reader
         cdef Py_ssize_t g, n, left, got
         cdef int64_t position = 0
-        cdef int64_t t0 = 0, t1 = 0, t_sweep = 0
+        cdef int64_t t0 = 0, t1 = 0, t_sweep = 0, t_stored
         if level >= len(self._plans):
             return 0
         mt = <_Meeting> self._plans[level]
@@ -259,9 +259,9 @@ cdef class ProcessLink:
                     self.overlap += t1 - t_sweep
                 if self._pending:  # the reader's totals, while it waits anyway
                     self.store_now()
-                    t_sweep = _mono_ns()
-                    t0 += t_sweep - t1  # the store is the tag loop's own (``other``), not this meeting's transport
-                    t1 = t_sweep
+                    t_stored = _mono_ns()
+                    t0 += t_stored - t1  # the store is the tag loop's own (``other``), not this meeting's transport
+                    t1 = t_stored
                 # its CPU counted by the barrier (``wait_cpu_ns``)
                 self.barrier.c_wait_ready(position, mt.ranks, mt.prog, pend, n)
                 t0 += self._waited(t1)

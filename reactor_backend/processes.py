@@ -222,9 +222,13 @@ class Breakdown:
         clock between a paired job's blocks): its totals are stored now, a reading meanwhile stores none (so it
         shows none of the pause), and `resume` takes the pause out (`exclude`). No effect when no run is in
         progress or from another thread."""
-        if self._link is not None and self._paused is None and threading.get_ident() == self._link_thread:
+        if self._paused is None and self._caller_link() is not None:
             self._link.store_now()
             self._paused = (time.perf_counter_ns(), time.thread_time_ns())
+
+    def _caller_link(self) -> ProcessLink | None:
+        """Process 0's link where a run is in progress and this is the thread that runs it, else None."""
+        return self._link if threading.get_ident() == self._link_thread else None
 
     def resume(self) -> None:
         """The caller does the program's work again: the time and CPU since `pause` are taken out."""
@@ -243,7 +247,7 @@ class Breakdown:
         b = self._barrier
         if b is None:
             return []
-        if self._link is not None and self._paused is None and threading.get_ident() == self._link_thread:
+        if self._paused is None and self._caller_link() is not None:
             self._link.store_now()  # process 0's tag ends store nothing (`_core.ProcessLink`): its totals up to now
         return [{k: int(b.counter(rank, _C_BREAKDOWN + i)) for i, k in enumerate(self.FIELDS)}
                 for rank in range(self.workers)]
