@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness.hostwatch import cpu_ns, tree_pids
+from harness.hostwatch import cpu_ns, tree_pids, wait_stopped
 from harness.interpreter import executable as interpreter_executable
 from harness.jobtree import JobTree
 from harness.runner import job_spec, kill_tree
@@ -116,11 +116,13 @@ class Resident:
     def park(self) -> None:
         """Stop (SIGSTOP) every process of the child's tree, the child included, until `unpark`: a backend whose
         daemons run timers whatever the workload (Ray) then takes no CPU during the other backends' blocks. The
-        child is waiting for its next command on a pipe, which keeps what the parent writes meanwhile. Only for a
-        backend that asked for it (``parkable``)."""
+        child is waiting for its next command on a pipe, which keeps what the parent writes meanwhile. Returns once
+        every thread has stopped (`harness.hostwatch.wait_stopped`), so the stopping is not in the next block. Only
+        for a backend that asked for it (``parkable``)."""
         if not self.parkable or self.parked:
             return
         self._signal(signal.SIGSTOP)
+        wait_stopped(self.pids, SETTLE_MAX_S)  # stopping runs on the tree's account after the signal: not in a block
         self.parked = True
 
     def measure_idle(self, seconds: float = IDLE_SAMPLE_S) -> float:
