@@ -2,8 +2,9 @@
 
 A ratio is called faster or slower only where its interval clears 1 +- margin (`harness.report.intervals.verdict`).
 The margin is a property of the machine and of the job's shape, not of the code: ``python -m harness selftest``
-measures it (the 95th percentile, over its A/A jobs, of how far a job's interval of the ratio between two identical
-residents lies beyond 1: `harness.selftest.clearance`) for the workload and worker count its jobs ran (`workload_key`:
+measures it (the larger of the 95th percentile, over its A/A jobs, of how far a job's interval of the ratio between
+two identical residents lies beyond 1, `harness.selftest.clearance`, and what the offsets between sets of processes
+leave in a job, `harness.set_offsets.set_margin`) for the workload and worker count its jobs ran (`workload_key`:
 ``gym workers=2``) and stores it in ``results/machine/<machine id>.json``, one entry per workload. A paired job uses
 its own workload's entry unless ``compare.margin`` is given, and `DEFAULT_MARGIN` where this machine has none for it:
 a margin measured on one workload is never used for another (a dqn block is one round, a gym block a few hundred, and
@@ -26,12 +27,15 @@ from harness.metadata import machine_metadata
 #: the margin of a paired job on a machine without a stored self-test and without ``compare.margin`` (the only
 #: place it is written: `harness.compare`, `harness.selftest` and ``--help`` read it from here)
 DEFAULT_MARGIN = 0.01
-#: the rule the self-test measures the margin by (`harness.selftest.measured_margin`: the 95th percentile of how far
-#: an A/A job's interval lies beyond 1, in the regimes the report reads the job in), recorded with a stored margin; a
-#: margin stored by another rule is not read: an older version's 95th percentile of |A/A median - 1| (which counts
-#: each job's own sampling noise again), or ``clearance``, whose jobs were read per regime wherever the host shifted
-#: (now only where the shift moved a ratio between contenders, `harness.report.paired.ratios_moved`)
-MARGIN_RULE = "clearance, read regimes"
+#: the rule the self-test measures the margin by (`harness.selftest.measured_margin`: the larger of the 95th
+#: percentile of how far an A/A job's interval lies beyond 1, in the regimes the report reads the job in, and what
+#: the offsets between sets of processes add to a job, `harness.set_offsets.set_margin`), recorded with a stored
+#: margin; a margin stored by another rule is not read: an older version's 95th percentile of |A/A median - 1|
+#: (which counts each job's own sampling noise again), ``clearance``, whose jobs were read per regime wherever the
+#: host shifted (now only where the shift moved a ratio between contenders, `harness.report.paired.ratios_moved`),
+#: or ``clearance, read regimes``, the percentile alone (on a host with quiet cycles but unequal sets, half of ten A/A
+#: jobs lay beyond it: `harness.set_offsets.set_margin`)
+MARGIN_RULE = "clearance or set offset, read regimes"
 #: where ``python -m harness selftest`` stores each machine's measured margin (``<machine id>.json``) and paired
 #: jobs read it; ``REACTORBENCH_MACHINE_DIR`` puts it elsewhere (tests)
 MACHINE_DIR = Path(__file__).resolve().parents[1] / "results" / "machine"

@@ -15,14 +15,17 @@ no job would ever be split, and the self-test would validate a reading no report
   false verdicts, with its binomial (Clopper-Pearson) interval, is the real error rate of the verdicts.
 * **The margin**: a verdict is given where a regime's interval clears 1 +- margin, so what a margin must cover is
   how far an A/A job's interval lies beyond 1 (`clearance`: in its regime farthest off 1; 0 where every regime's
-  interval holds 1). The margin is its 95th percentile over the jobs (``numpy.quantile``, linear between order
-  statistics; with 10 jobs, between the two largest): the smallest margin at which about 95% of A/A jobs get no
-  verdict. (|A/A median - 1| would also count the part of a job's offset that its own interval already covers.)
+  interval holds 1). The margin is the larger of its 95th percentile over the jobs (``numpy.quantile``, linear
+  between order statistics; with 10 jobs, between the two largest), the smallest margin at which about 95% of these
+  A/A jobs got no verdict, and the set part (`harness.set_offsets.set_margin`: z x the offset of one set of
+  processes / sqrt(sets per job)), which holds where quiet cycles make the intervals narrower than the sets'
+  offsets (`measured_margin`). (|A/A median - 1| would also count the part of a job's offset that its own interval
+  already covers.)
   Stored per machine and workload (`harness.margin`, results/machine/: the jobs' scenario and worker count, so
   ``scenario=dqn`` measures dqn's; a job of a workload without an entry uses the default) when the jobs ran as
   shipped (`not_as_shipped`; the cap included: a job stopped by a ``selftest.seconds`` shorter than the shipped
   ``compare.max_seconds`` did not, one stopped by the precision rule did) and there were at least
-  `MIN_JOBS_TO_STORE`; what is stored is the 95th percentile over the workload's last `POOLED_JOBS` A/A jobs, this
+  `MIN_JOBS_TO_STORE`; what is stored is that margin over the workload's last `POOLED_JOBS` A/A jobs, this
   self-test's and its earlier ones' (`store_margin`); paired jobs of the workload use it from then on.
   The false-verdict rate at the measured margin is read leave-one-out (each job at the margin of the other jobs), so
   it is not the in-sample rate, which is below 5% by construction.
@@ -61,7 +64,7 @@ import time
 from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
 import numpy as np
 import pandas as pd
@@ -83,6 +86,11 @@ MIN_JOBS_TO_STORE = 10
 #: percentile rests on more jobs than one self-test runs (with 10 jobs it lies between the two largest clearances, and
 #: moves from one self-test to the next: results/reference/vm-2core-2026-12-05-margin-per-workload/)
 POOLED_JOBS = 40
+#: how a measured margin is made (`measured_margin`), recorded with it
+MARGIN_HOW = ("the larger of the 95th percentile of the A/A clearance (how far a job's A/A interval lies beyond 1 in "
+              "its regime farthest off 1, 0 where every regime's interval holds 1; numpy.quantile, linear) and the "
+              "set part (z x the A/A offset of one set of processes, DerSimonian-Laird over the jobs' sets, / "
+              "sqrt(sets per job))")
 #: the ceilings ``make bench-paired`` holds (PAIRED_BACKENDS): residents of every self-test job as shipped
 SHIPPED_RESIDENTS = ("capacity_lockstep", "capacity")
 #: set by the self-test itself, not to be passed through
@@ -398,10 +406,19 @@ def clearance(reading: dict[str, Any]) -> float:
     return worst
 
 
-def measured_margin(clearances: np.ndarray) -> float:
-    """The margin from the jobs' A/A clearances (`clearance`): their 95th percentile (`numpy.quantile`, linear
-    between order statistics), the smallest margin at which about 95% of A/A jobs get no verdict."""
-    return float(np.quantile(clearances, 0.95)) if clearances.size else math.nan
+def measured_margin(clearances: np.ndarray, set_chi2: Sequence[Sequence[float] | None] = (),
+                    sets_per_job: float = math.nan, confidence: float = 0.95) -> float:
+    """The margin from the jobs' A/A readings: the larger of their clearances' 95th percentile (`clearance`;
+    `numpy.quantile`, linear between order statistics: the smallest margin at which about 95% of these A/A jobs got
+    no verdict) and the set part (`harness.set_offsets.set_margin` of the jobs' set readings, ``set_chi2``: what
+    the offsets between sets of processes add to a job of ``sets_per_job`` sets). Why both: the clearances count
+    the few jobs that happened to lie beyond 1, so they move with how wide the jobs' intervals happened to be; the
+    set part rests on every set of every job, and holds where quiet cycles make intervals narrower than the sets'
+    offsets."""
+    if not clearances.size:
+        return math.nan
+    part = set_offsets.set_margin(set_chi2, sets_per_job, confidence)
+    return max(float(np.quantile(clearances, 0.95)), part if math.isfinite(part) else 0.0)
 
 
 def _regimes(reading: dict[str, Any]) -> list[dict[str, Any]]:
@@ -462,12 +479,17 @@ def summarize(jobs: list[dict[str, Any]], standalone: list[dict[str, Any]], sett
                          "ended": jobs[-1].get("started_at") if jobs else None}
     offsets = np.array([abs(a["median"] - 1.0) for a in aa], dtype=float)
     clear = np.array([clearance(a) for a in aa], dtype=float)
-    margin = measured_margin(clear)
-    loo = [measured_margin(np.delete(clear, i)) if n > 1 else math.nan for i in range(n)]
+    chi2 = [set_offsets.job_chi2(a.get("sets") or []) for a in aa]
+    so = set_offsets.pooled(a.get("sets") or [] for a in aa)
+    sets = float(so.get("sets_per_job", math.nan))
+    margin = measured_margin(clear, chi2, sets, settings.confidence)
+    loo = [measured_margin(np.delete(clear, i), chi2[:i] + chi2[i + 1:], sets, settings.confidence)
+           if n > 1 else math.nan for i in range(n)]
     ran = sorted({(float(j.get("margin", math.nan)), str(j.get("margin_source") or "?")) for j in jobs})
-    s["margin"] = {"value": margin, "jobs": n, "rule": MARGIN_RULE,
-                   "how": "95th percentile of the A/A clearance: how far a job's A/A interval lies beyond 1 in its "
-                          "regime farthest off 1, 0 where every regime's interval holds 1 (numpy.quantile, linear)",
+    s["margin"] = {"value": margin, "jobs": n, "rule": MARGIN_RULE, "how": MARGIN_HOW,
+                   "clearance_part": float(np.quantile(clear, 0.95)) if n else math.nan,
+                   "set_part": set_offsets.set_margin(chi2, sets, settings.confidence), "sets_per_job": sets,
+                   "set_chi2": [list(c) if c is not None else None for c in chi2],
                    "cleared": int((clear > 0).sum()),
                    "offset_p50": float(np.median(offsets)) if n else math.nan,
                    "offset_p95": float(np.quantile(offsets, 0.95)) if n else math.nan,
@@ -492,7 +514,7 @@ def summarize(jobs: list[dict[str, Any]], standalone: list[dict[str, Any]], sett
     # jobs whose host shifted (their readings split only where a ratio moved); older files: their split jobs
     s["host_shift_jobs"] = int(sum(int(j.get("host_regimes", j.get("regimes", 1))) > 1 for j in jobs))
     # the A/A offset's source: sets of processes (harness.set_offsets); self-tests from before it: no sets
-    s["set_offsets"] = set_offsets.pooled(j["aa"].get("sets") or [] for j in jobs)
+    s["set_offsets"] = so
     s["effects"] = {}
     smallest = None
     for e in settings.effects:
@@ -546,8 +568,11 @@ def summary_line(s: dict[str, Any]) -> str:
     interval, detection per effect."""
     m = s["margin"]
     ran = ", ".join(f"+-{r['margin'] * 100:.3g}% ({r['source']})" for r in m["ran_with"])
-    parts = [f"margin +-{m['value'] * 100:.2f}% (95th percentile over {m['jobs']} jobs of how far the A/A interval "
-             f"lies beyond 1)",
+    set_part = m.get("set_part", math.nan)
+    of_sets = (f", or z x the offset per set / sqrt({m['sets_per_job']:g} sets): +-{set_part * 100:.2f}%"
+               if math.isfinite(set_part) else "")
+    parts = [f"margin +-{m['value'] * 100:.2f}% (the larger of the 95th percentile over {m['jobs']} jobs of how far "
+             f"the A/A interval lies beyond 1: +-{m.get('clearance_part', m['value']) * 100:.2f}%{of_sets})",
              f"A/A false verdicts {_pct_ci(s['aa_false']['as_run'])} at the margin the jobs ran with ({ran})"]
     b = s.get("aa_bias")
     if b and b["jobs"] > 1:
@@ -570,9 +595,9 @@ def summary_line(s: dict[str, Any]) -> str:
 def store_margin(summary: dict[str, Any], out: Path, settings: SelftestSettings) -> str:
     """Store this machine's margin for the jobs' workload (`harness.margin.store_machine_margin`) when the jobs ran
     as shipped (`not_as_shipped`: the shipped procedure, and none stopped by a cap shorter than the shipped one),
-    there were enough of them and ``selftest.store`` allows it: the 95th percentile of the A/A clearances of these
-    jobs and of the workload's earlier self-tests under the same procedure, the last `POOLED_JOBS`. What was done,
-    in words (why not, where not stored)."""
+    there were enough of them and ``selftest.store`` allows it: `measured_margin` of the A/A readings (clearances
+    and sets) of these jobs and of the workload's earlier self-tests under the same procedure, the last
+    `POOLED_JOBS`. What was done, in words (why not, where not stored)."""
     if not settings.store:
         return "not stored (selftest.store=false)"
     if summary["not_as_shipped"]:
@@ -587,21 +612,29 @@ def store_margin(summary: dict[str, Any], out: Path, settings: SelftestSettings)
         return "not stored: the jobs recorded no single workload"
     procedure = {k: getattr(CompareSettings(), k) for k in PROCEDURE}  # as shipped: nothing else is stored
     before = workload_margin(workload, summary["machine"])
-    pooled, runs = [], []
+    pooled, chi2, runs = [], [], []
     if before is not None and not differing_procedure(before, procedure) and isinstance(before.get("clearances"), list):
         pooled = [float(c) for c in before["clearances"]]
+        chi2 = before.get("set_chi2") if isinstance(before.get("set_chi2"), list) else []
+        chi2 = chi2 if len(chi2) == len(pooled) else [None] * len(pooled)  # jobs stored without their sets
         runs = [r for r in before.get("selftests") or [] if isinstance(r, dict)]
     pooled = (pooled + [float(c) for c in summary["margin"]["clearances"]])[-POOLED_JOBS:]
+    chi2 = (chi2 + list(summary["margin"].get("set_chi2") or [None] * summary["jobs"]))[-POOLED_JOBS:]
+    sets = float(summary["margin"].get("sets_per_job", math.nan))
     selftests: list[dict[str, Any]] = []  # the self-tests whose jobs are in the pool, oldest first
     for run in reversed(runs + [{"selftest": str(out), "jobs": summary["jobs"]}]):
         if sum(int(r["jobs"]) for r in selftests) >= len(pooled):
             break
         selftests.insert(0, run)
-    margin = measured_margin(np.array(pooled))
+    confidence = float(summary.get("settings", {}).get("confidence", 0.95))
+    margin = measured_margin(np.array(pooled), chi2, sets, confidence)
     day = str(summary.get("ended") or datetime.now().isoformat())[:10]
     record = {"margin": margin, "rule": summary["margin"]["rule"], "source": f"selftest {day}",
-              "how": summary["margin"]["how"] + f", over the last {len(pooled)} A/A jobs of this workload's self-tests",
-              "jobs": len(pooled), "clearances": pooled, "procedure": procedure, "selftests": selftests,
+              "how": MARGIN_HOW + f", over the last {len(pooled)} A/A jobs of this workload's self-tests",
+              "clearance_part": float(np.quantile(pooled, 0.95)),
+              "set_part": set_offsets.set_margin(chi2, sets, confidence), "sets_per_job": sets,
+              "jobs": len(pooled), "clearances": pooled, "set_chi2": chi2, "procedure": procedure,
+              "selftests": selftests,
               "latest": {"selftest": str(out), "margin": value, "jobs": summary["jobs"], "line": summary["line"]},
               "machine": summary["machine"], "scenario_overrides": summary.get("passed", [])}
     path = store_machine_margin(record, workload, summary["machine"])

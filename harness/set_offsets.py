@@ -3,8 +3,9 @@ respawns every resident every ``compare.respawn_s``), read from a paired job's c
 
 Why: the interval of a paired job is drawn over cycles, and cycles of one set share that set's offset (where its
 processes were placed, how their memory was laid out), so no interval over cycles sees it; only the number of
-sets a job averages over shrinks it. The self-test's margin covers it (`harness.selftest`); this reading says how
-much of an A/A job's spread it is, so a reader knows why the margin is what it is and what would lower it.
+sets a job averages over shrinks it. The self-test's margin covers it (`harness.selftest.measured_margin`: at least
+`set_margin`, what it leaves in a job of that many sets); this reading says how much of an A/A job's spread it is, so
+a reader knows why the margin is what it is and what would lower it.
 
 Per set, the median of the pair's log ratios and that median's standard error from the set's own cycles
 (1.2533 x the scaled MAD / sqrt(cycles): the median's error for values whose core is normal; a set of fewer than
@@ -21,7 +22,7 @@ once); the median of the jobs' own tau^2 (``set_sd_typical``) is what a typical 
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -62,6 +63,34 @@ def job_chi2(sets: list[dict[str, Any]]) -> tuple[float, int, float] | None:
     return float((w * (m - mean) ** 2).sum()), len(sets) - 1, float(w.sum() - (w ** 2).sum() / w.sum())
 
 
+def _share(tau2: float) -> float:
+    """A log-scale variance as the share one standard deviation multiplies by, minus 1."""
+    return float(math.expm1(math.sqrt(max(tau2, 0.0))))
+
+
+def tau_share(read: Iterable[Sequence[float] | None]) -> float:
+    """The offset of one set (tau, as a share) from jobs' `job_chi2` readings added up (the DerSimonian-Laird
+    estimate over every job, floored at 0); NaN without any (None entries: jobs with fewer than two sets)."""
+    read = [r for r in read if r is not None]
+    if not read:
+        return math.nan
+    q, df, c = (np.array(v, dtype=float) for v in zip(*read))
+    return _share(float((q.sum() - df.sum()) / c.sum())) if c.sum() > 0 else math.nan
+
+
+def set_margin(read: Iterable[Sequence[float] | None], sets_per_job: float, confidence: float = 0.95) -> float:
+    """The margin that covers the set offsets of a job of ``sets_per_job`` sets with ``confidence``: z tau /
+    sqrt(sets) (tau: `tau_share` of the jobs' readings; z the normal quantile, 1.96 at 95%). A job's median ratio
+    averages its sets' offsets, which no interval over cycles sees, so this is the part of its offset the margin
+    must cover whatever the clearances of a few jobs happened to show: on a host whose cycles are quiet but whose
+    sets differ (2026-12-07, 14:21 UTC here: tau about 2%, A/A intervals +-1.2% wide) half of ten A/A jobs lay
+    beyond a margin taken from the clearances of earlier, noisier jobs. NaN without readings or sets."""
+    tau = tau_share(read)
+    if not (math.isfinite(tau) and sets_per_job >= 1):
+        return math.nan
+    return float(stats.norm.ppf(0.5 + confidence / 2.0) * tau / math.sqrt(sets_per_job))
+
+
 def pooled(jobs_sets: Iterable[list[dict[str, Any]]]) -> dict[str, Any]:
     """Over jobs: the chi2 per degree of freedom of their set medians and its p-value, how many jobs alone reach
     p < 0.05, the offset of one set (tau, as a share: over every job, ``set_sd``, and the typical job's,
@@ -71,12 +100,8 @@ def pooled(jobs_sets: Iterable[list[dict[str, Any]]]) -> dict[str, Any]:
     if not read:
         return {"jobs": 0}
     q, df, c = (np.array(v, dtype=float) for v in zip(*read))
-
-    def share(tau2: float) -> float:
-        return float(math.expm1(math.sqrt(max(tau2, 0.0))))
-
     return {"jobs": len(read), "sets_per_job": float(np.median([len(s) for s in jobs_sets if len(s) >= 2])),
             "chi2_per_df": float(q.sum() / df.sum()), "p_value": float(stats.chi2.sf(q.sum(), df.sum())),
             "jobs_p05": int((stats.chi2.sf(q, df) < 0.05).sum()),
-            "set_sd": share(float((q.sum() - df.sum()) / c.sum())),
-            "set_sd_typical": share(float(np.median((q - df) / c)))}
+            "set_sd": tau_share(read),
+            "set_sd_typical": _share(float(np.median((q - df) / c)))}

@@ -57,6 +57,9 @@ def opening_rows(summary: dict[str, Any]) -> list[list[str]]:
     f = summary["aa_false"]
     how = ("95th percentile of how far an A/A interval lies beyond 1" if _clearance_rule(m) else
            "95th percentile of |A/A job median - 1|")  # an older self-test's rule
+    if math.isfinite(m.get("set_part", math.nan)):  # since the set part: the larger of the two
+        how = (f"the larger of the {how} (+-{m['clearance_part'] * 100:.2f}%) and z x the A/A offset of one set / "
+               f"sqrt({m['sets_per_job']:g} sets per job) (+-{m['set_part'] * 100:.2f}%),")
     on = f" ({summary['workload']})" if summary.get("workload") else ""
     rows = [[f"margin{on}: {how} over {m['jobs']} jobs",
              f"+-{m['value'] * 100:.2f}%" if math.isfinite(m["value"]) else "-",

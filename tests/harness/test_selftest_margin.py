@@ -240,6 +240,41 @@ def test_an_offset_that_belongs_to_each_set_of_processes_is_measured_and_noise_a
         == {"jobs": 0}
 
 
+def test_the_margin_covers_the_offsets_of_sets_where_every_aa_interval_held_1(tmp_path: Path, monkeypatch) -> None:
+    """Ten A/A jobs of four sets each, 2% off in alternate directions per set, with quiet cycles: every job's
+    interval holds 1 (its median lies between the sets, its interval spans them), so every clearance is 0, yet a
+    job whose sets fell three to one would lie 1% off. The margin is the set part, z x the offset of one set /
+    sqrt(4 sets); for sets of equal cycles and noise the DerSimonian-Laird offset is the sample standard deviation
+    of the sets' log medians (here log 1.02 and log 0.98, twice each). Stored so, a paired job of the workload
+    clears it. The same cycles read as one set per job (no respawn) give no set part: margin 0."""
+    from scipy.stats import norm
+
+    monkeypatch.setenv("REACTORBENCH_MACHINE_DIR", str(tmp_path / "machine"))
+    meta = {"cpu_model": "Test CPU", "cpu_count": 2, "hostname": "box"}
+    cycles = [lv * w for lv in [1.02, 0.98, 1.02, 0.98] for w in wiggle(12, 1.0)]
+    jobs = [read(recorded_job(tmp_path / f"job_{i:03d}", cycles, {0.5: wiggle(48, 0.9)}, set_cycles=12))
+            for i in range(10)]
+    s = selftest.summarize(jobs, [], SETTINGS, meta)
+    assert s["margin"]["clearances"] == [0.0] * 10 and s["margin"]["clearance_part"] == 0.0
+    sd = np.std(np.log([1.02, 0.98, 1.02, 0.98]), ddof=1)
+    expected = norm.ppf(0.975) * math.expm1(sd) / math.sqrt(4)  # 2.29%
+    assert s["margin"]["sets_per_job"] == 4
+    assert s["margin"]["set_part"] == pytest.approx(expected, rel=0.01)
+    assert s["margin"]["value"] == s["margin"]["set_part"]
+    assert s["aa_false"]["measured_margin"]["k"] == 0
+    assert "or z x the offset per set / sqrt(4 sets): +-2.29%" in s["line"]
+    assert "the larger of" in opening_rows({**s, "stored": "stored"})[0][0]
+    assert selftest.store_margin(s, tmp_path / "a", SETTINGS).startswith("stored")
+    stored = machine.machine_margin("gym", 2, meta)
+    assert stored["margin"] == pytest.approx(expected, rel=0.01) and stored["set_part"] == stored["margin"]
+    assert len(stored["set_chi2"]) == len(stored["clearances"]) == 10
+    monkeypatch.setattr(machine, "machine_metadata", lambda: meta)
+    assert machine.resolve_margin(None, "gym", 2, JOB)[0] == pytest.approx(expected, rel=0.01)
+    one_set = [read(recorded_job(tmp_path / f"one_{i:03d}", cycles, {0.5: wiggle(48, 0.9)})) for i in range(10)]
+    flat = selftest.summarize(one_set, [], SETTINGS, meta)
+    assert flat["margin"]["value"] == 0.0 and math.isnan(flat["margin"]["set_part"])
+
+
 def test_sets_that_differ_only_by_their_cycles_noise_read_about_one_per_degree_of_freedom() -> None:
     """The set median's standard error (1.2533 x the scaled MAD / sqrt(cycles)) is what makes independent
     normal cycles read chi2 about 1 per degree of freedom: without the 1.2533 they would read about 1.57."""
