@@ -96,12 +96,18 @@ def machine_margin(scenario: str, workers: int, meta: Optional[dict[str, Any]] =
     return workload_margin(workload_key(scenario, workers), meta)
 
 
-def workload_margin(key: str, meta: Optional[dict[str, Any]] = None) -> Optional[dict[str, Any]]:
-    """`machine_margin` by the entry's name (`workload_key`)."""
+def _entry(key: str, meta: Optional[dict[str, Any]] = None) -> tuple[Optional[dict[str, Any]], Path]:
+    """The machine file's entry for the workload ``key`` as stored (None: none), and the file."""
     path = machine_file(meta)
     margins = _stored(path).get("margins")
     entry = margins.get(key) if isinstance(margins, dict) else None
-    if not isinstance(entry, dict):
+    return (entry if isinstance(entry, dict) else None), path
+
+
+def workload_margin(key: str, meta: Optional[dict[str, Any]] = None) -> Optional[dict[str, Any]]:
+    """`machine_margin` by the entry's name (`workload_key`)."""
+    entry, path = _entry(key, meta)
+    if entry is None:
         return None
     try:
         margin = float(entry["margin"])
@@ -154,6 +160,10 @@ def resolve_margin(given: Optional[float], scenario: str, workers: int,
     key = workload_key(scenario, workers)
     stored = machine_margin(scenario, workers)
     if stored is None:
+        entry, _ = _entry(key)
+        if entry is not None and entry.get("rule") != MARGIN_RULE:
+            return DEFAULT_MARGIN, (f"default: the self-test of {key} on this machine stored its margin by an older "
+                                    f"rule ({entry.get('rule') or 'none recorded'}); make selftest measures it again")
         return DEFAULT_MARGIN, f"default: no self-test of {key} on this machine"
     differ = differing_procedure(stored, settings)
     if differ:

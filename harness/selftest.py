@@ -415,10 +415,16 @@ def measured_margin(clearances: np.ndarray, set_chi2: Sequence[Sequence[float] |
     the few jobs that happened to lie beyond 1, so they move with how wide the jobs' intervals happened to be; the
     set part rests on every set of every job, and holds where quiet cycles make intervals narrower than the sets'
     offsets."""
-    if not clearances.size:
-        return math.nan
-    part = set_offsets.set_margin(set_chi2, sets_per_job, confidence)
-    return max(float(np.quantile(clearances, 0.95)), part if math.isfinite(part) else 0.0)
+    clear, sets = margin_parts(clearances, set_chi2, sets_per_job, confidence)
+    return max(clear, sets if math.isfinite(sets) else 0.0) if clearances.size else math.nan
+
+
+def margin_parts(clearances: np.ndarray, set_chi2: Sequence[Sequence[float] | None] = (),
+                 sets_per_job: float = math.nan, confidence: float = 0.95) -> tuple[float, float]:
+    """`measured_margin`'s two parts, (the clearances' 95th percentile, the set part): NaN where there is nothing
+    to read one from."""
+    clear = float(np.quantile(clearances, 0.95)) if clearances.size else math.nan
+    return clear, set_offsets.set_margin(set_chi2, sets_per_job, confidence)
 
 
 def _regimes(reading: dict[str, Any]) -> list[dict[str, Any]]:
@@ -486,9 +492,9 @@ def summarize(jobs: list[dict[str, Any]], standalone: list[dict[str, Any]], sett
     loo = [measured_margin(np.delete(clear, i), chi2[:i] + chi2[i + 1:], sets, settings.confidence)
            if n > 1 else math.nan for i in range(n)]
     ran = sorted({(float(j.get("margin", math.nan)), str(j.get("margin_source") or "?")) for j in jobs})
+    clear_part, set_part = margin_parts(clear, chi2, sets, settings.confidence)
     s["margin"] = {"value": margin, "jobs": n, "rule": MARGIN_RULE, "how": MARGIN_HOW,
-                   "clearance_part": float(np.quantile(clear, 0.95)) if n else math.nan,
-                   "set_part": set_offsets.set_margin(chi2, sets, settings.confidence), "sets_per_job": sets,
+                   "clearance_part": clear_part, "set_part": set_part, "sets_per_job": sets,
                    "set_chi2": [list(c) if c is not None else None for c in chi2],
                    "cleared": int((clear > 0).sum()),
                    "offset_p50": float(np.median(offsets)) if n else math.nan,
@@ -628,11 +634,11 @@ def store_margin(summary: dict[str, Any], out: Path, settings: SelftestSettings)
         selftests.insert(0, run)
     confidence = float(summary.get("settings", {}).get("confidence", 0.95))
     margin = measured_margin(np.array(pooled), chi2, sets, confidence)
+    clear_part, set_part = margin_parts(np.array(pooled), chi2, sets, confidence)
     day = str(summary.get("ended") or datetime.now().isoformat())[:10]
     record = {"margin": margin, "rule": summary["margin"]["rule"], "source": f"selftest {day}",
               "how": MARGIN_HOW + f", over the last {len(pooled)} A/A jobs of this workload's self-tests",
-              "clearance_part": float(np.quantile(pooled, 0.95)),
-              "set_part": set_offsets.set_margin(chi2, sets, confidence), "sets_per_job": sets,
+              "clearance_part": clear_part, "set_part": set_part, "sets_per_job": sets,
               "jobs": len(pooled), "clearances": pooled, "set_chi2": chi2, "procedure": procedure,
               "selftests": selftests,
               "latest": {"selftest": str(out), "margin": value, "jobs": summary["jobs"], "line": summary["line"]},

@@ -487,6 +487,10 @@ def test_a_stored_margin_outside_its_range_or_unreadable_is_not_used(tmp_path: P
                  json.dumps({"margin": 0.002, "rule": rule})):  # stored before margins were kept per workload
         path.write_text(text)
         assert machine.resolve_margin(None, "gym", 2, JOB)[0] == machine.DEFAULT_MARGIN
+    path.write_text(entry(margin=0.004, rule="clearance, read regimes", procedure=SHIPPED))  # the percentile alone
+    assert machine.resolve_margin(None, "gym", 2, JOB) == (
+        machine.DEFAULT_MARGIN, "default: the self-test of gym workers=2 on this machine stored its margin by an "
+                                "older rule (clearance, read regimes); make selftest measures it again")
     path.write_text(entry(margin=0.004, rule=rule, source="selftest 2026-12-05"))  # no procedure recorded
     assert machine.resolve_margin(None, "gym", 2, JOB) == (
         machine.DEFAULT_MARGIN, "default: the self-test of gym workers=2 on this machine ran another procedure: its "
