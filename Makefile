@@ -224,7 +224,7 @@ SELFTEST_PRECISION ?= $(PAIRED_PRECISION)
 SELFTEST_RESIDENTS ?= $(subst $(space),$(comma),$(filter capacity%,$(subst $(comma), ,$(PAIRED_BACKENDS))))
 SELFTEST_STANDALONE ?= false
 space := $(subst ,, )
-selftest: install ## A/A jobs and injected effects run as bench-paired runs them (SELFTEST_JOBS jobs of at most SELFTEST_SECONDS: 10-15 min at the defaults on the 2-vCPU VM): the margin, the false-verdict rate, what is detected
+selftest: install ## A/A jobs and injected effects run as bench-paired runs them (SELFTEST_JOBS jobs of at most SELFTEST_SECONDS: about 20 min at the defaults on the 2-vCPU VM): the margin, the false-verdict rate, what is detected
 	$(PY) -m harness selftest scenario=$(SELFTEST_SCENARIO) selftest.jobs=$(SELFTEST_JOBS) selftest.seconds=$(SELFTEST_SECONDS) "selftest.effects=[$(SELFTEST_EFFECTS)]" "selftest.residents=[$(SELFTEST_RESIDENTS)]" selftest.standalone=$(SELFTEST_STANDALONE) workers=$(WORKERS) budget=$(BUDGET) compare.precision=$(SELFTEST_PRECISION)
 
 bench-gym: install ## Gym (CartPole) standalone: serial, the reactor, every Ray layout, the vector env, the ceilings and RLlib's sampler (a reference); the reactor executors: bench-paired

@@ -108,11 +108,11 @@ def test_with_respawning_on_the_precision_stop_comes_only_from_the_min_sets_th_s
     from harness.cycles import set_ended
 
     shipped = CompareSettings()
-    assert shipped.min_sets == 4 and shipped.respawn_s > 0
-    # sets 0-2 (epochs) never end a job on precision, whatever their time; the fourth does once it has run its time
-    assert not any(set_ended(shipped, epoch, 100.0, 10.0) for epoch in range(3))
-    assert not set_ended(shipped, 3, 9.9, 10.0) and set_ended(shipped, 3, 10.0, 10.0)
-    assert set_ended(shipped, 7, 10.0, 10.0)
+    assert shipped.min_sets == 8 and shipped.respawn_s > 0
+    # sets 0-6 (epochs) never end a job on precision, whatever their time; the eighth does once it has run its time
+    assert not any(set_ended(shipped, epoch, 100.0, 10.0) for epoch in range(7))
+    assert not set_ended(shipped, 7, 9.9, 10.0) and set_ended(shipped, 7, 10.0, 10.0)
+    assert set_ended(shipped, 11, 10.0, 10.0)
     # as before the setting existed: from the second set on
     assert set_ended(CompareSettings(min_sets=2), 1, 10.0, 10.0)
     assert set_ended(CompareSettings(respawn_s=0), 0, 0.0, 0.0)  # no respawning: no sets to wait for

@@ -336,7 +336,7 @@ def test_a_shipped_selftest_stores_the_margin_paired_jobs_then_use(tmp_path: Pat
 
 def test_a_margin_stored_before_a_procedure_setting_existed_reads_as_what_jobs_did_then(tmp_path, monkeypatch):
     """A record without ``min_sets`` was measured by jobs that stopped from their second set of processes on: it
-    holds for such jobs, not for today's, which wait for four."""
+    holds for such jobs, not for today's, which wait for eight."""
     monkeypatch.setenv("REACTORBENCH_MACHINE_DIR", str(tmp_path))
     meta = {"hostname": "box", "cpu_model": "Test CPU", "cpu_count": 2}
     monkeypatch.setattr(machine, "machine_metadata", lambda: meta)
@@ -346,7 +346,7 @@ def test_a_margin_stored_before_a_procedure_setting_existed_reads_as_what_jobs_d
     machine.machine_file(meta).write_text(json.dumps({"margins": {"gym workers=2": entry}}))
     assert machine.resolve_margin(None, "gym", 2, JOB) == (
         machine.DEFAULT_MARGIN, "default: the self-test of gym workers=2 on this machine ran another procedure: "
-                                "min_sets 2 (this job 4)")
+                                f"min_sets 2 (this job {JOB['min_sets']})")
     assert machine.resolve_margin(None, "gym", 2, {**JOB, "min_sets": 2}) == (0.012, "selftest 2026-12-05 (gym workers=2)")
     # nor by jobs whose sets start in shuffled orders: a record without ``start_order`` started them listed
     oldest = {k: v for k, v in older.items() if k != "start_order"}
