@@ -82,9 +82,9 @@ def set_margin(read: Iterable[Sequence[float] | None], sets_per_job: float, conf
     """The margin that covers the set offsets of a job of ``sets_per_job`` sets with ``confidence``: z tau /
     sqrt(sets) (tau: `tau_share` of the jobs' readings; z the normal quantile, 1.96 at 95%). A job's median ratio
     averages its sets' offsets, which no interval over cycles sees, so this is the part of its offset the margin
-    must cover whatever the clearances of a few jobs happened to show: on a host whose cycles are quiet but whose
-    sets differ (2026-12-07, 14:21 UTC here: tau about 2%, A/A intervals +-1.2% wide) half of ten A/A jobs lay
-    beyond a margin taken from the clearances of earlier, noisier jobs. NaN without readings or sets."""
+    must cover whatever the clearances of a few jobs happened to show: where cycles are quiet but sets differ, A/A
+    intervals are narrow and many lie beyond a margin taken from the clearances of earlier, noisier jobs
+    (results/reference/vm-2core-2026-12-05-margin-per-workload/, "The set part"). NaN without readings or sets."""
     tau = tau_share(read)
     if not (math.isfinite(tau) and sets_per_job >= 1):
         return math.nan
