@@ -75,8 +75,8 @@ class CompareSettings:
     #: with respawning on, the fewest sets of processes a job stops on precision after. Each set brings an offset
     #: of its own that the interval over cycles does not see, and with 0.1-s blocks a gym job can reach +-5% within
     #: two sets; the margin covers what the sets leave, z x the offset of one set / sqrt(sets)
-    #: (`harness.set_offsets.set_margin`), so a gym job's margin here was +-2.4% after four sets and +-1.4% after
-    #: eight (twice the time: 55 -> 109 s): results/reference/vm-2core-2026-12-06-min-sets/
+    #: (`harness.set_offsets.set_margin`), so a gym job's margin on the 2-vCPU VM was +-2.4% after four sets and
+    #: +-1.4% after eight (twice the time: 55 -> 109 s): results/reference/vm-2core-2026-12-06-min-sets/
     min_sets: int = 8
     #: restarting takes at most this share of a job's time: a respawn waits for at least
     #: ``start * (1 - share) / share`` seconds of cycles after a start that took ``start`` (Ray's takes seconds);

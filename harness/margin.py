@@ -106,7 +106,11 @@ def _entry(key: str, meta: Optional[dict[str, Any]] = None) -> tuple[Optional[di
 
 def workload_margin(key: str, meta: Optional[dict[str, Any]] = None) -> Optional[dict[str, Any]]:
     """`machine_margin` by the entry's name (`workload_key`)."""
-    entry, path = _entry(key, meta)
+    return _readable(*_entry(key, meta))
+
+
+def _readable(entry: Optional[dict[str, Any]], path: Path) -> Optional[dict[str, Any]]:
+    """A stored entry as `workload_margin` gives it, or None where it is missing, out of range or of another rule."""
     if entry is None:
         return None
     try:
@@ -158,9 +162,9 @@ def resolve_margin(given: Optional[float], scenario: str, workers: int,
     if given is not None:
         return float(given), "compare.margin"
     key = workload_key(scenario, workers)
-    stored = machine_margin(scenario, workers)
+    entry, path = _entry(key)
+    stored = _readable(entry, path)
     if stored is None:
-        entry, _ = _entry(key)
         if entry is not None and entry.get("rule") != MARGIN_RULE:
             return DEFAULT_MARGIN, (f"default: the self-test of {key} on this machine stored its margin by an older "
                                     f"rule ({entry.get('rule') or 'none recorded'}); make selftest measures it again")

@@ -415,8 +415,7 @@ def measured_margin(clearances: np.ndarray, set_chi2: Sequence[Sequence[float] |
     the few jobs that happened to lie beyond 1, so they move with how wide the jobs' intervals happened to be; the
     set part rests on every set of every job, and holds where quiet cycles make intervals narrower than the sets'
     offsets."""
-    clear, sets = margin_parts(clearances, set_chi2, sets_per_job, confidence)
-    return max(clear, sets if math.isfinite(sets) else 0.0) if clearances.size else math.nan
+    return larger_part(*margin_parts(clearances, set_chi2, sets_per_job, confidence))
 
 
 def margin_parts(clearances: np.ndarray, set_chi2: Sequence[Sequence[float] | None] = (),
@@ -425,6 +424,12 @@ def margin_parts(clearances: np.ndarray, set_chi2: Sequence[Sequence[float] | No
     to read one from."""
     clear = float(np.quantile(clearances, 0.95)) if clearances.size else math.nan
     return clear, set_offsets.set_margin(set_chi2, sets_per_job, confidence)
+
+
+def larger_part(clear: float, sets: float) -> float:
+    """The margin from its two parts (`margin_parts`): the larger, the set part counting 0 where it could not be read;
+    NaN without clearances."""
+    return max(clear, sets if math.isfinite(sets) else 0.0) if math.isfinite(clear) else math.nan
 
 
 def _regimes(reading: dict[str, Any]) -> list[dict[str, Any]]:
@@ -488,11 +493,11 @@ def summarize(jobs: list[dict[str, Any]], standalone: list[dict[str, Any]], sett
     chi2 = [set_offsets.job_chi2(a.get("sets") or []) for a in aa]
     so = set_offsets.pooled(a.get("sets") or [] for a in aa)
     sets = float(so.get("sets_per_job", math.nan))
-    margin = measured_margin(clear, chi2, sets, settings.confidence)
+    clear_part, set_part = margin_parts(clear, chi2, sets, settings.confidence)
+    margin = larger_part(clear_part, set_part)
     loo = [measured_margin(np.delete(clear, i), chi2[:i] + chi2[i + 1:], sets, settings.confidence)
            if n > 1 else math.nan for i in range(n)]
     ran = sorted({(float(j.get("margin", math.nan)), str(j.get("margin_source") or "?")) for j in jobs})
-    clear_part, set_part = margin_parts(clear, chi2, sets, settings.confidence)
     s["margin"] = {"value": margin, "jobs": n, "rule": MARGIN_RULE, "how": MARGIN_HOW,
                    "clearance_part": clear_part, "set_part": set_part, "sets_per_job": sets,
                    "set_chi2": [list(c) if c is not None else None for c in chi2],
@@ -633,8 +638,8 @@ def store_margin(summary: dict[str, Any], out: Path, settings: SelftestSettings)
             break
         selftests.insert(0, run)
     confidence = float(summary.get("settings", {}).get("confidence", 0.95))
-    margin = measured_margin(np.array(pooled), chi2, sets, confidence)
     clear_part, set_part = margin_parts(np.array(pooled), chi2, sets, confidence)
+    margin = larger_part(clear_part, set_part)
     day = str(summary.get("ended") or datetime.now().isoformat())[:10]
     record = {"margin": margin, "rule": summary["margin"]["rule"], "source": f"selftest {day}",
               "how": MARGIN_HOW + f", over the last {len(pooled)} A/A jobs of this workload's self-tests",
