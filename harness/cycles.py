@@ -268,9 +268,11 @@ def run_compare(jobs: list[dict[str, Any]], job_dir: Path, settings: CompareSett
                 log: Callable[[str], None] = lambda s: None) -> CompareOutcome:
     """Measure ``jobs`` (one composed job config per backend, identical but for ``backend``) paired. The margin
     is resolved once, before anything runs, for the job's workload and procedure (`resolve_margin`): every row and
-    ``compare.json`` record it and its source."""
-    margin, margin_source = resolve_margin(settings.margin, jobs[0]["scenario"]["name"], int(jobs[0]["workers"]),
-                                           asdict(settings))
+    ``compare.json`` record it, its source and a stored margin's parts, from which the report takes it to the sets
+    of processes the job ran (`harness.margin.Margin.for_sets`)."""
+    resolved = resolve_margin(settings.margin, jobs[0]["scenario"]["name"], int(jobs[0]["workers"]),
+                              asdict(settings))
+    margin, margin_source = resolved.value, resolved.source
     settings = replace(settings, margin=margin)
     job_dir.mkdir(parents=True, exist_ok=True)
     writer = ResultsWriter(job_dir)
@@ -348,7 +350,9 @@ def run_compare(jobs: list[dict[str, Any]], job_dir: Path, settings: CompareSett
             n_rounds, calibration = calibrate(residents, warm, settings.block_s)
         outcome.calibration_rounds = calibration
         outcome.block_rounds = n_rounds
-        log(f"blocks of {n_rounds} rounds; verdicts clear a margin of +-{margin * 100:.3g}% ({margin_source})")
+        log(f"blocks of {n_rounds} rounds; verdicts clear a margin of +-{margin * 100:.3g}% ({margin_source})"
+            + (f" after {resolved.sets:g} sets of processes, taken to the sets the job runs"
+               if math.isfinite(resolved.set_part) else ""))
         rng = np.random.default_rng(seed)
         position = 0
         ratios: list[float] = []
@@ -426,8 +430,7 @@ def run_compare(jobs: list[dict[str, Any]], job_dir: Path, settings: CompareSett
                               "cpus": b["cpus"], "pinned_cpu": b["pinned_cpu"], "epoch": epoch,
                               "started_at": started_at[key],
                               "settle_ms": b["settle_ms"], "unpark_ms": b["unpark_ms"], "stopped_by": reason,
-                              "precision_target": settings.precision, "margin": settings.margin,
-                              "margin_source": margin_source,
+                              "precision_target": settings.precision, **resolved.row_fields(),
                               "confidence": settings.confidence})
                 writer.append(make_row(bases[key], repetition=cycle, cycle=cycle, block=b["position"],
                                        status="ok", checksum=msg["checksum"], extra=extra,
@@ -454,7 +457,7 @@ def run_compare(jobs: list[dict[str, Any]], job_dir: Path, settings: CompareSett
                        error=f"{current}: {outcome.message}")
         writer.append(err)
     _tear_down(residents, probe, ledger)
-    summary = {**asdict(settings), "margin_source": margin_source, "settings": asdict(settings), "backends": keys,
+    summary = {**asdict(settings), **resolved.row_fields(), "settings": asdict(settings), "backends": keys,
                "status": outcome.status, "message": outcome.message,
                "cycles": outcome.cycles, "block_rounds": outcome.block_rounds,
                "calibration_rounds": outcome.calibration_rounds, "leftover_processes": outcome.leftover_processes,

@@ -20,15 +20,17 @@ no job would ever be split, and the self-test would validate a reading no report
   A/A jobs got no verdict, and the set part (`harness.set_offsets.set_margin`: z x the offset of one set of
   processes / sqrt(sets per job)), which holds where quiet cycles make the intervals narrower than the sets'
   offsets (`measured_margin`). (|A/A median - 1| would also count the part of a job's offset that its own interval
-  already covers.)
+  already covers.) A job's set part is taken at the sets it averaged over (`harness.set_offsets.effective_sets`,
+  `harness.margin.Margin.for_sets`): the stored margin is for the self-test's jobs' sets, and a job that ran fewer
+  (stopped by its cap, as a job holding Ray is) clears a wider one, one that ran more a narrower one.
   Stored per machine and workload (`harness.margin`, results/machine/: the jobs' scenario and worker count, so
   ``scenario=dqn`` measures dqn's; a job of a workload without an entry uses the default) when the jobs ran as
   shipped (`not_as_shipped`; the cap included: a job stopped by a ``selftest.seconds`` shorter than the shipped
   ``compare.max_seconds`` did not, one stopped by the precision rule did) and there were at least
   `MIN_JOBS_TO_STORE`; what is stored is that margin over the workload's last `POOLED_JOBS` A/A jobs, this
   self-test's and its earlier ones' (`store_margin`); paired jobs of the workload use it from then on.
-  The false-verdict rate at the measured margin is read leave-one-out (each job at the margin of the other jobs), so
-  it is not the in-sample rate, which is below 5% by construction.
+  The false-verdict rate at the measured margin is read leave-one-out (each job at the margin of the other jobs,
+  its set part at its own sets), so it is not the in-sample rate, which is below 5% by construction.
 * **Where the A/A offset comes from**: per set of processes, the A/A pair's median and its error from the set's
   own cycles, pooled over jobs (`harness.set_offsets`): how far sets differ beyond their cycles' noise, and the
   offset of one set that no interval over cycles sees, which the margin covers.
@@ -71,8 +73,8 @@ import pandas as pd
 
 from harness import set_offsets
 from harness.cycles import COMPARE_FILE, CompareSettings, fewest_cycles
-from harness.margin import (BEFORE_IT_EXISTED, MARGIN_RULE, PROCEDURE, differing_procedure, store_machine_margin,
-                            workload_key, workload_margin)
+from harness.margin import (BEFORE_IT_EXISTED, MARGIN_RULE, PROCEDURE, differing_procedure, larger_part,
+                            store_machine_margin, workload_key, workload_margin)
 from harness.metadata import job_metadata
 from harness.report import stats
 from harness.report.resolution import DETECTION_GOAL
@@ -90,7 +92,7 @@ POOLED_JOBS = 40
 MARGIN_HOW = ("the larger of the 95th percentile of the A/A clearance (how far a job's A/A interval lies beyond 1 in "
               "its regime farthest off 1, 0 where every regime's interval holds 1; numpy.quantile, linear) and the "
               "set part (z x the A/A offset of one set of processes, DerSimonian-Laird over the jobs' sets, / "
-              "sqrt(sets per job))")
+              "sqrt(sets per job); a job's set part is taken at the sets it ran)")
 #: the ceilings ``make bench-paired`` holds (PAIRED_BACKENDS): residents of every self-test job as shipped
 SHIPPED_RESIDENTS = ("capacity_lockstep", "capacity")
 #: set by the self-test itself, not to be passed through
@@ -315,7 +317,7 @@ def read_job(job_dir: Path, settings: SelftestSettings, at_seconds: Optional[flo
         return reading
 
     out: dict[str, Any] = {"job": job_dir.name, "margin": job.margin, "margin_source": job.margin_source,
-                           "stopped_by": "time" if cut else job.stopped_by, "cycles": job.cycles,
+                           "sets": job.sets, "stopped_by": "time" if cut else job.stopped_by, "cycles": job.cycles,
                            "regimes": len(job.regimes), "host_regimes": len(job.host_regimes),
                            "compare": {k: ran.get(k, BEFORE_IT_EXISTED.get(k)) for k in PROCEDURE + ("max_seconds",)},
                            "problems": problems}
@@ -426,12 +428,6 @@ def margin_parts(clearances: np.ndarray, set_chi2: Sequence[Sequence[float] | No
     return clear, set_offsets.set_margin(set_chi2, sets_per_job, confidence)
 
 
-def larger_part(clear: float, sets: float) -> float:
-    """The margin from its two parts (`margin_parts`): the larger, the set part counting 0 where it could not be read;
-    NaN without clearances."""
-    return max(clear, sets if math.isfinite(sets) else 0.0) if math.isfinite(clear) else math.nan
-
-
 def _regimes(reading: dict[str, Any]) -> list[dict[str, Any]]:
     return reading.get("regimes") or [reading]  # selftest.json of older versions: the pooled reading only
 
@@ -492,10 +488,14 @@ def summarize(jobs: list[dict[str, Any]], standalone: list[dict[str, Any]], sett
     clear = np.array([clearance(a) for a in aa], dtype=float)
     chi2 = [set_offsets.job_chi2(a.get("sets") or []) for a in aa]
     so = set_offsets.pooled(a.get("sets") or [] for a in aa)
-    sets = float(so.get("sets_per_job", math.nan))
+    # the sets each job's median averaged over (`set_offsets.effective_sets`; older files: the sets read)
+    own = [float(j.get("sets", math.nan)) for j in jobs]
+    own = [x if math.isfinite(x) else float(len(a.get("sets") or [])) for x, a in zip(own, aa)]
+    sets = float(np.median(own)) if own else math.nan
     clear_part, set_part = margin_parts(clear, chi2, sets, settings.confidence)
     margin = larger_part(clear_part, set_part)
-    loo = [measured_margin(np.delete(clear, i), chi2[:i] + chi2[i + 1:], sets, settings.confidence)
+    # each job at the margin of the other jobs, its set part taken at its own sets, as a shipped job's is
+    loo = [measured_margin(np.delete(clear, i), chi2[:i] + chi2[i + 1:], own[i], settings.confidence)
            if n > 1 else math.nan for i in range(n)]
     ran = sorted({(float(j.get("margin", math.nan)), str(j.get("margin_source") or "?")) for j in jobs})
     s["margin"] = {"value": margin, "jobs": n, "rule": MARGIN_RULE, "how": MARGIN_HOW,
@@ -580,7 +580,7 @@ def summary_line(s: dict[str, Any]) -> str:
     m = s["margin"]
     ran = ", ".join(f"+-{r['margin'] * 100:.3g}% ({r['source']})" for r in m["ran_with"])
     set_part = m.get("set_part", math.nan)
-    of_sets = (f", or z x the offset per set / sqrt({m['sets_per_job']:g} sets): +-{set_part * 100:.2f}%"
+    of_sets = (f", or z x the offset per set / sqrt({m['sets_per_job']:.3g} sets): +-{set_part * 100:.2f}%"
                if math.isfinite(set_part) else "")
     parts = [f"margin +-{m['value'] * 100:.2f}% (the larger of the 95th percentile over {m['jobs']} jobs of how far "
              f"the A/A interval lies beyond 1: +-{m.get('clearance_part', m['value']) * 100:.2f}%{of_sets})",

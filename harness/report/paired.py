@@ -27,7 +27,9 @@ from typing import Any, Optional
 import numpy as np
 import pandas as pd
 
+from harness.margin import Margin
 from harness.report.changepoint import Split, change_points, regimes
+from harness.set_offsets import effective_sets
 from harness.labels import BackendLabel, PresetNames
 from harness.report.stats import CEILING, CEILINGS, SERIAL, SYNC_CEILING, TOO_FEW, median_interval
 from harness.report.stats import verdict as rule
@@ -118,6 +120,9 @@ class PairedJob:
     margin: float = 0.0
     #: where the margin came from (``selftest <date>``, ``compare.margin``, ``default``; `harness.margin`)
     margin_source: str = ""
+    #: the sets of processes the job's cycles averaged over (`harness.set_offsets.effective_sets`), from which a
+    #: stored margin's set part is taken (`harness.margin.Margin.for_sets`)
+    sets: float = math.nan
     #: CPU model, cores, git commit and the load average when the job started (from the rows' metadata)
     machine: str = ""
     #: the host shifts found in ``shift_series`` (`harness.report.changepoint`)
@@ -254,15 +259,20 @@ def analyze_paired(rows: pd.DataFrame, names: Optional[dict[str, str]] = None,
         machine = (f"{meta.get('cpu_count', '?')}x {meta.get('cpu_model', '?')}, commit "
                    f"{str(meta.get('git_sha', '?'))[:8]}, load average at start "
                    + (" / ".join(f"{v:g}" for v in load) if load else "?"))
+        one = g[g["label"] == labels[0]]  # a cycle's blocks share its set of processes
+        sets = effective_sets(int((e or {}).get("epoch", 0) or 0)
+                              for c, e in zip(one["cycle"], one["extra_dict"]) if c in table.index)
+        recorded = Margin.from_row(first)
+        margin, source = recorded.for_sets(sets), recorded.source
+        if margin != recorded.value:
+            source += f"; its set part for the {sets:.3g} sets of processes this job ran"
         folder = str(job_id).split(":", 1)[-1]  # two paired jobs of one configuration stay apart by their folder
         job = PairedJob(job=str(job_id), config=config, name=f"{(names or {}).get(config, config)} [{folder}]",
                         labels=labels,
                         cycles=len(table), block_rounds=int(first.get("block_rounds", 0) or 0), stopped_by=stop,
                         precision_target=float(first.get("precision_target", math.nan)), table=table,
                         host=_host_frame(g), shift_series=series, machine=machine,
-                        margin=float(first.get("margin", 0.0) or 0.0),
-                        margin_source=str(first.get("margin_source") or ("" if first.get("margin") is None
-                                                                          else "compare.margin")),
+                        margin=margin, margin_source=source, sets=sets,
                         workers=int(g["workers"].iloc[0]), scenario=str(g["scenario"].iloc[0]),
                         presets=PresetNames.from_rows(g))
         if "gil_enabled" in g:

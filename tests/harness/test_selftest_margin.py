@@ -37,12 +37,13 @@ JOB = asdict(CompareSettings())
 def recorded_job(folder: Path, aa: Sequence[float], effects: dict[float, Sequence[float]],
                  ceiling: Optional[Sequence[float]] = None, margin: float = 0.01, source: str = "default",
                  compare: Optional[dict] = None, set_cycles: int = 0, cycle_s: float = 0.0,
-                 started_at: Optional[Callable[[int, int], int]] = None) -> Path:
+                 started_at: Optional[Callable[[int, int], int]] = None, parts: Optional[dict] = None) -> Path:
     """A self-test job as `harness.cycles` writes it, with recorded cycles: serial at 1000/s, its copy at
     ``aa[c]`` x that, each effect copy at ``effects[e][c]`` x that, and the ceilings (``ceiling[c]`` x 2000/s);
     with ``set_cycles``, a new set of processes (``extra.epoch``) every that many cycles; with ``cycle_s``, each
     cycle ends ``cycle_s`` seconds of cycles after the last (``extra.cycles_s``); with ``started_at``, each row's
-    place in its set's start order (``extra.started_at``) as ``started_at(epoch, copy)``."""
+    place in its set's start order (``extra.started_at``) as ``started_at(epoch, copy)``; ``parts``: further
+    ``extra`` fields every row records (a stored margin's parts, `harness.margin.Margin.row_fields`)."""
     writer = ResultsWriter(folder)
     n = len(aa)
     ceiling = ceiling if ceiling is not None else [1.0] * n
@@ -60,6 +61,7 @@ def recorded_job(folder: Path, aa: Sequence[float], effects: dict[float, Sequenc
                 extra["cycles_s"] = cycle_s * (cycle + 1)
             if started_at is not None:
                 extra["started_at"] = started_at(extra["epoch"], copy)
+            extra.update(parts or {})
             if share:
                 extra.update({"extra_work": share, "extra_work_ms_per_round": 1.0})
             writer.append(make_row({**BASE, "backend": backend, "variant": "-", "copy": copy}, repetition=cycle,
@@ -275,6 +277,41 @@ def test_the_margin_covers_the_offsets_of_sets_where_every_aa_interval_held_1(tm
     assert flat["margin"]["value"] == 0.0 and math.isnan(flat["margin"]["set_part"])
 
 
+def test_a_job_clears_the_set_part_taken_at_the_sets_it_ran(tmp_path: Path) -> None:
+    """A stored margin's set part is z x tau / sqrt(sets) for the self-test's jobs' sets (8 here); a job that ran 4
+    (stopped by its cap, as every job holding Ray is) clears that part x sqrt(2), one that ran 48 at most the
+    clearances' part; a given margin, or one stored without its parts, is used as recorded."""
+    from harness.margin import Margin
+
+    stored = Margin(0.0135, "selftest 2026-12-07 (gym workers=2)", 0.005, 0.0135, 8.0)
+    aa = wiggle(48, 1.016, 0.0005)  # an A/A offset of 1.6% with quiet cycles: a false call wherever the margin is below
+
+    def job(name: str, set_cycles: int, margin: Margin) -> dict:
+        return read(recorded_job(tmp_path / name, aa, {0.5: wiggle(48, 0.9)}, margin=margin.value,
+                                 source=margin.source, set_cycles=set_cycles, parts=margin.row_fields()))
+
+    four, eight, many = job("four", 12, stored), job("eight", 6, stored), job("many", 1, stored)
+    assert (four["sets"], eight["sets"], many["sets"]) == (4, 8, 48)
+    assert four["margin"] == pytest.approx(0.0135 * math.sqrt(2))
+    assert four["margin_source"].endswith("its set part for the 4 sets of processes this job ran")
+    assert eight["margin"] == 0.0135 and eight["margin_source"] == stored.source
+    assert many["margin"] == pytest.approx(0.0135 * math.sqrt(8 / 48)) and many["margin"] > 0.005
+    assert selftest.job_word(selftest._regimes(four["aa"]), four["margin"]) == stats.EQUIVALENT
+    assert selftest.job_word(selftest._regimes(eight["aa"]), eight["margin"]) == stats.FASTER
+    given = job("given", 12, Margin(0.0135, "compare.margin"))
+    assert given["margin"] == 0.0135 and given["margin_source"] == "compare.margin"
+    assert Margin(0.0135, "s", 0.005, 0.0135, 8.0).for_sets(8 * 100) == 0.005  # the clearances' part below
+    assert Margin.from_row(stored.row_fields()) == stored
+
+
+def test_the_sets_a_job_averages_over_weigh_each_set_by_its_cycles() -> None:
+    from harness.set_offsets import effective_sets
+
+    assert effective_sets([0] * 15 + [1] * 15 + [2] * 15) == 3
+    assert effective_sets([0] * 30 + [1] * 3) == pytest.approx(33 ** 2 / (30 ** 2 + 3 ** 2))  # about 1.2
+    assert effective_sets([5] * 7) == 1 and math.isnan(effective_sets([]))
+
+
 def test_sets_that_differ_only_by_their_cycles_noise_read_about_one_per_degree_of_freedom() -> None:
     """The set median's standard error (1.2533 x the scaled MAD / sqrt(cycles)) is what makes independent
     normal cycles read chi2 about 1 per degree of freedom: without the 1.2533 they would read about 1.57."""
@@ -296,8 +333,8 @@ def test_sets_that_differ_only_by_their_cycles_noise_read_about_one_per_degree_o
 def test_a_shipped_selftest_stores_the_margin_paired_jobs_then_use(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("REACTORBENCH_MACHINE_DIR", str(tmp_path / "machine"))
     nothing = "default: no self-test of gym workers=2 on this machine"
-    assert machine.resolve_margin(None, "gym", 2, JOB) == (machine.DEFAULT_MARGIN, nothing)
-    assert machine.resolve_margin(0.02, "gym", 2, JOB) == (0.02, "compare.margin")
+    assert machine.resolve_margin(None, "gym", 2, JOB)[:2] == (machine.DEFAULT_MARGIN, nothing)
+    assert machine.resolve_margin(0.02, "gym", 2, JOB)[:2] == (0.02, "compare.margin")
     jobs = [read(recorded_job(tmp_path / f"job_{i:03d}", wiggle(30, 1 + 0.002 * i, 0.001), {0.5: wiggle(30, 0.9)}))
             for i in range(10)]
     s = selftest.summarize(jobs, [], SETTINGS, {"cpu_model": "Test CPU", "cpu_count": 2, "hostname": "box"})
@@ -308,19 +345,19 @@ def test_a_shipped_selftest_stores_the_margin_paired_jobs_then_use(tmp_path: Pat
     assert said.startswith("stored as this machine's margin for gym workers=2") and machine.machine_file(meta).exists()
     assert machine.machine_margin("gym", 2, meta)["margin"] == pytest.approx(s["margin"]["value"])
     monkeypatch.setattr(machine, "machine_metadata", lambda: meta)
-    assert machine.resolve_margin(None, "gym", 2, JOB) == (pytest.approx(s["margin"]["value"]),
+    assert machine.resolve_margin(None, "gym", 2, JOB)[:2] == (pytest.approx(s["margin"]["value"]),
                                                       "selftest 2026-12-01 (gym workers=2)")
-    assert machine.resolve_margin(0.0, "gym", 2, JOB) == (0.0, "compare.margin")  # given, even 0, wins
+    assert machine.resolve_margin(0.0, "gym", 2, JOB)[:2] == (0.0, "compare.margin")  # given, even 0, wins
     other = {**meta, "hostname": "elsewhere"}
     assert machine.machine_margin("gym", 2, other) is None  # another machine never reads it
     # another workload, or the same at another worker count, never reads gym's: the default, saying why
-    assert machine.resolve_margin(None, "dqn", 2, JOB) == (machine.DEFAULT_MARGIN,
+    assert machine.resolve_margin(None, "dqn", 2, JOB)[:2] == (machine.DEFAULT_MARGIN,
                                                       "default: no self-test of dqn workers=2 on this machine")
     assert machine.resolve_margin(None, "gym", 16, JOB)[0] == machine.DEFAULT_MARGIN
     # a job run by another procedure does not read it: other blocks, or another stop rule (a time-stopped job runs
     # long enough for its A/A interval to show offsets that the self-test's +-5% intervals covered)
     halved = {**JOB, "block_s": JOB["block_s"] / 2}
-    assert machine.resolve_margin(None, "gym", 2, halved) == (
+    assert machine.resolve_margin(None, "gym", 2, halved)[:2] == (
         machine.DEFAULT_MARGIN, f"default: the self-test of gym workers=2 on this machine ran another procedure: "
                                 f"block_s {JOB['block_s']} (this job {JOB['block_s'] / 2})")
     timed = {**JOB, "precision": 1e-9}
@@ -344,10 +381,10 @@ def test_a_margin_stored_before_a_procedure_setting_existed_reads_as_what_jobs_d
     entry = {"margin": 0.012, "rule": machine.MARGIN_RULE, "source": "selftest 2026-12-05", "procedure": older}
     machine.machine_file(meta).parent.mkdir(parents=True, exist_ok=True)
     machine.machine_file(meta).write_text(json.dumps({"margins": {"gym workers=2": entry}}))
-    assert machine.resolve_margin(None, "gym", 2, JOB) == (
+    assert machine.resolve_margin(None, "gym", 2, JOB)[:2] == (
         machine.DEFAULT_MARGIN, "default: the self-test of gym workers=2 on this machine ran another procedure: "
                                 f"min_sets 2 (this job {JOB['min_sets']})")
-    assert machine.resolve_margin(None, "gym", 2, {**JOB, "min_sets": 2}) == (0.012, "selftest 2026-12-05 (gym workers=2)")
+    assert machine.resolve_margin(None, "gym", 2, {**JOB, "min_sets": 2})[:2] == (0.012, "selftest 2026-12-05 (gym workers=2)")
     # nor by jobs whose sets start in shuffled orders: a record without ``start_order`` started them listed
     oldest = {k: v for k, v in older.items() if k != "start_order"}
     entry["procedure"] = oldest
@@ -488,15 +525,15 @@ def test_a_stored_margin_outside_its_range_or_unreadable_is_not_used(tmp_path: P
         path.write_text(text)
         assert machine.resolve_margin(None, "gym", 2, JOB)[0] == machine.DEFAULT_MARGIN
     path.write_text(entry(margin=0.004, rule="clearance, read regimes", procedure=SHIPPED))  # the percentile alone
-    assert machine.resolve_margin(None, "gym", 2, JOB) == (
+    assert machine.resolve_margin(None, "gym", 2, JOB)[:2] == (
         machine.DEFAULT_MARGIN, "default: the self-test of gym workers=2 on this machine stored its margin by an "
                                 "older rule (clearance, read regimes); make selftest measures it again")
     path.write_text(entry(margin=0.004, rule=rule, source="selftest 2026-12-05"))  # no procedure recorded
-    assert machine.resolve_margin(None, "gym", 2, JOB) == (
+    assert machine.resolve_margin(None, "gym", 2, JOB)[:2] == (
         machine.DEFAULT_MARGIN, "default: the self-test of gym workers=2 on this machine ran another procedure: its "
                                 "procedure (not recorded)")
     path.write_text(entry(margin=0.004, rule=rule, source="selftest 2026-12-05", procedure=SHIPPED))
-    assert machine.resolve_margin(None, "gym", 2, JOB) == (0.004, "selftest 2026-12-05 (gym workers=2)")
+    assert machine.resolve_margin(None, "gym", 2, JOB)[:2] == (0.004, "selftest 2026-12-05 (gym workers=2)")
     assert re.fullmatch(r"[a-z0-9.-]+", machine.machine_id(meta)) and "test-cpu" in machine.machine_id(meta)
 
 
