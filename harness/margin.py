@@ -9,7 +9,9 @@ leave in a job, `harness.set_offsets.set_margin`) for the workload and worker co
 its own workload's entry unless ``compare.margin`` is given, and `DEFAULT_MARGIN` where this machine has none for it:
 a margin measured on one workload is never used for another (a dqn block is one round, a gym block a few hundred, and
 what identical residents differ by follows the block). Every row and ``compare.json`` record the margin used and its
-source (``selftest <date> (gym workers=2)``, ``compare.margin`` or ``default: ...``). A stored margin also holds
+source (``selftest <date> (gym workers=2)``, ``compare.margin`` or ``default: ...``), and a stored margin's parts:
+its set part is for the sets of processes the self-test's jobs ran, and the report takes it to the sets each job ran
+(`Margin.for_sets`). A stored margin also holds
 only for the procedure it was measured with (`PROCEDURE`): a job that stops, or sizes, places or respawns its
 blocks otherwise uses the default. Definitions: docs/harness.md, "Known answers".
 """
@@ -96,13 +98,16 @@ class Margin(NamedTuple):
         those from before the source was recorded ``compare.margin``."""
         value = extra.get("margin")
         source = str(extra.get("margin_source") or ("" if value is None else "compare.margin"))
+        return cls(float(value or 0.0), source, _number(extra, "margin_clearance"), _number(extra, "margin_set_part"),
+                   _number(extra, "margin_sets"))
 
-        def num(key: str) -> float:
-            try:
-                return float(extra[key])
-            except (KeyError, TypeError, ValueError):
-                return math.nan
-        return cls(float(value or 0.0), source, num("margin_clearance"), num("margin_set_part"), num("margin_sets"))
+
+def _number(record: Mapping[str, Any], key: str) -> float:
+    """``record[key]`` as a float, NaN where it is missing or not a number."""
+    try:
+        return float(record[key])
+    except (KeyError, TypeError, ValueError):
+        return math.nan
 
 
 def machine_dir() -> Path:
@@ -228,11 +233,5 @@ def resolve_margin(given: Optional[float], scenario: str, workers: int,
     if differ:
         return Margin(DEFAULT_MARGIN, f"default: the self-test of {key} on this machine ran another procedure: "
                                       f"{', '.join(differ)}")
-
-    def part(name: str) -> float:
-        try:
-            return float(stored[name])
-        except (KeyError, TypeError, ValueError):
-            return math.nan
-    return Margin(stored["margin"], f"{stored.get('source') or 'selftest'} ({key})", part("clearance_part"),
-                  part("set_part"), part("sets_per_job"))
+    return Margin(stored["margin"], f"{stored.get('source') or 'selftest'} ({key})",
+                  _number(stored, "clearance_part"), _number(stored, "set_part"), _number(stored, "sets_per_job"))
