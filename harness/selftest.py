@@ -77,7 +77,7 @@ from harness.margin import (BEFORE_IT_EXISTED, MARGIN_RULE, PROCEDURE, differing
                             store_machine_margin, workload_key, workload_margin)
 from harness.metadata import job_metadata
 from harness.report import stats
-from harness.report.resolution import DETECTION_GOAL
+from harness.report.resolution import DETECTION_GOAL, ran_with_text
 
 ROOT = Path(__file__).resolve().parents[1]
 SELFTEST_FILE = "selftest.json"
@@ -497,7 +497,9 @@ def summarize(jobs: list[dict[str, Any]], standalone: list[dict[str, Any]], sett
     # each job at the margin of the other jobs, its set part taken at its own sets, as a shipped job's is
     loo = [measured_margin(np.delete(clear, i), chi2[:i] + chi2[i + 1:], own[i], settings.confidence)
            if n > 1 else math.nan for i in range(n)]
-    ran = sorted({(float(j.get("margin", math.nan)), str(j.get("margin_source") or "?")) for j in jobs})
+    by_source: dict[str, list[float]] = {}
+    for j in jobs:
+        by_source.setdefault(str(j.get("margin_source") or "?"), []).append(float(j.get("margin", math.nan)))
     s["margin"] = {"value": margin, "jobs": n, "rule": MARGIN_RULE, "how": MARGIN_HOW,
                    "clearance_part": clear_part, "set_part": set_part, "sets_per_job": sets,
                    "set_chi2": [list(c) if c is not None else None for c in chi2],
@@ -506,7 +508,8 @@ def summarize(jobs: list[dict[str, Any]], standalone: list[dict[str, Any]], sett
                    "offset_p95": float(np.quantile(offsets, 0.95)) if n else math.nan,
                    "offset_max": float(offsets.max()) if n else math.nan,
                    "clearances": [float(c) for c in clear],
-                   "ran_with": [{"margin": m, "source": src} for m, src in ran]}
+                   "ran_with": [{"margin": min(m), "margin_max": max(m), "source": src}
+                                for src, m in sorted(by_source.items())]}
     s["aa_false"] = {
         # what the report said of each job, per regime, at the margin it ran with: the headline
         "as_run": rate(sum(called(job_word(_regimes(j["aa"]), j.get("margin", 0.0))) for j in jobs), n),
@@ -578,7 +581,7 @@ def summary_line(s: dict[str, Any]) -> str:
     """One line for `make bench`'s output and the report's opening: the margin, the A/A false rate with its
     interval, detection per effect."""
     m = s["margin"]
-    ran = ", ".join(f"+-{r['margin'] * 100:.3g}% ({r['source']})" for r in m["ran_with"])
+    ran = ran_with_text(m)
     set_part = m.get("set_part", math.nan)
     of_sets = (f", or z x the offset per set / sqrt({m['sets_per_job']:.3g} sets): +-{set_part * 100:.2f}%"
                if math.isfinite(set_part) else "")

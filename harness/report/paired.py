@@ -120,9 +120,11 @@ class PairedJob:
     margin: float = 0.0
     #: where the margin came from (``selftest <date>``, ``compare.margin``, ``default``; `harness.margin`)
     margin_source: str = ""
-    #: the sets of processes the job's cycles averaged over (`harness.set_offsets.effective_sets`), from which a
+    #: the sets of processes the job's cycles averaged over (`harness.set_offsets.effective_sets`), at which a
     #: stored margin's set part is taken (`harness.margin.Margin.for_sets`)
     sets: float = math.nan
+    #: the sets a stored margin's set part was measured for (NaN: a margin without parts, used as recorded)
+    margin_sets: float = math.nan
     #: CPU model, cores, git commit and the load average when the job started (from the rows' metadata)
     machine: str = ""
     #: the host shifts found in ``shift_series`` (`harness.report.changepoint`)
@@ -263,16 +265,14 @@ def analyze_paired(rows: pd.DataFrame, names: Optional[dict[str, str]] = None,
         sets = effective_sets(int((e or {}).get("epoch", 0) or 0)
                               for c, e in zip(one["cycle"], one["extra_dict"]) if c in table.index)
         recorded = Margin.from_row(first)
-        margin, source = recorded.for_sets(sets), recorded.source
-        if margin != recorded.value:
-            source += f"; its set part for the {sets:.3g} sets of processes this job ran"
         folder = str(job_id).split(":", 1)[-1]  # two paired jobs of one configuration stay apart by their folder
         job = PairedJob(job=str(job_id), config=config, name=f"{(names or {}).get(config, config)} [{folder}]",
                         labels=labels,
                         cycles=len(table), block_rounds=int(first.get("block_rounds", 0) or 0), stopped_by=stop,
                         precision_target=float(first.get("precision_target", math.nan)), table=table,
                         host=_host_frame(g), shift_series=series, machine=machine,
-                        margin=margin, margin_source=source, sets=sets,
+                        margin=recorded.for_sets(sets), margin_source=recorded.source, sets=sets,
+                        margin_sets=recorded.sets if math.isfinite(recorded.set_part) else math.nan,
                         workers=int(g["workers"].iloc[0]), scenario=str(g["scenario"].iloc[0]),
                         presets=PresetNames.from_rows(g))
         if "gil_enabled" in g:
@@ -320,6 +320,14 @@ def host_summary(job: PairedJob) -> list[dict[str, Any]]:
     return out
 
 
+def margin_sets_text(job: PairedJob) -> str:
+    """``; its set part at the 3.6 sets of processes the job ran (stored for 8)`` where the job's margin was taken at
+    its sets (`harness.margin.Margin.for_sets`), else nothing."""
+    if not (math.isfinite(job.margin_sets) and math.isfinite(job.sets)):
+        return ""
+    return f"; its set part at the {job.sets:.3g} sets of processes the job ran (stored for {job.margin_sets:.3g})"
+
+
 def shift_lines(jobs: list[PairedJob]) -> list[str]:
     """One line per paired job: cycles, what stopped it, and the host shifts found (or none)."""
     out = []
@@ -327,7 +335,8 @@ def shift_lines(jobs: list[PairedJob]) -> list[str]:
         stop = {"precision": f"the main ratio reached +-{j.precision_target * 100:g}%",
                 "time": "the time budget ended"}.get(j.stopped_by, j.stopped_by or "unknown")
         head = (f"{j.name} ({j.machine}): {j.cycles} cycles of {j.block_rounds} rounds, stopped because {stop}; "
-                f"margin +-{j.margin * 100:.3g}%" + (f" ({j.margin_source})" if j.margin_source else ""))
+                f"margin +-{j.margin * 100:.3g}%"
+                + (f" ({j.margin_source}{margin_sets_text(j)})" if j.margin_source else ""))
         if not j.shift_series:
             out.append(head + "; no ceiling in the job, host shifts not searched")
         elif j.splits:

@@ -35,8 +35,14 @@ def _pct(r: dict[str, Any]) -> str:
     return f"{r['k']}/{r['n']} = {r['rate']:.0%} [{r['low']:.0%}, {r['high']:.0%}]"
 
 
-def _ran_with(summary: dict[str, Any]) -> str:
-    return ", ".join(f"+-{r['margin'] * 100:.3g}% ({r['source']})" for r in summary["margin"].get("ran_with", []))
+def ran_with_text(margin: dict[str, Any]) -> str:
+    """The margins a self-test's jobs ran with (its summary's ``margin.ran_with``), one range per source: a stored
+    margin's set part is taken at each job's sets, so one source gives a range (``+-1.28-1.36% (selftest ...)``)."""
+    out = []
+    for r in margin.get("ran_with", []):
+        lo, hi = r["margin"] * 100, r.get("margin_max", r["margin"]) * 100
+        out.append((f"+-{lo:.3g}%" if f"{lo:.3g}" == f"{hi:.3g}" else f"+-{lo:.3g}-{hi:.3g}%") + f" ({r['source']})")
+    return ", ".join(out)
 
 
 def _clearance_rule(margin: dict[str, Any]) -> bool:
@@ -65,7 +71,8 @@ def opening_rows(summary: dict[str, Any]) -> list[list[str]]:
              f"+-{m['value'] * 100:.2f}%" if math.isfinite(m["value"]) else "-",
              f"{summary.get('stored', '')}; a paired job of this workload clears it unless compare.margin is "
              "given"],
-            [f"A/A false verdicts as the report gave them, at the margin the jobs ran with ({_ran_with(summary)})",
+            ["A/A false verdicts as the report gave them, at the margin the jobs ran with "
+             f"({ran_with_text(summary['margin'])})",
              _pct(f["as_run"]), "at most 5%, its interval holding 5%"],
             ["A/A false verdicts at the measured margin (each job at the margin of the other jobs)",
              _pct(f["measured_margin"]), "at most 5% (out of sample)"]]

@@ -145,7 +145,8 @@ def test_the_summary_measures_the_margin_and_counts_false_verdicts_out_of_sample
     assert s["margin"]["value"] == pytest.approx(clear[10] + 0.45 * (clear[11] - clear[10]))
     assert 0.0175 < s["margin"]["value"] < 0.019 and s["margin"]["cleared"] == 11
     assert s["margin"]["offset_p95"] == pytest.approx(0.019)  # the medians' 95th percentile, beside it
-    assert s["margin"]["jobs"] == 12 and s["margin"]["ran_with"] == [{"margin": 0.01, "source": "default"}]
+    assert s["margin"]["jobs"] == 12
+    assert s["margin"]["ran_with"] == [{"margin": 0.01, "margin_max": 0.01, "source": "default"}]
     # as run (margin 1%): only the copy 3% off is called
     assert (s["aa_false"]["as_run"]["k"], s["aa_false"]["as_run"]["n"]) == (1, 12)
     lo, hi = s["aa_false"]["as_run"]["low"], s["aa_false"]["as_run"]["high"]
@@ -292,14 +293,22 @@ def test_a_job_clears_the_set_part_taken_at_the_sets_it_ran(tmp_path: Path) -> N
 
     four, eight, many = job("four", 12, stored), job("eight", 6, stored), job("many", 1, stored)
     assert (four["sets"], eight["sets"], many["sets"]) == (4, 8, 48)
-    assert four["margin"] == pytest.approx(0.0135 * math.sqrt(2))
-    assert four["margin_source"].endswith("its set part for the 4 sets of processes this job ran")
-    assert eight["margin"] == 0.0135 and eight["margin_source"] == stored.source
+    assert four["margin"] == pytest.approx(0.0135 * math.sqrt(2)) and four["margin_source"] == stored.source
+    assert eight["margin"] == 0.0135
     assert many["margin"] == pytest.approx(0.0135 * math.sqrt(8 / 48)) and many["margin"] > 0.005
     assert selftest.job_word(selftest._regimes(four["aa"]), four["margin"]) == stats.EQUIVALENT
     assert selftest.job_word(selftest._regimes(eight["aa"]), eight["margin"]) == stats.FASTER
     given = job("given", 12, Margin(0.0135, "compare.margin"))
     assert given["margin"] == 0.0135 and given["margin_source"] == "compare.margin"
+    # the report's line of each job says which sets its margin was taken at
+    from harness.report.load import load_results
+    from harness.report.paired import analyze_paired, shift_lines
+
+    (line,) = shift_lines(analyze_paired(load_results([tmp_path / "four"]).rows))
+    assert ("margin +-1.91% (selftest 2026-12-07 (gym workers=2); its set part at the 4 sets of processes the job "
+            "ran (stored for 8))") in line
+    (line,) = shift_lines(analyze_paired(load_results([tmp_path / "given"]).rows))
+    assert "margin +-1.35% (compare.margin)" in line
     assert Margin(0.0135, "s", 0.005, 0.0135, 8.0).for_sets(8 * 100) == 0.005  # the clearances' part below
     assert Margin.from_row(stored.row_fields()) == stored
 
