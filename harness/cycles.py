@@ -269,7 +269,7 @@ def run_compare(jobs: list[dict[str, Any]], job_dir: Path, settings: CompareSett
     """Measure ``jobs`` (one composed job config per backend, identical but for ``backend``) paired. The margin
     is resolved once, before anything runs, for the job's workload and procedure (`resolve_margin`): every row and
     ``compare.json`` record it, its source and a stored margin's parts, from which the report takes it to the sets
-    of processes the job ran (`harness.margin.Margin.for_sets`)."""
+    of processes the job ran (`harness.report.job_margin.Margin.for_sets`)."""
     resolved = resolve_margin(settings.margin, jobs[0]["scenario"]["name"], int(jobs[0]["workers"]),
                               asdict(settings))
     margin, margin_source = resolved.value, resolved.source

@@ -11,7 +11,7 @@ a margin measured on one workload is never used for another (a dqn block is one 
 what identical residents differ by follows the block). Every row and ``compare.json`` record the margin used and its
 source (``selftest <date> (gym workers=2)``, ``compare.margin`` or ``default: ...``), and a stored margin's parts:
 its set part is for the sets of processes the self-test's jobs ran, and the report takes it to the sets each job ran
-(`Margin.for_sets`). A stored margin also holds
+(`harness.report.job_margin.Margin.for_sets`). A stored margin also holds
 only for the procedure it was measured with (`PROCEDURE`): a job that stops, or sizes, places or respawns its
 blocks otherwise uses the default. Definitions: docs/harness.md, "Known answers".
 """
@@ -22,9 +22,10 @@ import math
 import os
 import re
 from pathlib import Path
-from typing import Any, Mapping, NamedTuple, Optional
+from typing import Any, Mapping, Optional
 
 from harness.metadata import machine_metadata
+from harness.report.job_margin import Margin, as_number
 
 #: the margin of a paired job on a machine without a stored self-test and without ``compare.margin`` (the only
 #: place it is written: `harness.compare`, `harness.selftest` and ``--help`` read it from here)
@@ -52,62 +53,6 @@ PROCEDURE = ("precision", "min_cycles", "block_s", "block_rounds", "confidence",
 #: what a `PROCEDURE` setting was before it existed, for records that predate it (the precision stop came from
 #: the second set of processes on; every set was started in the listed order or its reverse)
 BEFORE_IT_EXISTED = {"pin_single": False, "min_sets": 2, "start_order": "listed"}
-
-
-def larger_part(clear: float, sets: float) -> float:
-    """A margin from its two parts (`harness.selftest.margin_parts`): the larger, the set part counting 0 where it
-    could not be read; NaN without clearances."""
-    return max(clear, sets if math.isfinite(sets) else 0.0) if math.isfinite(clear) else math.nan
-
-
-class Margin(NamedTuple):
-    """A paired job's margin as resolved before it runs (`resolve_margin`), with the parts of a stored one.
-
-    A stored margin is the larger of the clearances' part and the set part, z x the offset of one set of processes /
-    sqrt(sets), for the sets the self-test's jobs averaged over (``sets``). A job that averaged over other sets
-    (one stopped by its cap after few sets, as every job holding Ray is: its sets last about a minute) has
-    another set part: `for_sets` gives the margin for the sets a job ran, which the report uses."""
-
-    value: float
-    source: str
-    #: a stored margin's parts and the sets its set part was measured for (NaN: the margin is not one stored by
-    #: `MARGIN_RULE`'s self-test: ``compare.margin``, the default)
-    clearance: float = math.nan
-    set_part: float = math.nan
-    sets: float = math.nan
-
-    def for_sets(self, sets: float) -> float:
-        """The margin of a job that averaged over ``sets`` sets of processes (`harness.set_offsets.effective_sets`):
-        the larger of the clearances' part and the set part taken at those sets; the value as resolved where it has
-        no parts or ``sets`` is unknown."""
-        parts = (self.clearance, self.set_part, self.sets, sets)
-        if not all(math.isfinite(p) for p in parts) or self.sets <= 0 or sets <= 0:
-            return self.value
-        return larger_part(self.clearance, self.set_part * math.sqrt(self.sets / sets))
-
-    def row_fields(self) -> dict[str, Any]:
-        """What a paired job's rows record of it (``margin``, ``margin_source``, and a stored margin's parts)."""
-        out: dict[str, Any] = {"margin": self.value, "margin_source": self.source}
-        if math.isfinite(self.set_part):
-            out.update(margin_clearance=self.clearance, margin_set_part=self.set_part, margin_sets=self.sets)
-        return out
-
-    @classmethod
-    def from_row(cls, extra: Mapping[str, Any]) -> "Margin":
-        """The margin a row recorded (`row_fields`); rows from before the margin was recorded read 0 with no source,
-        those from before the source was recorded ``compare.margin``."""
-        value = extra.get("margin")
-        source = str(extra.get("margin_source") or ("" if value is None else "compare.margin"))
-        return cls(float(value or 0.0), source, _number(extra, "margin_clearance"), _number(extra, "margin_set_part"),
-                   _number(extra, "margin_sets"))
-
-
-def _number(record: Mapping[str, Any], key: str) -> float:
-    """``record[key]`` as a float, NaN where it is missing or not a number."""
-    try:
-        return float(record[key])
-    except (KeyError, TypeError, ValueError):
-        return math.nan
 
 
 def machine_dir() -> Path:
@@ -208,7 +153,7 @@ def resolve_margin(given: Optional[float], scenario: str, workers: int,
                    settings: Mapping[str, Any]) -> Margin:
     """The margin a paired job uses and where it came from: ``compare.margin`` when given; else this machine's
     self-test of the job's workload (``selftest <date> (gym workers=2)``) where it ran the job's procedure
-    (`PROCEDURE`), with its parts (`Margin.for_sets` takes it to the sets the job runs); else `DEFAULT_MARGIN`
+    (`PROCEDURE`), with its parts (`harness.report.job_margin.Margin.for_sets` takes it to the sets the job runs); else `DEFAULT_MARGIN`
     (``default``, saying which workload has no self-test here, or which setting of the job differs from the
     self-test's).
 
@@ -234,4 +179,4 @@ def resolve_margin(given: Optional[float], scenario: str, workers: int,
         return Margin(DEFAULT_MARGIN, f"default: the self-test of {key} on this machine ran another procedure: "
                                       f"{', '.join(differ)}")
     return Margin(stored["margin"], f"{stored.get('source') or 'selftest'} ({key})",
-                  _number(stored, "clearance_part"), _number(stored, "set_part"), _number(stored, "sets_per_job"))
+                  as_number(stored, "clearance_part"), as_number(stored, "set_part"), as_number(stored, "sets_per_job"))

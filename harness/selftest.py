@@ -20,8 +20,8 @@ no job would ever be split, and the self-test would validate a reading no report
   A/A jobs got no verdict, and the set part (`harness.set_offsets.set_margin`: z x the offset of one set of
   processes / sqrt(sets per job)), which holds where quiet cycles make the intervals narrower than the sets'
   offsets (`measured_margin`). (|A/A median - 1| would also count the part of a job's offset that its own interval
-  already covers.) A job's set part is taken at the sets it averaged over (`harness.set_offsets.effective_sets`,
-  `harness.margin.Margin.for_sets`): the stored margin is for the self-test's jobs' sets, and a job that ran fewer
+  already covers.) A job's set part is taken at the sets it averaged over (`harness.report.job_margin.effective_sets`,
+  `harness.report.job_margin.Margin.for_sets`): the stored margin is for the self-test's jobs' sets, and a job that ran fewer
   (stopped by its cap, as a job holding Ray is) clears a wider one, one that ran more a narrower one.
   Stored per machine and workload (`harness.margin`, results/machine/: the jobs' scenario and worker count, so
   ``scenario=dqn`` measures dqn's; a job of a workload without an entry uses the default) when the jobs ran as
@@ -73,10 +73,11 @@ import pandas as pd
 
 from harness import set_offsets
 from harness.cycles import COMPARE_FILE, CompareSettings, fewest_cycles
-from harness.margin import (BEFORE_IT_EXISTED, MARGIN_RULE, PROCEDURE, differing_procedure, larger_part,
-                            store_machine_margin, workload_key, workload_margin)
+from harness.margin import (BEFORE_IT_EXISTED, MARGIN_RULE, PROCEDURE, differing_procedure, store_machine_margin,
+                            workload_key, workload_margin)
 from harness.metadata import job_metadata
 from harness.report import stats
+from harness.report.job_margin import larger_part
 from harness.report.resolution import DETECTION_GOAL, ran_with_text
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -488,7 +489,7 @@ def summarize(jobs: list[dict[str, Any]], standalone: list[dict[str, Any]], sett
     clear = np.array([clearance(a) for a in aa], dtype=float)
     chi2 = [set_offsets.job_chi2(a.get("sets") or []) for a in aa]
     so = set_offsets.pooled(a.get("sets") or [] for a in aa)
-    # the sets each job's median averaged over (`set_offsets.effective_sets`; older files: the sets read)
+    # the sets each job's median averaged over (`harness.report.job_margin.effective_sets`; older files: the sets read)
     own = [float(j.get("sets", math.nan)) for j in jobs]
     own = [x if math.isfinite(x) else float(len(a.get("sets") or [])) for x, a in zip(own, aa)]
     sets = float(np.median(own)) if own else math.nan

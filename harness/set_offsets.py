@@ -52,15 +52,6 @@ def set_medians(ratios: pd.Series, epochs: Mapping[int, int]) -> list[dict[str, 
     return out
 
 
-def effective_sets(epochs: Iterable[int]) -> float:
-    """The sets of processes a job's median averages over, from each cycle's set (``extra.epoch``): (sum n)^2 /
-    sum n^2 over the sets' cycle counts n. Sets of equal length count one each; a set of a few cycles beside long
-    ones counts for little, as its offset weighs in the job's median (the variance a job's median takes from its
-    sets' offsets is tau^2 sum n^2 / (sum n)^2). NaN without cycles."""
-    counts = np.array(list(pd.Series(list(epochs), dtype=float).value_counts()), dtype=float)
-    return float(counts.sum() ** 2 / (counts ** 2).sum()) if counts.size else math.nan
-
-
 def job_chi2(sets: list[dict[str, Any]]) -> tuple[float, int, float] | None:
     """One job's sets: (Q, degrees of freedom, the DerSimonian-Laird denominator sum(w) - sum(w^2) / sum(w)), or
     None with fewer than two sets."""

@@ -27,9 +27,8 @@ from typing import Any, Optional
 import numpy as np
 import pandas as pd
 
-from harness.margin import Margin
 from harness.report.changepoint import Split, change_points, regimes
-from harness.set_offsets import effective_sets
+from harness.report.job_margin import Margin, effective_sets
 from harness.labels import BackendLabel, PresetNames
 from harness.report.stats import CEILING, CEILINGS, SERIAL, SYNC_CEILING, TOO_FEW, median_interval
 from harness.report.stats import verdict as rule
@@ -120,8 +119,8 @@ class PairedJob:
     margin: float = 0.0
     #: where the margin came from (``selftest <date>``, ``compare.margin``, ``default``; `harness.margin`)
     margin_source: str = ""
-    #: the sets of processes the job's cycles averaged over (`harness.set_offsets.effective_sets`), at which a
-    #: stored margin's set part is taken (`harness.margin.Margin.for_sets`)
+    #: the sets of processes the job's cycles averaged over (`harness.report.job_margin.effective_sets`), at which a
+    #: stored margin's set part is taken (`harness.report.job_margin.Margin.for_sets`)
     sets: float = math.nan
     #: the sets a stored margin's set part was measured for (NaN: a margin without parts, used as recorded)
     margin_sets: float = math.nan
@@ -322,7 +321,7 @@ def host_summary(job: PairedJob) -> list[dict[str, Any]]:
 
 def margin_sets_text(job: PairedJob) -> str:
     """``; its set part at the 3.6 sets of processes the job ran (stored for 8)`` where the job's margin was taken at
-    its sets (`harness.margin.Margin.for_sets`), else nothing."""
+    its sets (`harness.report.job_margin.Margin.for_sets`), else nothing."""
     if not (math.isfinite(job.margin_sets) and math.isfinite(job.sets)):
         return ""
     return f"; its set part at the {job.sets:.3g} sets of processes the job ran (stored for {job.margin_sets:.3g})"

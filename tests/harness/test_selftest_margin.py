@@ -43,7 +43,7 @@ def recorded_job(folder: Path, aa: Sequence[float], effects: dict[float, Sequenc
     with ``set_cycles``, a new set of processes (``extra.epoch``) every that many cycles; with ``cycle_s``, each
     cycle ends ``cycle_s`` seconds of cycles after the last (``extra.cycles_s``); with ``started_at``, each row's
     place in its set's start order (``extra.started_at``) as ``started_at(epoch, copy)``; ``parts``: further
-    ``extra`` fields every row records (a stored margin's parts, `harness.margin.Margin.row_fields`)."""
+    ``extra`` fields every row records (a stored margin's parts, `harness.report.job_margin.Margin.row_fields`)."""
     writer = ResultsWriter(folder)
     n = len(aa)
     ceiling = ceiling if ceiling is not None else [1.0] * n
@@ -282,7 +282,7 @@ def test_a_job_clears_the_set_part_taken_at_the_sets_it_ran(tmp_path: Path) -> N
     """A stored margin's set part is z x tau / sqrt(sets) for the self-test's jobs' sets (8 here); a job that ran 4
     (stopped by its cap, as every job holding Ray is) clears that part x sqrt(2), one that ran 48 at most the
     clearances' part; a given margin, or one stored without its parts, is used as recorded."""
-    from harness.margin import Margin
+    from harness.report.job_margin import Margin
 
     stored = Margin(0.0135, "selftest 2026-12-07 (gym workers=2)", 0.005, 0.0135, 8.0)
     aa = wiggle(48, 1.016, 0.0005)  # an A/A offset of 1.6% with quiet cycles: a false call wherever the margin is below
@@ -314,7 +314,7 @@ def test_a_job_clears_the_set_part_taken_at_the_sets_it_ran(tmp_path: Path) -> N
 
 
 def test_the_sets_a_job_averages_over_weigh_each_set_by_its_cycles() -> None:
-    from harness.set_offsets import effective_sets
+    from harness.report.job_margin import effective_sets
 
     assert effective_sets([0] * 15 + [1] * 15 + [2] * 15) == 3
     assert effective_sets([0] * 30 + [1] * 3) == pytest.approx(33 ** 2 / (30 ** 2 + 3 ** 2))  # about 1.2
