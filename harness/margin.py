@@ -153,9 +153,9 @@ def resolve_margin(given: Optional[float], scenario: str, workers: int,
                    settings: Mapping[str, Any]) -> Margin:
     """The margin a paired job uses and where it came from: ``compare.margin`` when given; else this machine's
     self-test of the job's workload (``selftest <date> (gym workers=2)``) where it ran the job's procedure
-    (`PROCEDURE`), with its parts (`harness.report.job_margin.Margin.for_sets` takes it to the sets the job runs); else `DEFAULT_MARGIN`
-    (``default``, saying which workload has no self-test here, or which setting of the job differs from the
-    self-test's).
+    (`PROCEDURE`), with its parts (`harness.report.job_margin.Margin.for_sets` takes it to the sets the job runs);
+    else `DEFAULT_MARGIN` (``default``, saying which workload has no self-test here, or which setting of the job
+    differs from the self-test's).
 
     Args:
         given: ``compare.margin`` (None: not given).

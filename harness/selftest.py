@@ -20,9 +20,9 @@ no job would ever be split, and the self-test would validate a reading no report
   A/A jobs got no verdict, and the set part (`harness.set_offsets.set_margin`: z x the offset of one set of
   processes / sqrt(sets per job)), which holds where quiet cycles make the intervals narrower than the sets'
   offsets (`measured_margin`). (|A/A median - 1| would also count the part of a job's offset that its own interval
-  already covers.) A job's set part is taken at the sets it averaged over (`harness.report.job_margin.effective_sets`,
-  `harness.report.job_margin.Margin.for_sets`): the stored margin is for the self-test's jobs' sets, and a job that ran fewer
-  (stopped by its cap, as a job holding Ray is) clears a wider one, one that ran more a narrower one.
+  already covers.) A job's set part is taken at the sets it averaged over (`harness.report.job_margin.Margin.for_sets`,
+  `effective_sets`): the stored margin is for the self-test's jobs' sets, and a job that ran fewer (stopped by its
+  cap, as jobs holding Ray often are) clears a wider one, one that ran more a narrower one.
   Stored per machine and workload (`harness.margin`, results/machine/: the jobs' scenario and worker count, so
   ``scenario=dqn`` measures dqn's; a job of a workload without an entry uses the default) when the jobs ran as
   shipped (`not_as_shipped`; the cap included: a job stopped by a ``selftest.seconds`` shorter than the shipped
@@ -489,7 +489,7 @@ def summarize(jobs: list[dict[str, Any]], standalone: list[dict[str, Any]], sett
     clear = np.array([clearance(a) for a in aa], dtype=float)
     chi2 = [set_offsets.job_chi2(a.get("sets") or []) for a in aa]
     so = set_offsets.pooled(a.get("sets") or [] for a in aa)
-    # the sets each job's median averaged over (`harness.report.job_margin.effective_sets`; older files: the sets read)
+    # the sets each job's median averaged over (`job_margin.effective_sets`; older files: the sets read)
     own = [float(j.get("sets", math.nan)) for j in jobs]
     own = [x if math.isfinite(x) else float(len(a.get("sets") or [])) for x, a in zip(own, aa)]
     sets = float(np.median(own)) if own else math.nan

@@ -8,10 +8,8 @@ use one definition. How a margin is measured and stored: `harness.margin`, `harn
 from __future__ import annotations
 
 import math
+from collections import Counter
 from typing import Any, Iterable, Mapping, NamedTuple
-
-import numpy as np
-import pandas as pd
 
 
 def larger_part(clear: float, sets: float) -> float:
@@ -21,11 +19,11 @@ def larger_part(clear: float, sets: float) -> float:
 
 
 class Margin(NamedTuple):
-    """A paired job's margin as resolved before it runs (`harness.margin.resolve_margin`), with the parts of a stored one.
+    """A paired job's margin as resolved before it runs (`harness.margin.resolve_margin`), with a stored one's parts.
 
     A stored margin is the larger of the clearances' part and the set part, z x the offset of one set of processes /
     sqrt(sets), for the sets the self-test's jobs averaged over (``sets``). A job that averaged over other sets
-    (one stopped by its cap after few sets, as every job holding Ray is: its sets last about a minute) has
+    (one stopped by its cap after few sets, as jobs holding Ray often are: Ray's start makes their sets long) has
     another set part: `for_sets` gives the margin for the sets a job ran, which the report uses."""
 
     value: float
@@ -75,5 +73,5 @@ def effective_sets(epochs: Iterable[int]) -> float:
     sum n^2 over the sets' cycle counts n. Sets of equal length count one each; a set of a few cycles beside long
     ones counts for little, as its offset weighs in the job's median (the variance a job's median takes from its
     sets' offsets is tau^2 sum n^2 / (sum n)^2). NaN without cycles."""
-    counts = np.array(list(pd.Series(list(epochs), dtype=float).value_counts()), dtype=float)
-    return float(counts.sum() ** 2 / (counts ** 2).sum()) if counts.size else math.nan
+    counts = Counter(epochs).values()
+    return sum(counts) ** 2 / sum(n * n for n in counts) if counts else math.nan

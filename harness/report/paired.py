@@ -122,8 +122,8 @@ class PairedJob:
     #: the sets of processes the job's cycles averaged over (`harness.report.job_margin.effective_sets`), at which a
     #: stored margin's set part is taken (`harness.report.job_margin.Margin.for_sets`)
     sets: float = math.nan
-    #: the sets a stored margin's set part was measured for (NaN: a margin without parts, used as recorded)
-    margin_sets: float = math.nan
+    #: the margin as the rows recorded it (with a stored margin's parts), from which ``margin`` was taken
+    recorded_margin: Margin = Margin(0.0, "")
     #: CPU model, cores, git commit and the load average when the job started (from the rows' metadata)
     machine: str = ""
     #: the host shifts found in ``shift_series`` (`harness.report.changepoint`)
@@ -271,7 +271,7 @@ def analyze_paired(rows: pd.DataFrame, names: Optional[dict[str, str]] = None,
                         precision_target=float(first.get("precision_target", math.nan)), table=table,
                         host=_host_frame(g), shift_series=series, machine=machine,
                         margin=recorded.for_sets(sets), margin_source=recorded.source, sets=sets,
-                        margin_sets=recorded.sets if math.isfinite(recorded.set_part) else math.nan,
+                        recorded_margin=recorded,
                         workers=int(g["workers"].iloc[0]), scenario=str(g["scenario"].iloc[0]),
                         presets=PresetNames.from_rows(g))
         if "gil_enabled" in g:
@@ -322,9 +322,10 @@ def host_summary(job: PairedJob) -> list[dict[str, Any]]:
 def margin_sets_text(job: PairedJob) -> str:
     """``; its set part at the 3.6 sets of processes the job ran (stored for 8)`` where the job's margin was taken at
     its sets (`harness.report.job_margin.Margin.for_sets`), else nothing."""
-    if not (math.isfinite(job.margin_sets) and math.isfinite(job.sets)):
+    stored = job.recorded_margin
+    if not (math.isfinite(stored.set_part) and math.isfinite(job.sets)):
         return ""
-    return f"; its set part at the {job.sets:.3g} sets of processes the job ran (stored for {job.margin_sets:.3g})"
+    return f"; its set part at the {job.sets:.3g} sets of processes the job ran (stored for {stored.sets:.3g})"
 
 
 def shift_lines(jobs: list[PairedJob]) -> list[str]:
