@@ -7,6 +7,7 @@ with PyTorch's default Linear distribution, U(-1/sqrt(fan_in), 1/sqrt(fan_in)) f
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any, Sequence
 
 import numpy as np
@@ -30,3 +31,17 @@ def seeded_mlp(sizes: Sequence[int], seed: Sequence[int] | int) -> Any:
             layer.bias.uniform_(-bound, bound, generator=gen)
         layers.append(layer)
     return torch.nn.Sequential(*layers)
+
+
+def tensor_view(array: np.ndarray) -> Any:
+    """A tensor on ``array``'s memory (no copy), for reading only. A received array may be read-only (a reactor
+    port's shared memory, Ray's object store): torch warns on each, since a write through the tensor would not be
+    defined, and every caller here only reads."""
+    from scenarios.threads import import_torch
+
+    torch = import_torch()
+    if array.flags.writeable:
+        return torch.from_numpy(array)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+        return torch.from_numpy(array)

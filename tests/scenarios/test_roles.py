@@ -120,6 +120,35 @@ def test_dqn_roles_built_twice_agree_and_messages_pickle():
     assert "sampling_s" not in m and "communication_s" not in m  # the layout is the harness's to add
 
 
+def test_weights_received_read_only_load_without_a_warning_and_without_a_copy():
+    """A broadcast's arrays arrive read-only where the backend shares memory (reactor ports, Ray's object
+    store): a worker loads them and the learner reads a batch with no torch warning in the job's output, and
+    the batch's tensor is a view. In a fresh interpreter, warnings as errors: torch warns once per process."""
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    code = """
+import numpy as np, torch
+from scenarios.dqn import set_weights
+from scenarios.nets import seeded_mlp, tensor_view
+source, net = seeded_mlp([3, 4, 2], 0), seeded_mlp([3, 4, 2], 1)
+weights = [p.detach().numpy().copy() for p in source.parameters()]
+for w in weights:
+    w.flags.writeable = False
+set_weights(net, weights)
+assert all(np.array_equal(p.detach().numpy(), w) for p, w in zip(net.parameters(), weights))
+batch = np.arange(6, dtype=np.float32).reshape(2, 3)
+batch.flags.writeable = False
+view = tensor_view(batch)
+assert view.data_ptr() == batch.ctypes.data and view.tolist() == batch.tolist()
+"""
+    proc = subprocess.run([sys.executable, "-W", "error::UserWarning", "-c", code], cwd=REPO,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]  # a warning is an error there
+
+
 def test_dqn_server_reports_each_rollouts_seconds_per_round():
     """worker_seconds(): one row per round, one column per rollout, the seconds the results carried;
     metrics() clears it with its own sums, so both cover the same rounds."""
