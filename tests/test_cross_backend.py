@@ -64,9 +64,9 @@ RUNS = [
                  marks=_slow("dqn on serial, reactor and ray: test_paper_mode_checksums_equal_on_serial_reactor_"
                              "and_ray[dqn] (replay role, state_dict broadcasts); the other backends: [gym]")),
     pytest.param("marl", backends_for("marl"), id="marl",
-                 marks=_slow("marl on serial, reactor and ray: test_paper_mode_checksums_equal_on_serial_reactor_"
-                             "and_ray[marl] (trained policies); simple_spread determinism: tests/scenarios/"
-                             "test_cli.py; the other backends: [gym]")),
+                 marks=_slow("marl on serial and reactor: test_paper_mode_checksums_equal_on_serial_reactor_"
+                             "and_ray[marl] (trained policies; on Ray: [marl-ray], slow too); simple_spread "
+                             "determinism: tests/scenarios/test_cli.py; the other backends: [gym]")),
     pytest.param("actors", backends_for("actors"), id="actors",
                  marks=_slow("the same client and server roles as [object_size], with smaller payloads; actors "
                              "determinism: tests/scenarios/test_cli.py")),
@@ -123,11 +123,21 @@ PAPER_CASES = {
 
 
 # gym and atari change only worker-local seeding and actions in paper mode (covered in-process by
-# tests/scenarios): slow; dqn (replay role, state_dict) and marl (TrafficJunction) change the data path: fast
-@pytest.mark.parametrize("scenario", [pytest.param(s, marks=pytest.mark.slow) if s in ("gym", "atari") else s
-                                      for s in sorted(PAPER_CASES)])
-def test_paper_mode_checksums_equal_on_serial_reactor_and_ray(tmp_path, scenario):
-    backends = ["serial", "reactor", "ray"]
+# tests/scenarios): slow; dqn (replay role, state_dict broadcasts through the reactor's ports and Ray's object
+# store) and marl (TrafficJunction's trained policies) change the data path: fast, marl on Ray slow (its
+# broadcast is one array, its results ints: Ray's actor loop carries both in [dqn] here and in
+# test_every_backend_computes_the_same_checksums[gym] and [object_size])
+PAPER_RUNS = [
+    pytest.param("atari", ["serial", "reactor", "ray"], id="atari", marks=pytest.mark.slow),
+    pytest.param("dqn", ["serial", "reactor", "ray"], id="dqn"),
+    pytest.param("gym", ["serial", "reactor", "ray"], id="gym", marks=pytest.mark.slow),
+    pytest.param("marl", ["serial", "reactor"], id="marl"),
+    pytest.param("marl", ["serial", "ray"], id="marl-ray", marks=pytest.mark.slow),
+]
+
+
+@pytest.mark.parametrize("scenario,backends", PAPER_RUNS)
+def test_paper_mode_checksums_equal_on_serial_reactor_and_ray(tmp_path, scenario, backends):
     proc = run_cli(f"scenario={scenario}", f"backend={','.join(backends)}", "budget=paper",
                    "budget.rounds=4", "budget.repetitions=2", "budget.warmup_rounds=1", "workers=2",
                    *PAPER_CASES[scenario], run_dir=tmp_path, multirun=True, timeout=600)
