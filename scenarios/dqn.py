@@ -32,7 +32,7 @@ import numpy as np
 
 from scenarios.base import Broadcast, Scenario, Server, Worker
 from scenarios.checksum import RunningChecksum, digest
-from scenarios.nets import seeded_mlp, tensor_view
+from scenarios.nets import seeded_mlp, tensor_of
 from scenarios.threads import import_torch
 
 OBS_DIM = 3
@@ -62,7 +62,7 @@ def set_weights(net: Any, weights: Sequence[np.ndarray] | dict[str, Any]) -> Non
         return
     with torch.no_grad():
         for p, w in zip(net.parameters(), weights, strict=True):
-            p.copy_(tensor_view(np.asarray(w)))
+            p.copy_(tensor_of(np.asarray(w)))
 
 
 def state_dict_copy(net: Any) -> dict[str, Any]:
@@ -221,7 +221,7 @@ class LearnerServer(Server):
 
     def _learn(self, batch: np.ndarray) -> None:
         torch, c = self.torch, self.config
-        b = tensor_view(np.ascontiguousarray(batch, dtype=np.float32))
+        b = tensor_of(np.ascontiguousarray(batch, dtype=np.float32))
         obs, act = b[:, 0:OBS_DIM], b[:, OBS_DIM].long()
         rew, nxt, term = b[:, OBS_DIM + 1], b[:, OBS_DIM + 2:2 * OBS_DIM + 2], b[:, 2 * OBS_DIM + 2]
         q = self.net(obs).gather(1, act.unsqueeze(1)).squeeze(1)

@@ -7,7 +7,6 @@ with PyTorch's default Linear distribution, U(-1/sqrt(fan_in), 1/sqrt(fan_in)) f
 from __future__ import annotations
 
 import math
-import warnings
 from typing import Any, Sequence
 
 import numpy as np
@@ -33,15 +32,13 @@ def seeded_mlp(sizes: Sequence[int], seed: Sequence[int] | int) -> Any:
     return torch.nn.Sequential(*layers)
 
 
-def tensor_view(array: np.ndarray) -> Any:
-    """A tensor on ``array``'s memory (no copy), for reading only. A received array may be read-only (a reactor
-    port's shared memory, Ray's object store): torch warns on each, since a write through the tensor would not be
-    defined, and every caller here only reads."""
+def tensor_of(array: np.ndarray) -> Any:
+    """A tensor of ``array``'s values, for reading: on its memory where the array is writable, else on a copy. A
+    received array may be read-only (a reactor port's shared memory, Ray's object store), and torch warns on a
+    tensor over read-only memory; silencing it (`warnings.catch_warnings`) would swap the process's warning filters,
+    which is not safe where roles run in threads (the threads executor). The arrays read here are small (the DQN's
+    weights, a minibatch), so the copy costs microseconds against the round's milliseconds."""
     from scenarios.threads import import_torch
 
     torch = import_torch()
-    if array.flags.writeable:
-        return torch.from_numpy(array)
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
-        return torch.from_numpy(array)
+    return torch.from_numpy(array if array.flags.writeable else array.copy())

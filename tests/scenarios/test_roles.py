@@ -120,19 +120,20 @@ def test_dqn_roles_built_twice_agree_and_messages_pickle():
     assert "sampling_s" not in m and "communication_s" not in m  # the layout is the harness's to add
 
 
-def test_weights_received_read_only_load_without_a_warning_and_without_a_copy():
+def test_weights_received_read_only_load_without_a_warning():
     """A broadcast's arrays arrive read-only where the backend shares memory (reactor ports, Ray's object
-    store): a worker loads them and the learner reads a batch with no torch warning in the job's output, and
-    the batch's tensor is a view. In a fresh interpreter, warnings as errors: torch warns once per process."""
+    store): a worker loads them and the learner reads a batch with no torch warning in the job's output (a
+    read-only array is copied, a writable one read in place). In a fresh interpreter with warnings as errors:
+    torch warns once per process."""
     import subprocess
     import sys
 
     from tests.conftest import REPO
 
     code = """
-import numpy as np, torch
+import numpy as np
 from scenarios.dqn import set_weights
-from scenarios.nets import seeded_mlp, tensor_view
+from scenarios.nets import seeded_mlp, tensor_of
 source, net = seeded_mlp([3, 4, 2], 0), seeded_mlp([3, 4, 2], 1)
 weights = [p.detach().numpy().copy() for p in source.parameters()]
 for w in weights:
@@ -140,9 +141,9 @@ for w in weights:
 set_weights(net, weights)
 assert all(np.array_equal(p.detach().numpy(), w) for p, w in zip(net.parameters(), weights))
 batch = np.arange(6, dtype=np.float32).reshape(2, 3)
+assert tensor_of(batch).data_ptr() == batch.ctypes.data  # writable: no copy
 batch.flags.writeable = False
-view = tensor_view(batch)
-assert view.data_ptr() == batch.ctypes.data and view.tolist() == batch.tolist()
+assert tensor_of(batch).tolist() == batch.tolist()
 """
     proc = subprocess.run([sys.executable, "-W", "error::UserWarning", "-c", code], cwd=REPO,
                           capture_output=True, text=True, timeout=120)
