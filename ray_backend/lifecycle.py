@@ -24,6 +24,10 @@ THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 RAY_PROCESS_MARKERS = ("raylet", "gcs_server", "ray::", "/site-packages/ray/")
 #: seconds to wait for a TCP connection to a cluster's GCS before giving up on joining it
 JOIN_CONNECT_TIMEOUT_S = 10.0
+#: the logger of Ray's notice that a new local instance enables token authentication by default (Ray 2.5x: "Token
+#: authentication is enabled for this Ray cluster. Set RAY_AUTH_MODE=disabled to opt out."), printed by every job that
+#: starts its own instance; held to errors while one starts (authentication stays as Ray sets it)
+AUTH_NOTICE_LOGGER = "ray._private.authentication.authentication_token_setup"
 #: Ray's settings (``RAY_<name>`` in the environment of every Ray process) for an instance that a paired job parks
 #: between its blocks (every process stopped, then continued: `harness.resident.Resident.park`): a stopped raylet or
 #: GCS answers no health check and no RPC, so the checks and reconnection waits are raised far beyond a job's
@@ -150,7 +154,13 @@ class RayInstance:
                 self.owned = True  # from here on, whatever was started is ours to stop
                 if self.object_store_memory is not None:
                     kwargs["object_store_memory"] = int(self.object_store_memory)
-                ray.init(num_cpus=self.num_cpus, **kwargs)
+                notice = logging.getLogger(AUTH_NOTICE_LOGGER)
+                level = notice.level
+                notice.setLevel(logging.ERROR)
+                try:
+                    ray.init(num_cpus=self.num_cpus, **kwargs)
+                finally:
+                    notice.setLevel(level)
             else:
                 check_reachable(self.address)
                 # Ray retries an unreachable GCS for minutes; a job should fail in seconds instead
