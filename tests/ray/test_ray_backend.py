@@ -238,14 +238,46 @@ def test_compiled_envs_per_actor_2_matches_serial_and_teardown_leaves_no_ray_pro
     assert our_ray_processes() == []  # stop() alone (no harness kill_tree) left nothing behind
 
 
-def test_a_role_that_raises_in_close_fails_stop_after_everything_is_torn_down():
+class LeaveRounds(Exception):
+    """What a paired job's clock raises out of ``tick`` to end a resident's rounds (`harness.compare_child.StopRounds`)."""
+
+
+class LeavingClock(CountingClock):
+    """Raises `LeaveRounds` from the ``tick`` of round ``after``, as a paired job's clock does at ``stop``."""
+
+    def __init__(self, after: int) -> None:
+        super().__init__()
+        self.after = after
+
+    def tick(self) -> None:
+        super().tick()
+        if self.ticks == self.after:
+            raise LeaveRounds
+
+
+@pytest.mark.parametrize("mode,leave", [("actors", False), ("compiled", True)],
+                         ids=["actors-every-round", "compiled-left-by-the-clock"])
+def test_a_role_that_raises_in_close_fails_stop_after_everything_is_torn_down(mode, leave):
     """Under Ray as under every backend a role's error at its end is the job's error (it was swallowed as best
-    effort, so such a job ended "ok"); Ray is still shut down and nothing is left."""
+    effort, so such a job ended "ok"); Ray is still shut down and nothing is left. Also where the clock ends the
+    rounds by raising (a paired job's residents): the actors are idle then, so their roles are closed (they were
+    killed as after a failure, without closing, and the compiled graph's teardown logged an error per actor)."""
     from backends.ray import RayRoleError
 
-    scenario_cfg = config_object(FaultConfig, {"num_workers": 2, "kind": "close"})
+    scenario = make_scenario(config_object(FaultConfig, {"num_workers": 2, "kind": "close"}), 0)
+    server = scenario.make_server()
+    backend = make_backend(config_object(RayConfig, {"mode": mode}), 2)
+    clock = LeavingClock(5 if leave else 0)
     with pytest.raises(RayRoleError, match="EnvCrashed: worker 1 failed to close after 5 rounds"):
-        run_in_process(config_object(RayConfig, {"mode": "actors"}), scenario_cfg, 5)
+        try:
+            backend.start(scenario, server)
+            try:
+                backend.run(5 if not leave else 1000, clock)
+            except LeaveRounds:
+                assert leave
+        finally:
+            backend.stop()
+    assert clock.ticks == 5 and not backend.failed
     import ray
 
     assert not ray.is_initialized()
