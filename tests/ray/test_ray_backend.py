@@ -255,8 +255,10 @@ class LeavingClock(CountingClock):
             raise LeaveRounds
 
 
-@pytest.mark.parametrize("mode,leave", [("actors", False), ("compiled", True)],
-                         ids=["actors-every-round", "compiled-left-by-the-clock"])
+@pytest.mark.parametrize("mode,leave", [
+    # the same close path once the rounds ended without a failure: [compiled-left-by-the-clock] in the fast gate
+    pytest.param("actors", False, id="actors-every-round", marks=pytest.mark.slow),
+    pytest.param("compiled", True, id="compiled-left-by-the-clock")])
 def test_a_role_that_raises_in_close_fails_stop_after_everything_is_torn_down(mode, leave):
     """Under Ray as under every backend a role's error at its end is the job's error (it was swallowed as best
     effort, so such a job ended "ok"); Ray is still shut down and nothing is left. Also where the clock ends the
