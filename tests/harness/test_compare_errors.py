@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from harness.compare_child import StopRounds, from_stop
 from harness.cycles import COMPARE_FILE
 from tests.conftest import read_rows, run_cli
@@ -44,3 +46,54 @@ def test_only_the_clocks_stop_is_swallowed():
         assert not from_stop(during)
     assert from_stop(RuntimeError("ReactionError: StopRounds: "))  # from another process, by name
     assert not from_stop(RuntimeError("EnvCrashed: worker 1"))
+
+
+class _Leave(Exception):
+    """What a paired job's clock raises out of ``tick`` to end a resident's rounds (`StopRounds`)."""
+
+
+class _LeavingClock:
+    """Raises `_Leave` from the fifth ``tick``, as a paired job's clock does at ``stop``."""
+
+    def __init__(self) -> None:
+        self.ticks = 0
+
+    def begin(self) -> None:
+        pass
+
+    def tick(self) -> None:
+        self.ticks += 1
+        if self.ticks == 5:
+            raise _Leave
+
+
+@pytest.mark.parametrize("executor", ["inline", "processes"])
+def test_the_reactor_closes_its_roles_when_the_clock_ends_the_rounds(executor):
+    """A paired job's resident leaves its rounds by the clock's exception: the reactor's program then stops as after
+    its last round, so each role's shutdown reaction (its close) runs and a close that raises fails the job (it
+    ended ok: the exception unwound the program past its shutdown); without one, the clock's exception comes back."""
+    from backends import make_backend
+    from backends.reactor import ReactorConfig
+    from harness.config import config_object
+    from reactor_backend.errors import ReactionError
+    from scenarios import make_scenario
+    from scenarios.configs import FaultConfig
+
+    for kind in ("close", "error"):
+        # kind=error fails at round 30: never reached, so the roles close cleanly
+        scenario = make_scenario(config_object(FaultConfig, {"num_workers": 2, "kind": kind, "fail_at_round": 30}), 0)
+        server = scenario.make_server()
+        backend = make_backend(config_object(ReactorConfig, {"executor": executor}), 2)
+        clock = _LeavingClock()
+        backend.start(scenario, server)
+        try:
+            if kind == "close":
+                with pytest.raises(ReactionError, match="EnvCrashed: worker 1 failed to close after 5 rounds"):
+                    backend.run(1000, clock)
+            else:
+                with pytest.raises(_Leave):
+                    backend.run(1000, clock)
+        finally:
+            backend.stop()
+            server.close()
+        assert clock.ticks == 5
