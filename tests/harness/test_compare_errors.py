@@ -8,7 +8,7 @@ import pytest
 
 from harness.compare_child import StopRounds, from_stop
 from harness.cycles import COMPARE_FILE
-from tests.conftest import read_rows, run_cli
+from tests.conftest import TickClock, read_rows, run_cli
 
 
 def test_a_role_that_raises_in_close_makes_an_error_row(tmp_path):
@@ -52,17 +52,11 @@ class _Leave(Exception):
     """What a paired job's clock raises out of ``tick`` to end a resident's rounds (`StopRounds`)."""
 
 
-class _LeavingClock:
+class _LeavingClock(TickClock):
     """Raises `_Leave` from the fifth ``tick``, as a paired job's clock does at ``stop``."""
 
-    def __init__(self) -> None:
-        self.ticks = 0
-
-    def begin(self) -> None:
-        pass
-
     def tick(self) -> None:
-        self.ticks += 1
+        super().tick()
         if self.ticks == 5:
             raise _Leave
 
