@@ -104,8 +104,6 @@ class ServerReactor(Reactor):
         self.n_out = 1 if chain else n_workers
         self.n_in = 1 if chain else n_workers
         self.done = 0
-        #: what the clock raised from ``tick``, if it ended the rounds (`end_round`)
-        self.clock_error: Exception | None = None
 
     @reaction(startup, effects=[next])
     def begin(self) -> None:
@@ -135,17 +133,10 @@ class ServerReactor(Reactor):
 
     def end_round(self) -> None:
         """The round is complete: tick the clock, then schedule the next round or stop after the last. A clock that
-        raises ends the rounds (a paired job's stop, `harness.compare_child.StopRounds`) as the last round does, so
-        every role's shutdown reaction (its ``close``) runs; the backend raises the clock's exception after
-        (`clock_error`)."""
+        says stop (a paired job's) ends the rounds as the last round does: every role's shutdown reaction (its
+        ``close``) runs."""
         self.done += 1  # first: the clock's callbacks (a repetition's metrics) count this round
-        try:
-            self.clock.tick()
-        except Exception as exc:  # noqa: BLE001 - re-raised by the backend once the program has stopped
-            self.clock_error = exc
-            self.request_stop()
-            return
-        if self.done < self.rounds:
+        if self.clock.tick() is not False and self.done < self.rounds:
             self.next.schedule(0)
         else:
             self.request_stop()

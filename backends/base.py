@@ -11,7 +11,9 @@ Contract every backend keeps:
     backend's ``run`` (so the harness reads its checksum afterwards);
   * ``clock.begin()`` is called once right before the first round and ``clock.tick()`` once after each
     completed round, both by whoever runs ``server.gather`` (a backend that cannot tell when the roles are
-    ready may skip ``begin``: start-up then ends at the first tick).
+    ready may skip ``begin``: start-up then ends at the first tick);
+  * a tick that returns False ends the rounds there: ``run`` returns as after its last round, with every
+    role still up for ``stop`` to close (a paired job's stop; an exception from ``tick`` is an error).
 """
 from __future__ import annotations
 
@@ -48,8 +50,10 @@ class Clock(Protocol):
     def begin(self) -> None:
         """The roles exist and the first round starts now (ends the start-up interval)."""
 
-    def tick(self) -> None:
-        """One round is complete."""
+    def tick(self) -> bool | None:
+        """One round is complete. False: leave the rounds now (the harness needs no more of them: a paired job's
+        stop), as after the last round, so that the roles are closed in order by ``stop``; anything else (True,
+        None: a clock that never asks) goes on. Backends test ``clock.tick() is False``."""
 
 
 def shared_slots(n: int) -> Any:
@@ -109,7 +113,8 @@ class Backend(abc.ABC):
 
     @abc.abstractmethod
     def run(self, rounds: int, clock: Clock) -> None:
-        """Run ``rounds`` rounds; call ``clock.tick()`` after each one's ``server.gather``."""
+        """Run ``rounds`` rounds, or fewer where ``clock.tick()`` (called after each one's ``server.gather``)
+        returns False; then return, leaving the roles to ``stop``."""
 
     @abc.abstractmethod
     def stop(self) -> None:

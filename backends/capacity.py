@@ -66,13 +66,10 @@ def variant(config: dict[str, Any]) -> str:
 READY_TIMEOUT_S = 300.0
 
 
-class _Stopped(Exception):
-    """Copy 0 has finished: a load copy leaves its loop."""
-
-
 class _LoadClock:
-    """A clock for a load copy: counts nothing, ends the loop once ``stop`` is set; in lockstep it first
-    meets the other copies at ``barrier`` (copy 0 ends the run through the barrier's stop word). Without
+    """A clock for a load copy: counts its rounds in its slot of ``counts`` and says stop (its ``tick`` returns
+    False) once ``stop`` is set; in lockstep it first meets the other copies at ``barrier`` (copy 0 ends the run
+    through the barrier's stop word). Without
     lockstep, a set first byte of ``flag`` parks the copy (it says so on ``parked``, then sleeps until
     ``hold`` is set): copy 0 pauses the others between the blocks of a paired job (`CapacityBackend.pause`)."""
 
@@ -88,7 +85,7 @@ class _LoadClock:
     def begin(self) -> None:
         pass
 
-    def tick(self) -> None:
+    def tick(self) -> bool:
         if self.counts is not None:
             self.counts[self.rank] += 1  # one writer per slot; copy 0 only reads it
         if self.barrier is not None:
@@ -98,13 +95,12 @@ class _LoadClock:
             try:  # every copy finished this round; the next once copy 0 has released it (`_LockstepClock`)
                 self.barrier.arrive()
                 self.barrier.wait_for(0, self.rounds)
-            except Aborted:
-                raise _Stopped from None
+            except Aborted:  # copy 0 has finished
+                return False
         if self.flag is not None and self.flag[0]:
             self.parked.release()
             self.hold.wait()  # returns once resumed (or stopped: checked next)
-        if self.stop.is_set():
-            raise _Stopped
+        return not self.stop.is_set()
 
 
 class _CountingClock:
@@ -121,9 +117,9 @@ class _CountingClock:
         stops = getattr(self.clock, "timer_stops_at_next_tick", None)
         return True if stops is None else bool(stops())
 
-    def tick(self) -> None:
+    def tick(self) -> bool | None:
         self.counts[0] += 1  # before the tick: a repetition's last round is counted when its timer stops
-        self.clock.tick()
+        return self.clock.tick()
 
 
 class _LockstepClock:
@@ -140,16 +136,17 @@ class _LockstepClock:
     def begin(self) -> None:
         self.clock.begin()
 
-    def tick(self) -> None:
+    def tick(self) -> bool | None:
         self.rounds += 1
         if self.clock.timer_stops_at_next_tick():
             self.barrier.arrive()
-            self.clock.tick()
-            self.barrier.publish(self.rounds)
-        else:
-            self.barrier.publish(self.rounds)
-            self.barrier.arrive()
-            self.clock.tick()
+            go_on = self.clock.tick()
+            if go_on is not False:  # else no copy runs another round: the run's end stops the barrier
+                self.barrier.publish(self.rounds)
+            return go_on
+        self.barrier.publish(self.rounds)
+        self.barrier.arrive()
+        return self.clock.tick()
 
 
 def _barrier(buf: Optional[mmap.mmap], copies: int, rank: int, check: Any = None) -> Any:
@@ -173,8 +170,6 @@ def _load_copy(scenario: Scenario, ready: Any, start: Any, stop: Any, counts: An
         ready.put(True)
         start.wait()
         copy.run(2**62, _LoadClock(stop, _barrier(buf, copies, rank), counts, rank, pausing))
-    except _Stopped:
-        pass
     finally:
         copy.stop()
         server.close()

@@ -207,7 +207,8 @@ class PufferBackend(Backend):
             done = terminals | truncations
             server.gather([(obs[i], float(rewards[i]), bool(done[i])) for i in range(n)])
             self.cpu.count(n)
-            clock.tick()
+            if clock.tick() is False:
+                return
 
     def stop(self) -> None:
         envs = getattr(self, "envs", None)

@@ -106,7 +106,6 @@ class RayBackend(Backend):
         self.slices: list[range] = []
         self.graph: Optional[Any] = None  # CompiledRounds, built at the first round
         self.failed = False
-        self._between_rounds = False  # the clock is ticking: a round is complete, no call in flight (`_tick`)
         self.actor_info: list[dict[str, Any]] = []  # per actor: pid, workers, thread pinning
         self._bd = [0, 0, 0]  # actors mode: driver role work ns, driver call ns, rounds (see metrics)
         self._bd_prev: tuple = (0, 0, 0, [])
@@ -148,19 +147,11 @@ class RayBackend(Backend):
             else:
                 self._run_actors(rounds, clock)
         except BaseException:
-            # an actor may be dead or stuck: stop() must not wait for it. Not where the clock raised between
-            # rounds (a paired job's resident leaves its rounds so, `harness.compare_child.StopRounds`): no call
-            # is in flight and the actors are idle, so stop() closes their roles and tears the graph down
-            # in order (killing first left Ray's compiled-graph teardown logging an error per actor)
-            if not self._between_rounds:
-                self.failed = True
+            # an actor may be dead or stuck: stop() must not wait for it. Where the clock ended the rounds (a
+            # paired job's resident leaves its rounds so) run returned: the actors are idle, and stop() closes
+            # their roles and tears the graph down in order
+            self.failed = True
             raise
-
-    def _tick(self, clock: Clock) -> None:
-        """The round is complete: tick the clock, noting that an exception from it leaves no call in flight."""
-        self._between_rounds = True
-        clock.tick()
-        self._between_rounds = False
 
     def _run_actors(self, rounds: int, clock: Clock) -> None:
         import ray
@@ -194,7 +185,8 @@ class RayBackend(Backend):
             self._bd[0] += (t1 - t0) + (t3 - t2)
             self._bd[1] += t2 - t1
             self._bd[2] += 1
-            self._tick(clock)
+            if clock.tick() is False:
+                return
 
     def _relay(self, r: int) -> None:
         """The relay part of round ``r``: driver -> relay actor -> driver (no-op without a relay)."""
@@ -256,7 +248,8 @@ class RayBackend(Backend):
                 raise self._explain(exc, f"round {r} (0-based) of the compiled graph") from exc
             server.gather([res for chunk in chunks for res in chunk])
             self._relay(r)
-            self._tick(clock)
+            if clock.tick() is False:
+                return
 
     def _compile(self, broadcast: bool) -> Any:
         from ray_backend.compiled import CompiledRounds

@@ -235,8 +235,6 @@ class ReactorBackend(Backend):
             self.stats = run(program, executor=self.executor, workers=self.processes, **options)
         finally:
             self.server.buffer_source = None  # the program's ports lend no more
-        if top.server.clock_error is not None:  # the clock ended the rounds; the program stopped in order
-            raise top.server.clock_error
 
     def timer(self, running: bool) -> None:
         """The harness's clock runs inside the server's round-end reaction, in process 0: while its timer is

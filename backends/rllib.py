@@ -279,7 +279,8 @@ class RllibBackend(Backend):
                 raise RuntimeError(f"RLlib returned samples of {len(per_runner)} of {self.workers} env runners")
             for j, episodes in enumerate(per_runner):
                 counts[j] += sum(e.env_steps() for e in episodes)
-            clock.tick()
+            if clock.tick() is False:
+                return
 
     def metrics(self) -> dict[str, Any]:
         """The env steps each runner sampled since the last call (``copy_units``: the row's units are

@@ -61,7 +61,8 @@ class SerialBackend(Backend):
                 for w in workers:
                     msg = w.step(msg)
                 server.gather([msg])
-                clock.tick()
+                if clock.tick() is False:
+                    return
             return
         relay = self.relay
         if not self.timed:
@@ -69,7 +70,8 @@ class SerialBackend(Backend):
                 msgs = split_messages(server.scatter(), n)
                 server.gather([w.step(m) for w, m in zip(workers, msgs)])
                 finish_round(server, relay)
-                clock.tick()
+                if clock.tick() is False:
+                    return
             return
         now = time.perf_counter_ns
         for _ in range(rounds):
@@ -84,7 +86,8 @@ class SerialBackend(Backend):
             self._server_ns += (t1 - t0) + (t3 - t2)
             self._steps_ns += t2 - t1
             self._rounds += 1
-            clock.tick()
+            if clock.tick() is False:
+                return
 
     def metrics(self) -> dict[str, float]:
         """Per round since the last call: microseconds in the server's part and in the workers' steps, and the

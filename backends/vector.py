@@ -121,7 +121,8 @@ def vector_rounds(envs: Any, server: Server, samplers: list[_ActionSampler], rou
             if mask.any():
                 envs.reset(options={"reset_mask": mask})
         server.gather([(per_env[i], float(rewards[i]), bool(done[i])) for i in range(n)])
-        clock.tick()
+        if clock.tick() is False:
+            return
 
 
 class CpuPerStep:
@@ -179,9 +180,9 @@ class CountingClock:
     def begin(self) -> None:
         self.clock.begin()
 
-    def tick(self) -> None:
+    def tick(self) -> bool | None:
         self.cpu.count(self.steps)
-        self.clock.tick()
+        return self.clock.tick()
 
 
 class VectorBackend(Backend):

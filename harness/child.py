@@ -246,10 +246,11 @@ class ExtraWorkClock:
         self._inner.begin()
         self._extra.round_starts()
 
-    def tick(self) -> None:
+    def tick(self) -> bool | None:
         self._extra.before_tick()
-        self._inner.tick()
+        go_on = self._inner.tick()
         self._extra.round_starts()
+        return go_on
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)

@@ -13,9 +13,9 @@ while the other backends of the job take their turns. Messages on file descripto
     {"type": "error", "message": m, "traceback": tb}
 
 After ``warm`` and after each ``block`` the child waits for one command line on stdin: ``go N`` (time the
-next N rounds) or ``stop`` (leave the rounds: the clock raises `StopRounds` out of ``tick``, the backend's
-``run`` unwinds and ``stop`` tears it down; an error raised meanwhile, other than the clock's own, is sent as
-``error``, and the parent reads it after ``stop``). While it waits it reads a pipe: no core is used by this process;
+next N rounds) or ``stop`` (leave the rounds: the clock's ``tick`` returns False, the backend's ``run``
+returns as after its last round, and ``stop`` closes the roles and tears it down; an error raised meanwhile is sent
+as ``error``, and the parent reads it after ``stop``). While it waits it reads a pipe: no core is used by this process;
 a backend whose other processes wait for the next round (the reactor's workers, the synchronized ceiling's
 copies) lets them fall asleep in their own wait (docs/harness.md, "Paired blocks"), and one whose helpers
 would run on (the uncoordinated ceiling's copies) is paused through its ``pause``/``resume`` hooks
@@ -43,15 +43,13 @@ from harness.interpreter import running as running_interpreter
 ENDLESS_ROUNDS = 2**40
 
 
-class StopRounds(Exception):
-    """The parent asked the backend to leave its rounds (raised from the clock's ``tick``)."""
-
-
 class BlockClock:
     """Warm-up rounds untimed, then blocks of rounds the parent asks for one at a time.
 
-    ``wait_command()`` returns the next block's round count, or None to stop; ``on_warm(seconds, rounds)``
-    and ``on_block(seconds, latencies)`` report (both may block, e.g. on the parent's reply)."""
+    ``wait_command()`` returns the next block's round count, or None to stop (``tick`` then returns False, and
+    ``stopped`` is set; a stop asked for in ``begin``, with no warm-up, ends the rounds at the first tick);
+    ``on_warm(seconds, rounds)`` and ``on_block(seconds, latencies)`` report (both may block, e.g. on the
+    parent's reply)."""
 
     def __init__(self, warmup: int, wait_command: Callable[[], int | None],
                  on_warm: Callable[[float, int], None], on_block: Callable[[float, np.ndarray], None],
@@ -68,6 +66,9 @@ class BlockClock:
         self._timer = timer if timer is not None else (lambda running: None)
         self.done = 0
         self.blocks = 0
+        #: the parent said ``stop``: every tick from now on returns False
+        self.stopped = False
+        self._said_stop = False
         self.begun_at: float | None = None
         self._left = 0  # rounds left in the current block (0: warming up)
         self._lat: list[float] = []
@@ -92,7 +93,19 @@ class BlockClock:
             return self._left == 1
         return self.done + 1 >= self.warmup
 
-    def tick(self) -> None:
+    def tick(self) -> bool:
+        """A round is complete; whether to go on (False once the parent said ``stop``).
+
+        Raises:
+            RuntimeError: a round after this clock said stop (a backend's ``run`` that ignores the answer would
+                never leave its rounds).
+        """
+        if self.stopped:
+            if self._said_stop:
+                raise RuntimeError("a round after the clock said stop: a backend's run must return where "
+                                   "clock.tick() returns False (backends.base.Clock)")
+            self._said_stop = True
+            return False
         now = time.perf_counter()
         if self.begun_at is None:
             self.begin()
@@ -104,11 +117,13 @@ class BlockClock:
             self._left -= 1
             if self._left == 0:
                 self._end_block(now)
-            return
-        if self.done == 1:
-            self._warm_from = now
-        if self.done == self.warmup:
-            self._end_warmup(now - self._warm_from)
+        else:
+            if self.done == 1:
+                self._warm_from = now
+            if self.done == self.warmup:
+                self._end_warmup(now - self._warm_from)
+        self._said_stop = self.stopped
+        return not self.stopped
 
     def _end_warmup(self, seconds: float) -> None:
         self._timer(False)
@@ -130,7 +145,8 @@ class BlockClock:
     def _next(self) -> None:
         n = self._wait_command()
         if n is None:
-            raise StopRounds
+            self.stopped = True
+            return
         if self._resume is not None:
             self._resume()
         self._left = n
@@ -139,24 +155,11 @@ class BlockClock:
         self._last = self._start = time.perf_counter()
 
 
-def from_stop(exc: BaseException) -> bool:
-    """Whether ``exc`` is the clock's `StopRounds`, or an error a backend raised for it (``raise ... from`` it, or,
-    from another process, its name in the message). An error raised while it unwound (a role failing to close: only
-    its implicit context is the stop) is not, and fails the job."""
-    seen: set[int] = set()
-    cur: BaseException | None = exc
-    while cur is not None and id(cur) not in seen:
-        if isinstance(cur, StopRounds) or StopRounds.__name__ in str(cur):
-            return True
-        seen.add(id(cur))
-        cur = cur.__cause__
-    return False
-
-
 def measure_blocks(spec: dict[str, Any], send: Callable[[dict[str, Any]], None],
                    wait_command: Callable[[], int | None]) -> None:
     """Build the spec's scenario on its backend and run it under a `BlockClock` until told to stop. An error
-    the backend raises while leaving its rounds (after ``stop``) or while tearing down is not swallowed."""
+    the backend raises while leaving its rounds (after ``stop``) or while tearing down is not swallowed, nor a
+    backend's ``run`` that returns before the parent said ``stop``."""
     job = build(spec)
     send(job.hello)
     backend, server = job.backend, job.server
@@ -188,13 +191,10 @@ def measure_blocks(spec: dict[str, Any], send: Callable[[dict[str, Any]], None],
         backend.prepare_to_park()
     try:
         backend.start(job.scenario, server)
-        try:
-            backend.run(ENDLESS_ROUNDS, timed)
-        except StopRounds:
-            pass
-        except Exception as exc:
-            if not from_stop(exc):  # a backend may wrap the clock's StopRounds in its own error; nothing else
-                raise
+        backend.run(ENDLESS_ROUNDS, timed)
+        if not clock.stopped:
+            raise RuntimeError(f"backend {spec['backend']['name']!r} left its rounds after {clock.done} rounds, "
+                               "before the harness said stop")
     finally:
         try:
             backend.stop()

@@ -63,7 +63,8 @@ class ToyBackend(Backend):
             for i in reversed(range(n)):
                 results[i] = self.roles[i].step(msgs[i])
             self.server.gather(results)
-            clock.tick()
+            if clock.tick() is False:
+                return
 
     def stop(self):
         for role in getattr(self, "roles", []):

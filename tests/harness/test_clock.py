@@ -150,7 +150,7 @@ def test_the_clock_says_before_each_tick_whether_its_timer_may_stop_there_and_ke
 
 
 def test_a_paired_jobs_block_clock_says_which_tick_ends_the_warm_up_or_a_block():
-    from harness.compare_child import BlockClock, StopRounds
+    from harness.compare_child import BlockClock
 
     blocks = iter([3, 2, None])
     stops, said = [], {}
@@ -158,9 +158,12 @@ def test_a_paired_jobs_block_clock_says_which_tick_ends_the_warm_up_or_a_block()
                        timer=lambda running: stops.append(clock.done) if not running else None)
     assert clock.timer_stops_at_next_tick()
     clock.begin()
-    with pytest.raises(StopRounds):
-        while True:
-            said[clock.done + 1] = clock.timer_stops_at_next_tick()
-            clock.tick()
+    go_on = True
+    while go_on:
+        said[clock.done + 1] = clock.timer_stops_at_next_tick()
+        go_on = clock.tick()
+    assert (clock.done, clock.stopped) == (7, True)  # the parent's stop ends the rounds at the tick that asked
+    with pytest.raises(RuntimeError, match="a round after the clock said stop"):  # a backend that ran on
+        clock.tick()
     assert stops == [2, 5, 7]  # the warm-up's end, then each block's
     assert [t for t, yes in said.items() if yes] == stops
