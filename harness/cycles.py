@@ -351,7 +351,7 @@ def run_compare(jobs: list[dict[str, Any]], job_dir: Path, settings: CompareSett
         outcome.calibration_rounds = calibration
         outcome.block_rounds = n_rounds
         log(f"blocks of {n_rounds} rounds; verdicts clear a margin of +-{margin * 100:.3g}% ({margin_source})"
-            + (f" after {resolved.sets:g} sets of processes, taken to the sets the job runs"
+            + (f" after {resolved.sets:.3g} sets of processes, taken to the sets the job runs"
                if math.isfinite(resolved.set_part) else ""))
         rng = np.random.default_rng(seed)
         position = 0

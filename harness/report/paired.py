@@ -306,10 +306,11 @@ def host_summary(job: PairedJob) -> list[dict[str, Any]]:
     for lo_i, hi_i in spans:
         cycles = job.table.index[lo_i:hi_i]
         host = job.host.reindex(cycles)
+        # pandas' median and mean skip NaN and give NaN where a span holds no reading (rows without host columns)
         rec = {"cycles": f"{int(cycles[0])}-{int(cycles[-1])}",
-               "calibration_ms": float(np.nanmedian(host["core_ms_mean"])) if len(host) else math.nan,
-               "slowest_core_ms": float(np.nanmedian(host["core_ms_max"])) if len(host) else math.nan,
-               "steal_pct": 100 * float(np.nanmean(host["steal"])) if len(host) else math.nan}
+               "calibration_ms": float(host["core_ms_mean"].median()) if len(host) else math.nan,
+               "slowest_core_ms": float(host["core_ms_max"].median()) if len(host) else math.nan,
+               "steal_pct": 100 * float(host["steal"].mean()) if len(host) else math.nan}
         for c in CEILINGS:
             if c in job.table:
                 rec[c] = float(job.table[c].iloc[lo_i:hi_i].median())
