@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import psutil
 import pytest
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
@@ -40,12 +41,16 @@ def _job(preset: str) -> Any:
 def test_a_backend_leaves_its_rounds_where_the_clock_says_stop(preset):
     job = _job(preset)
     clock = _StoppingClock()
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
     try:
         job.backend.start(job.scenario, job.server)
         job.backend.run(1000, clock)  # returns: no exception, no round beyond the stop
     finally:
         job.backend.stop()
     assert clock.ticks == STOP_AT
+    left = [p for p in psutil.Process().children(recursive=True) if p.pid not in before and p.is_running()
+            and p.status() != psutil.STATUS_ZOMBIE]
+    assert not left, [(p.pid, p.cmdline()) for p in left]  # stop left no worker, copy or env process
     reference, _ = run_rounds(job.scenario, STOP_AT)
     assert job.server.checksum() == reference.checksum()  # the server gathered exactly those rounds
     job.server.close()
