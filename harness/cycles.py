@@ -318,9 +318,13 @@ def run_compare(jobs: list[dict[str, Any]], job_dir: Path, settings: CompareSett
                 if res.parkable:
                     res.measure_idle()
                 rest(res)
-                log(f"{key}: started in {started_s:.1f} s, warm-up {warm[key] * 1e3:.3g} ms per round"
-                    + (f", parked between its blocks ({len(res.pids)} processes, idle "
-                       f"{res.idle_ns_per_s / 1e6:.3g} ms of CPU per second)" if res.parkable else ""))
+                parked = ""
+                if res.parkable:
+                    idle_ms = res.idle_ns_per_s / 1e6
+                    idle = f"{idle_ms:,.0f}" if idle_ms >= 100 else f"{idle_ms:.3g}"
+                    parked = (f", parked between its blocks ({len(res.pids)} processes, idle {idle} ms of CPU "
+                              "per second)")
+                log(f"{key}: started in {started_s:.1f} s, warm-up {warm[key] * 1e3:.3g} ms per round{parked}")
             return time.monotonic() - t0
 
         def retire() -> None:
