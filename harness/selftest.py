@@ -98,6 +98,8 @@ MARGIN_HOW = ("the larger of the 95th percentile of the A/A clearance (how far a
 SHIPPED_RESIDENTS = ("capacity_lockstep", "capacity")
 #: set by the self-test itself, not to be passed through
 OWN_KEYS = ("backends", "compare.extra_work", "compare.max_seconds")
+#: where each job writes, under ``selftest.out``
+OWN_DIRS = ("hydra.run.dir", "hydra.sweep.dir")
 
 
 @dataclass
@@ -142,6 +144,8 @@ def parse_args(argv: list[str]) -> tuple[SelftestSettings, list[str]]:
             if key in OWN_KEYS:
                 raise ValueError(f"{key} is set by the self-test (use selftest.backend, selftest.residents, "
                                  "selftest.effects and selftest.seconds)")
+            if key.lstrip("+~") in OWN_DIRS:  # each job's folder is the self-test's: a given one was ignored
+                raise ValueError(f"{key} is set by the self-test for each job: its folder is selftest.out=DIR")
             passed.append(arg)
             continue
         name = key[len("selftest."):]

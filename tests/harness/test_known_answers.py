@@ -214,6 +214,8 @@ def test_selftest_options_are_checked_before_anything_runs():
         selftest.parse_args(["selftest.effects=[0.02,-1]"])
     with pytest.raises(ValueError, match="selftest.effects"):
         selftest.parse_args(["backends=[serial,reactor]"])
+    with pytest.raises(ValueError, match="selftest.out"):  # each job's folder is set per job: it was ignored
+        selftest.parse_args(["hydra.run.dir=/tmp/somewhere"])
     settings, passed = selftest.parse_args(["selftest.jobs=3", "selftest.effects=[0.03]", "scenario=gym"])
     assert settings.jobs == 3 and settings.effects == [0.03] and passed == ["scenario=gym"]
     assert selftest.main(["selftest.jobs=0"]) == 2
