@@ -78,6 +78,19 @@ class TickClock:
         self.ticks += 1
 
 
+class StoppingClock(TickClock):
+    """Says stop at tick ``stop_at``, as a paired job's clock does at ``stop``; a tick after that fails."""
+
+    def __init__(self, stop_at: int) -> None:
+        super().__init__()
+        self.stop_at = stop_at
+
+    def tick(self) -> bool:
+        super().tick()
+        assert self.ticks <= self.stop_at, "a round after the clock said stop"
+        return self.ticks < self.stop_at
+
+
 def run_rounds(scenario, rounds: int, workers=None):
     """The serial loop in-process: ``rounds`` rounds of the scenario's server and workers (built here
     unless given); returns ``(server, workers)``."""

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from harness.cycles import COMPARE_FILE
-from tests.conftest import TickClock, read_rows, run_cli
+from tests.conftest import StoppingClock, read_rows, run_cli
 
 
 def test_a_role_that_raises_in_close_makes_an_error_row(tmp_path):
@@ -27,14 +27,6 @@ def test_a_role_that_raises_in_close_makes_an_error_row(tmp_path):
     assert json.loads((out / COMPARE_FILE).read_text())["status"] == "error"
 
 
-class _LeavingClock(TickClock):
-    """Says stop at the fifth ``tick``, as a paired job's clock does at ``stop``."""
-
-    def tick(self) -> bool:
-        super().tick()
-        return self.ticks < 5
-
-
 @pytest.mark.parametrize("executor", ["inline", "processes"])
 def test_the_reactor_closes_its_roles_when_the_clock_ends_the_rounds(executor):
     """A paired job's resident leaves its rounds where the clock says stop: the reactor's program then stops as
@@ -52,7 +44,7 @@ def test_the_reactor_closes_its_roles_when_the_clock_ends_the_rounds(executor):
         scenario = make_scenario(config_object(FaultConfig, {"num_workers": 2, "kind": kind, "fail_at_round": 30}), 0)
         server = scenario.make_server()
         backend = make_backend(config_object(ReactorConfig, {"executor": executor}), 2)
-        clock = _LeavingClock()
+        clock = StoppingClock(5)
         backend.start(scenario, server)
         try:
             if kind == "close":

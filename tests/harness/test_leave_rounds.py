@@ -14,19 +14,10 @@ from omegaconf import OmegaConf
 from harness.app import CONF_DIR
 from harness.child import build
 from harness.runner import job_spec
-from tests.conftest import TickClock, run_rounds
+from tests.conftest import StoppingClock, run_rounds
 
 #: rounds before the clock says stop
 STOP_AT = 5
-
-
-class _StoppingClock(TickClock):
-    """Says stop at tick `STOP_AT`; a tick after that fails the backend's run."""
-
-    def tick(self) -> bool:
-        super().tick()
-        assert self.ticks <= STOP_AT, "a round after the clock said stop"
-        return self.ticks < STOP_AT
 
 
 def _job(preset: str) -> Any:
@@ -40,7 +31,7 @@ def _job(preset: str) -> Any:
                                     "reactor_threads", "vector", "puffer"])
 def test_a_backend_leaves_its_rounds_where_the_clock_says_stop(preset):
     job = _job(preset)
-    clock = _StoppingClock()
+    clock = StoppingClock(STOP_AT)
     before = {p.pid for p in psutil.Process().children(recursive=True)}
     try:
         job.backend.start(job.scenario, job.server)
